@@ -1,0 +1,1 @@
+"""kubeberth: a Kubernetes scheduler run as a kopf operator."""

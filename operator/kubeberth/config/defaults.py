@@ -1,0 +1,70 @@
+"""Upstream's default profile and the enabled/disabled merge rules."""
+
+from __future__ import annotations
+
+from .models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+# Upstream's default MultiPoint set (kube-scheduler v1.3x), in order; the order
+# is the order filters run and reasons are reported.
+DEFAULT_MULTI_POINT: list[tuple[str, int | None]] = [
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+]
+
+
+def default_plugins() -> Plugins:
+    return Plugins(multiPoint=PluginSet(
+        enabled=[PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTI_POINT]))
+
+
+def default_spec(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulingProfileSpec:
+    return SchedulingProfileSpec(schedulerName=scheduler_name)
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """Upstream's mergePluginSet: custom disables drop defaults ("*" all of them);
+    a custom entry naming a default plugin replaces it in place; the rest append."""
+    disabled = [PluginRef(name=p.name) for p in custom.disabled] + [
+        PluginRef(name=p.name) for p in default.disabled]
+    disabled_names = {p.name for p in disabled}
+    custom_index = {p.name: i for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginRef] = []
+    if "*" not in disabled_names:
+        for p in default.enabled:
+            if p.name in disabled_names:
+                continue
+            if p.name in custom_index:
+                i = custom_index[p.name]
+                p = custom.enabled[i]
+                replaced.add(i)
+            enabled.append(p)
+    enabled += [p for i, p in enumerate(custom.enabled) if i not in replaced]
+    return PluginSet(enabled=enabled, disabled=disabled)
+
+
+def merge_with_defaults(custom: Plugins) -> Plugins:
+    defaults = default_plugins()
+    merged = {
+        point: merge_plugin_set(getattr(defaults, point), getattr(custom, point))
+        for point in Plugins.model_fields
+    }
+    return Plugins(**merged)

@@ -1,0 +1,175 @@
+"""Turn a validated SchedulingProfile spec into a Framework."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..config.defaults import merge_with_defaults
+from ..config.errors import ConfigError, from_validation_error
+from ..config.models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
+from .context import SchedulerContext
+from .interfaces import EXTENSION_POINTS
+from .registry import Registry
+from .runtime import Framework
+from .types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
+
+_ATTR = {
+    "preEnqueue": "pre_enqueue_plugins",
+    "queueSort": "queue_sort_plugins",
+    "preFilter": "pre_filter_plugins",
+    "filter": "filter_plugins",
+    "postFilter": "post_filter_plugins",
+    "preScore": "pre_score_plugins",
+    "score": "score_plugins",
+    "reserve": "reserve_plugins",
+    "permit": "permit_plugins",
+    "preBind": "pre_bind_plugins",
+    "bind": "bind_plugins",
+    "postBind": "post_bind_plugins",
+}
+
+
+def _resolve_aliases(plugins: Plugins, registry: Registry, alias_args: dict[str, dict[str, Any]]) -> Plugins:
+    """Rewrite older policy names to today's plugins, remembering their preset args."""
+    out: dict[str, PluginSet] = {}
+    for point in Plugins.model_fields:
+        ps: PluginSet = getattr(plugins, point)
+        sets = {}
+        for which in ("enabled", "disabled"):
+            refs = []
+            for i, ref in enumerate(getattr(ps, which)):
+                alias = registry.alias(ref.name)
+                if alias is None:
+                    refs.append(ref)
+                    continue
+                if alias.args:
+                    prior = alias_args.get(alias.target)
+                    if prior is not None and prior != alias.args:
+                        raise ConfigError(f"spec.plugins.{point}.{which}[{i}].name",
+                                          f"{ref.name} conflicts with another name for {alias.target}")
+                    alias_args[alias.target] = alias.args
+                refs.append(PluginRef(name=alias.target, weight=ref.weight))
+            sets[which] = refs
+        out[point] = PluginSet(**sets)
+    return Plugins(**out)
+
+
+def expand_points(plugins: Plugins, registry: Registry) -> dict[str, list[PluginRef]]:
+    """Per extension point, the ordered plugins, with multiPoint expanded as upstream."""
+    result: dict[str, list[PluginRef]] = {}
+    for point, base in EXTENSION_POINTS.items():
+        ps: PluginSet = getattr(plugins, point)
+        for i, ref in enumerate(ps.enabled):
+            spec = registry.get(ref.name)
+            if spec is None:
+                raise ConfigError(f"spec.plugins.{point}.enabled[{i}].name", f"plugin {ref.name!r} does not exist")
+            if not issubclass(spec.cls, base):
+                raise ConfigError(f"spec.plugins.{point}.enabled[{i}].name",
+                                  f"plugin {ref.name!r} does not extend {point} plugin")
+        explicit = [r.name for r in ps.enabled]
+        if len(set(explicit)) != len(explicit):
+            dup = next(n for n in explicit if explicit.count(n) > 1)
+            raise ConfigError(f"spec.plugins.{point}.enabled", f"plugin {dup!r} already registered as {point}")
+        disabled = {r.name for r in ps.disabled}
+        if "*" in disabled:
+            result[point] = list(ps.enabled)
+            continue
+        overrides: list[str] = []
+        multi: list[PluginRef] = []
+        for i, ref in enumerate(plugins.multiPoint.enabled):
+            spec = registry.get(ref.name)
+            if spec is None:
+                raise ConfigError(f"spec.plugins.multiPoint.enabled[{i}].name",
+                                  f"plugin {ref.name!r} does not exist")
+            if not issubclass(spec.cls, base) or ref.name in disabled:
+                continue
+            if ref.name in explicit:
+                overrides.append(ref.name)
+                continue
+            if any(m.name == ref.name for m in multi):
+                raise ConfigError(f"spec.plugins.multiPoint.enabled[{i}].name",
+                                  f"plugin {ref.name!r} already registered as {point}")
+            multi.append(ref)
+        by_name = {r.name: r for r in ps.enabled}
+        ordered = [by_name[n] for n in explicit if n in overrides]
+        ordered += multi
+        ordered += [by_name[n] for n in explicit if n not in overrides]
+        result[point] = ordered
+    return result
+
+
+def _score_weights(plugins: Plugins, points: dict[str, list[PluginRef]]) -> dict[str, int]:
+    weights: dict[str, int] = {}
+    for ref in plugins.score.enabled:
+        weights[ref.name] = ref.weight or 1
+    for ref in plugins.multiPoint.enabled:
+        weights.setdefault(ref.name, ref.weight or 1)
+    return {r.name: weights.get(r.name, 1) for r in points["score"]}
+
+
+def _plugin_args(spec: SchedulingProfileSpec, registry: Registry, name: str,
+                 alias_args: dict[str, dict[str, Any]]) -> Any:
+    plugin_spec = registry.get(name)
+    assert plugin_spec is not None
+    raw: dict[str, Any] = dict(alias_args.get(name, {}))
+    path = ""
+    for i, pc in enumerate(spec.pluginConfig):
+        if pc.name == name:
+            raw.update(pc.args)
+            path = f"spec.pluginConfig[{i}].args"
+    model: type[BaseModel] | None = plugin_spec.args_model
+    if model is None:
+        if raw and path:
+            raise ConfigError(path, f"plugin {name!r} takes no args")
+        return None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise from_validation_error(exc, path or f"spec.pluginConfig[{name}].args") from None
+
+
+def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: SchedulerContext,
+                    profile_name: str | None = None) -> Framework:
+    """Raises ConfigError naming the field when the profile cannot run."""
+    for i, pc in enumerate(spec.pluginConfig):
+        if pc.name not in registry and registry.alias(pc.name) is None:
+            raise ConfigError(f"spec.pluginConfig[{i}].name", f"plugin {pc.name!r} does not exist")
+    alias_args: dict[str, dict[str, Any]] = {}
+    custom = _resolve_aliases(spec.plugins, registry, alias_args)
+    for i, pc in enumerate(spec.pluginConfig):
+        alias = registry.alias(pc.name)
+        if alias is not None:
+            spec = spec.model_copy(deep=True)
+            spec.pluginConfig[i].name = alias.target
+    merged = merge_with_defaults(custom)
+    points = expand_points(merged, registry)
+    fw = Framework(profile_name or spec.schedulerName, spec, ctx)
+    needed: list[str] = []
+    for refs in points.values():
+        for r in refs:
+            if r.name not in needed:
+                needed.append(r.name)
+    for name in needed:
+        plugin_spec = registry.get(name)
+        assert plugin_spec is not None
+        args = _plugin_args(spec, registry, name, alias_args)
+        try:
+            fw.plugins[name] = plugin_spec.build(args, fw)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ConfigError(f"spec.pluginConfig[{name}].args", str(exc)) from exc
+    for point, refs in points.items():
+        setattr(fw, _ATTR[point], [fw.plugins[r.name] for r in refs])
+    fw.score_weights = _score_weights(merged, points)
+    total = sum(w * MAX_NODE_SCORE for w in fw.score_weights.values())
+    if total > MAX_TOTAL_SCORE:
+        raise ConfigError("spec.plugins.score", "total score of Score plugins could overflow")
+    if len(fw.queue_sort_plugins) != 1:
+        raise ConfigError("spec.plugins.queueSort",
+                          f"exactly one queue sort plugin must be enabled, got {len(fw.queue_sort_plugins)}")
+    if not fw.bind_plugins and not any(getattr(e, "is_binder", False) for e in fw.extenders):
+        raise ConfigError("spec.plugins.bind", "at least one bind plugin is needed")
+    return fw

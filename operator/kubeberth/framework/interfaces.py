@@ -1,0 +1,139 @@
+"""Extension points. A plugin subclasses the base of each point it implements.
+
+The framework finds a plugin's points with isinstance, so a plugin enabled at
+a point whose base it does not subclass is a configuration error.
+Filter and Score plugins may also implement `filter_all` / `score_all` to
+handle every node of a cycle at once (vectorised); the runner uses that when
+present and falls back to the per-node call otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..model import NodeInfo, Pod
+from .cycle_state import CycleState
+from .status import Status
+from .types import NodeScore, PostFilterResult, PreFilterResult, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from .types import NodeToStatus
+
+
+class Plugin:
+    name: ClassVar[str] = ""
+
+    def events_to_register(self) -> list[Any]:
+        """Cluster events that may make a pod this plugin rejected schedulable.
+
+        Returns queue.events.ClusterEvent values; the default, no list, means
+        any event may help.
+        """
+        return []
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        raise NotImplementedError
+
+
+class PreFilterExtensions:
+    """Incremental updates of PreFilter state when a pod is added/removed on a node."""
+
+    def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod,
+                node_info: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+    def remove_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod,
+                   node_info: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: Pod,
+                   nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+
+class PostFilterPlugin(Plugin):
+    async def post_filter(self, state: CycleState, pod: Pod,
+                          statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    """score() returns 0..MAX_NODE_SCORE after normalize; raise PluginError on failure."""
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        raise NotImplementedError
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        """Override to rescale the raw scores in place. The default leaves them."""
+        return None
+
+    has_normalize: ClassVar[bool] = False
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        """Returns (status, timeout seconds). A Wait status parks the pod until allowed."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        raise NotImplementedError
+
+
+# Config names of the extension points, in upstream order, with their bases.
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}

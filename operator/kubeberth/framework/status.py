@@ -1,0 +1,104 @@
+"""Plugin results, with upstream's status codes."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Code(IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+    @property
+    def upstream_name(self) -> str:
+        return _NAMES[self]
+
+
+_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+class Status:
+    """A plugin's verdict. `None` stands for Success wherever a Status is returned."""
+
+    __slots__ = ("code", "plugin", "reasons")
+
+    def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "") -> None:
+        self.code = code
+        self.reasons: list[str] = [r for r in reasons if r]
+        self.plugin = plugin
+
+    @classmethod
+    def error(cls, message: str, plugin: str = "") -> Status:
+        return cls(Code.ERROR, message, plugin=plugin)
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, plugin: str = "") -> Status:
+        return cls(Code.UNSCHEDULABLE, *reasons, plugin=plugin)
+
+    @classmethod
+    def unresolvable(cls, *reasons: str, plugin: str = "") -> Status:
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons, plugin=plugin)
+
+    @classmethod
+    def skip(cls) -> Status:
+        return cls(Code.SKIP)
+
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_wait(self) -> bool:
+        return self.code == Code.WAIT
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, UnschedulableAndUnresolvable or Pending: the pod cannot go here now."""
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        if not self.plugin:
+            self.plugin = plugin
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if other is None:
+            return self.code == Code.SUCCESS
+        if not isinstance(other, Status):
+            return NotImplemented
+        return self.code == other.code and self.reasons == other.reasons
+
+    def __hash__(self) -> int:
+        return hash((self.code, tuple(self.reasons)))
+
+    def __repr__(self) -> str:
+        plugin = f" plugin={self.plugin}" if self.plugin else ""
+        return f"Status({self.code.upstream_name}{plugin}: {self.message()!r})"
+
+
+def is_success(status: Status | None) -> bool:
+    return status is None or status.code == Code.SUCCESS
+
+
+class PluginError(Exception):
+    """Raised by a plugin's score (or other value-returning call) to report an Error status."""
+
+    def __init__(self, message: str, plugin: str = "") -> None:
+        super().__init__(message)
+        self.plugin = plugin

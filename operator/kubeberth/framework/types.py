@@ -1,0 +1,158 @@
+"""Values passed between the framework, the scheduler and plugins."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from ..model import Pod
+from .status import Code, Status
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_TOTAL_SCORE = 2**63 - 1
+
+
+class NodeScore:
+    __slots__ = ("name", "score")
+
+    def __init__(self, name: str, score: int) -> None:
+        self.name = name
+        self.score = score
+
+    def __repr__(self) -> str:
+        return f"NodeScore({self.name}={self.score})"
+
+
+class NodePluginScores:
+    """The weighted per-plugin scores of one node and their total."""
+
+    __slots__ = ("name", "scores", "total")
+
+    def __init__(self, name: str, scores: dict[str, int] | None = None, total: int = 0) -> None:
+        self.name = name
+        self.scores = scores or {}
+        self.total = total
+
+    def __repr__(self) -> str:
+        return f"NodePluginScores({self.name}, total={self.total})"
+
+
+class PreFilterResult:
+    """Restricts the nodes evaluated in Filter; node_names None means all."""
+
+    __slots__ = ("node_names",)
+
+    def __init__(self, node_names: Iterable[str] | None = None) -> None:
+        self.node_names = set(node_names) if node_names is not None else None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.all_nodes():
+            return self
+        if self.all_nodes():
+            return PreFilterResult(other.node_names)
+        assert self.node_names is not None and other.node_names is not None
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+class PostFilterResult:
+    __slots__ = ("nominated_node_name",)
+
+    def __init__(self, nominated_node_name: str = "") -> None:
+        self.nominated_node_name = nominated_node_name
+
+
+class NodeToStatus:
+    """Status per node that failed; nodes not listed take `absent` (None: not evaluated)."""
+
+    __slots__ = ("absent", "statuses")
+
+    def __init__(self) -> None:
+        self.statuses: dict[str, Status] = {}
+        self.absent: Status | None = None
+
+    def set(self, node: str, status: Status) -> None:
+        self.statuses[node] = status
+
+    def get(self, node: str) -> Status | None:
+        return self.statuses.get(node, self.absent)
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+    def nodes_with_code(self, code: Code, all_nodes: Iterable[str]) -> list[str]:
+        return [n for n in all_nodes if (s := self.get(n)) is not None and s.code == code]
+
+
+class Diagnosis:
+    __slots__ = ("node_to_status", "pending_plugins", "post_filter_msg", "pre_filter_msg",
+                 "unschedulable_plugins")
+
+    def __init__(self) -> None:
+        self.node_to_status = NodeToStatus()
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+        self.pre_filter_msg = ""
+        self.post_filter_msg = ""
+
+
+class FitError(Exception):
+    """No node fits the pod. The message is upstream's, word for word."""
+
+    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis,
+                 node_names: Iterable[str] = ()) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        self.node_names = list(node_names)
+        super().__init__(self.message())
+
+    def reason_histogram(self) -> Counter[str]:
+        hist: Counter[str] = Counter()
+        seen = set()
+        for name, status in self.diagnosis.node_to_status.statuses.items():
+            seen.add(name)
+            for r in status.reasons:
+                hist[r] += 1
+        absent = self.diagnosis.node_to_status.absent
+        if absent is not None:
+            missing = sum(1 for n in self.node_names if n not in seen)
+            if missing:
+                for r in absent.reasons:
+                    hist[r] += missing
+        return hist
+
+    def message(self) -> str:
+        msg = f"0/{self.num_all_nodes} nodes are available:"
+        if self.diagnosis.pre_filter_msg:
+            msg += f" {self.diagnosis.pre_filter_msg}."
+        else:
+            parts = sorted(f"{count} {reason}" for reason, count in self.reason_histogram().items())
+            if parts:
+                msg += f" {', '.join(parts)}."
+        if self.diagnosis.post_filter_msg:
+            msg += f" {self.diagnosis.post_filter_msg}."
+        return msg
+
+
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its bookkeeping."""
+
+    __slots__ = ("attempts", "gated", "initial_attempt_timestamp", "pending_plugins", "pod",
+                 "timestamp", "unschedulable_count", "unschedulable_plugins")
+
+    def __init__(self, pod: Pod, timestamp: float = 0.0) -> None:
+        self.pod = pod
+        self.timestamp = timestamp
+        self.attempts = 0
+        self.unschedulable_count = 0
+        self.initial_attempt_timestamp: float | None = None
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+        self.gated = False
+
+    def __repr__(self) -> str:
+        return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts})"

@@ -1,0 +1,69 @@
+"""Pods parked at Permit, waiting for every Wait-ing plugin to allow them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from ..model import Pod
+from .status import Code, Status
+
+
+class WaitingPod:
+    def __init__(self, pod: Pod, plugin_timeouts: dict[str, float],
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.pod = pod
+        self._loop = loop or asyncio.get_event_loop()
+        self._future: asyncio.Future[Status | None] = self._loop.create_future()
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        for plugin, timeout in plugin_timeouts.items():
+            self._timers[plugin] = self._loop.call_later(
+                timeout, self.reject, plugin, f"rejected due to timeout after waiting {_fmt(timeout)} at plugin {plugin}")
+
+    @property
+    def pending_plugins(self) -> list[str]:
+        return list(self._timers)
+
+    def allow(self, plugin: str) -> None:
+        timer = self._timers.pop(plugin, None)
+        if timer is not None:
+            timer.cancel()
+        if not self._timers and not self._future.done():
+            self._future.set_result(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        for t in self._timers.values():
+            t.cancel()
+        self._timers.clear()
+        if not self._future.done():
+            self._future.set_result(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+
+    async def wait(self) -> Status | None:
+        return await self._future
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+class WaitingPods:
+    """uid -> WaitingPod, shared by the profiles of one scheduler."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, WaitingPod] = {}
+
+    def add(self, wp: WaitingPod) -> None:
+        self._pods[wp.pod.uid] = wp
+
+    def remove(self, uid: str) -> None:
+        self._pods.pop(uid, None)
+
+    def get(self, uid: str) -> WaitingPod | None:
+        return self._pods.get(uid)
+
+    def iterate(self, fn: Callable[[WaitingPod], None]) -> None:
+        for wp in list(self._pods.values()):
+            fn(wp)
+
+    def __len__(self) -> int:
+        return len(self._pods)

@@ -1,0 +1,17 @@
+"""Pure model of the Kubernetes objects the scheduler reads. No I/O."""
+
+from .errors import ModelError
+from .node import ImageState, Node
+from .nodeinfo import NodeInfo
+from .pod import DEFAULT_SCHEDULER, HostPort, Pod
+from .quantity import QuantityError, milli_value, parse_quantity, value
+from .resources import Resource, pod_requests
+from .selectors import LabelSelector, NodeSelector, NodeSelectorTerm, PreferredTerm, Requirement
+from .taints import Taint, Toleration, find_untolerated
+
+__all__ = [
+    "DEFAULT_SCHEDULER", "HostPort", "ImageState", "LabelSelector", "ModelError", "Node", "NodeInfo",
+    "NodeSelector", "NodeSelectorTerm", "Pod", "PreferredTerm", "QuantityError", "Requirement",
+    "Resource", "Taint", "Toleration", "find_untolerated", "milli_value", "parse_quantity",
+    "pod_requests", "value",
+]

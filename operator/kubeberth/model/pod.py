@@ -1,0 +1,151 @@
+"""A read-only view of a Pod, parsed once, shared by every plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from .errors import ModelError
+from .resources import Resource, pod_requests
+from .selectors import NodeSelector, PreferredTerm
+from .taints import Toleration
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def parse_time(raw: Any) -> float | None:
+    """RFC 3339 timestamp to epoch seconds; None when absent."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, datetime):
+        return raw.timestamp()
+    if isinstance(raw, int | float):
+        return float(raw)
+    try:
+        return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise ModelError(f"invalid timestamp {raw!r}") from exc
+
+
+class HostPort:
+    __slots__ = ("host_ip", "port", "protocol")
+
+    def __init__(self, host_ip: str, protocol: str, port: int) -> None:
+        self.host_ip = host_ip
+        self.protocol = protocol
+        self.port = port
+
+    def conflicts(self, other: HostPort) -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.host_ip == other.host_ip or "0.0.0.0" in (self.host_ip, other.host_ip)
+
+    def __repr__(self) -> str:
+        return f"{self.host_ip}/{self.protocol}/{self.port}"
+
+
+class Pod:
+    """Everything the scheduler reads from a Pod object.
+
+    `raw` is the object as received; plugins needing rarer fields read it and
+    may cache their parse in `cache` (keyed by plugin name).
+    """
+
+    __slots__ = (
+        "affinity", "cache", "creation_timestamp", "deletion_timestamp", "host_ports", "images",
+        "key", "labels", "name", "namespace", "node_name", "node_selector", "nominated_node_name",
+        "non_zero_requests", "owner_kinds", "phase", "preemption_policy", "preferred_node_terms",
+        "priority", "priority_class_name", "raw", "requests", "required_node_selector",
+        "scheduler_name", "scheduling_gates", "seq", "spec", "start_time", "tolerations", "uid",
+    )
+
+    def __init__(self, raw: Mapping[str, Any], *, seq: int = 0) -> None:
+        if not isinstance(raw, Mapping):
+            raise ModelError(f"pod {raw!r} is not a mapping")
+        meta = raw.get("metadata") or {}
+        self.name = str(meta.get("name") or "")
+        self.namespace = str(meta.get("namespace") or "default")
+        self.key = f"{self.namespace}/{self.name}"
+        where = f"pod {self.key}"
+        if not self.name:
+            raise ModelError("pod has no metadata.name")
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+            raise ModelError("spec and status must be mappings", obj=where)
+        self.raw = raw
+        self.spec = spec
+        self.seq = seq
+        self.cache: dict[str, Any] = {}
+        self.uid = str(meta.get("uid") or self.key)
+        self.labels: dict[str, str] = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        self.owner_kinds = tuple(str(o.get("kind", "")) for o in meta.get("ownerReferences") or [])
+        try:
+            self.creation_timestamp = parse_time(meta.get("creationTimestamp"))
+            self.deletion_timestamp = parse_time(meta.get("deletionTimestamp"))
+            self.start_time = parse_time(status.get("startTime"))
+            self.requests = pod_requests(spec)
+            self.non_zero_requests = pod_requests(spec, non_zero=True)
+            self.tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or []]
+            self._parse_node_affinity(spec)
+        except ModelError as exc:
+            raise ModelError(str(exc), obj=where) from exc
+        self.node_name = str(spec.get("nodeName") or "")
+        self.scheduler_name = str(spec.get("schedulerName") or DEFAULT_SCHEDULER)
+        prio = spec.get("priority")
+        if prio is not None and (isinstance(prio, bool) or not isinstance(prio, int)):
+            raise ModelError(f"spec.priority {prio!r} is not an integer", obj=where)
+        self.priority: int = prio if prio is not None else 0
+        self.priority_class_name = str(spec.get("priorityClassName") or "")
+        self.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
+        self.nominated_node_name = str(status.get("nominatedNodeName") or "")
+        self.phase = str(status.get("phase") or "Pending")
+        self.scheduling_gates = tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [])
+        self.affinity = spec.get("affinity") or {}
+        self.host_ports = []
+        self.images = []
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            if c.get("image"):
+                self.images.append(str(c["image"]))
+            for p in c.get("ports") or []:
+                hp = p.get("hostPort")
+                if hp:
+                    self.host_ports.append(
+                        HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), int(hp)))
+
+    def _parse_node_affinity(self, spec: Mapping[str, Any]) -> None:
+        selector = spec.get("nodeSelector") or {}
+        if not isinstance(selector, Mapping):
+            raise ModelError("spec.nodeSelector must be a mapping")
+        self.node_selector: dict[str, str] = {str(k): str(v) for k, v in selector.items()}
+        node_aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+        try:
+            self.required_node_selector: NodeSelector | None = (
+                NodeSelector.from_dict(required) if required is not None else None)
+            self.preferred_node_terms = [
+                PreferredTerm.from_dict(t)
+                for t in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+        except ModelError as exc:
+            raise ModelError(str(exc), field="spec.affinity.nodeAffinity") from exc
+
+    @property
+    def is_assigned(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    def with_priority(self, priority: int) -> Pod:
+        self.priority = priority
+        return self
+
+    def __repr__(self) -> str:
+        return f"Pod({self.key})"
+
+
+def pod_key(raw: Mapping[str, Any]) -> str:
+    meta = raw.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
