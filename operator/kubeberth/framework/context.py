@@ -34,5 +34,7 @@ class SchedulerContext:
         self.metrics = metrics
         self.waiting_pods = WaitingPods()
         self.snapshot = Snapshot()
+        # Upstream's nextStartNodeIndex: where the next cycle starts looking for feasible nodes.
+        self.next_start_node_index = 0
         # Filled by the scheduler: a callable running preemption-aware filters etc.
         self.extras: dict[str, Any] = {}

@@ -80,12 +80,10 @@ class NodeInfo:
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with the same uid; False when it is not here."""
-        for i, p in enumerate(self.pods):
-            if p.uid == pod.uid:
-                break
-        else:
+        index = next((i for i, p in enumerate(self.pods) if p.uid == pod.uid), None)
+        if index is None:
             return False
-        p = self.pods.pop(i)
+        p = self.pods.pop(index)
         self.pods_with_affinity = [q for q in self.pods_with_affinity if q.uid != p.uid]
         self.pods_with_required_anti_affinity = [
             q for q in self.pods_with_required_anti_affinity if q.uid != p.uid]

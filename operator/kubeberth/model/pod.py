@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ModelError
-from .resources import Resource, pod_requests
+from .resources import pod_requests
 from .selectors import NodeSelector, PreferredTerm
 from .taints import Toleration
 

@@ -1,0 +1,44 @@
+"""The `kubeberth` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import sim_io
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from .simulate import simulate
+
+    try:
+        objects = sim_io.load_files(args.files)
+    except sim_io.InputError as exc:
+        print(f"kubeberth simulate: {exc}", file=sys.stderr)
+        return 2
+    outcomes = simulate(objects, seed=args.seed)
+    print(sim_io.render_json(outcomes) if args.output == "json" else sim_io.render_table(outcomes))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kubeberth", description="A Kubernetes scheduler run as a kopf operator.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("simulate", help="run the scheduler offline on YAML dumps of a cluster",
+                         description="Schedule the pending pods of one or more YAML files "
+                                     "(kubectl get -o yaml output) and print where they land.")
+    sim.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML or kind: List")
+    sim.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
+    sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
+    sim.set_defaults(func=_simulate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
