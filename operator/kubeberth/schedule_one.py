@@ -49,7 +49,8 @@ class ScheduleResult:
         self.scores = scores or []
 
     def __repr__(self) -> str:
-        return f"ScheduleResult({self.suggested_host}, evaluated={self.evaluated_nodes}, feasible={self.feasible_nodes})"
+        return (f"ScheduleResult({self.suggested_host}, evaluated={self.evaluated_nodes}, "
+                f"feasible={self.feasible_nodes})")
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:

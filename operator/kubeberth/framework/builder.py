@@ -130,6 +130,14 @@ def _plugin_args(spec: SchedulingProfileSpec, registry: Registry, name: str,
         raise from_validation_error(exc, path or f"spec.pluginConfig[{name}].args") from None
 
 
+def check_score_overflow(weights: dict[str, int]) -> None:
+    total = 0
+    for name, weight in weights.items():
+        total += weight * MAX_NODE_SCORE
+        if total > MAX_TOTAL_SCORE:
+            raise ConfigError("spec.plugins.score", f"total score of Score plugins could overflow at {name}")
+
+
 def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: SchedulerContext,
                     profile_name: str | None = None) -> Framework:
     """Raises ConfigError naming the field when the profile cannot run."""
@@ -164,9 +172,7 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
     for point, refs in points.items():
         setattr(fw, _ATTR[point], [fw.plugins[r.name] for r in refs])
     fw.score_weights = _score_weights(merged, points)
-    total = sum(w * MAX_NODE_SCORE for w in fw.score_weights.values())
-    if total > MAX_TOTAL_SCORE:
-        raise ConfigError("spec.plugins.score", "total score of Score plugins could overflow")
+    check_score_overflow(fw.score_weights)
     if len(fw.queue_sort_plugins) != 1:
         raise ConfigError("spec.plugins.queueSort",
                           f"exactly one queue sort plugin must be enabled, got {len(fw.queue_sort_plugins)}")

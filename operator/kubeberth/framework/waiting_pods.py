@@ -17,8 +17,8 @@ class WaitingPod:
         self._future: asyncio.Future[Status | None] = self._loop.create_future()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         for plugin, timeout in plugin_timeouts.items():
-            self._timers[plugin] = self._loop.call_later(
-                timeout, self.reject, plugin, f"rejected due to timeout after waiting {_fmt(timeout)} at plugin {plugin}")
+            message = f"rejected due to timeout after waiting {_fmt(timeout)} at plugin {plugin}"
+            self._timers[plugin] = self._loop.call_later(timeout, self.reject, plugin, message)
 
     @property
     def pending_plugins(self) -> list[str]:

@@ -1,0 +1,19 @@
+"""Preemption: candidates, victims, PodDisruptionBudgets, picking the node, acting.
+
+Used by the DefaultPreemption PostFilter plugin (plugins/default_preemption.py).
+Extenders receive and return `{node name: Victims}` in `process_preemption`.
+"""
+
+from .evaluator import (
+    Evaluator,
+    calculate_num_candidates,
+    default_is_eligible_pod,
+    pick_one_node_for_preemption,
+)
+from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
+from .types import Candidate, Victims, candidates_to_victims_map
+
+__all__ = [
+    "PDB", "Candidate", "Evaluator", "Victims", "calculate_num_candidates", "candidates_to_victims_map",
+    "default_is_eligible_pod", "filter_pods_with_pdb_violation", "list_pdbs", "pick_one_node_for_preemption",
+]

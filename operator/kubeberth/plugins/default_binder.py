@@ -1,0 +1,27 @@
+"""DefaultBinder: binds the pod through the cluster client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import BindPlugin
+from ..framework.status import Status
+from ..model import Pod
+
+
+class DefaultBinder(BindPlugin):
+    name = "DefaultBinder"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        try:
+            await self.handle.client.bind(pod, node_name)
+        except Exception as exc:
+            return Status.error(str(exc) or type(exc).__name__)
+        return None
+
+
+PLUGINS = [DefaultBinder]

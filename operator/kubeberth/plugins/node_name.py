@@ -1,0 +1,33 @@
+"""NodeName: a pod naming spec.nodeName fits only that node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import FilterPlugin
+from ..framework.status import Status
+from ..model import NodeInfo, Pod
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> bool:
+    return not pod.node_name or pod.node_name == node_info.name
+
+
+class NodeName(FilterPlugin):
+    name = "NodeName"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.node is None:
+            return Status.error("node not found")
+        if not fits(pod, node_info):
+            return Status.unresolvable(ERR_REASON)
+        return None
+
+
+PLUGINS = [NodeName]

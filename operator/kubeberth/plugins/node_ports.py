@@ -1,0 +1,68 @@
+"""NodePorts: the pod's host ports must be free on the node."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import FilterPlugin, PreFilterPlugin
+from ..framework.status import Status
+from ..framework.types import PreFilterResult
+from ..model import HostPort, NodeInfo, Pod
+
+NAME = "NodePorts"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+class _PreFilterState:
+    __slots__ = ("ports",)
+
+    def __init__(self, ports: list[HostPort]) -> None:
+        self.ports = ports
+
+    def clone(self) -> _PreFilterState:
+        # Never mutated after PreFilter.
+        return self
+
+
+def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
+    used = node_info.used_ports
+    if not used:
+        return True
+    for hp in want:
+        for u in used:
+            if hp.conflicts(u):
+                return False
+    return True
+
+
+class NodePorts(PreFilterPlugin, FilterPlugin):
+    name = NAME
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def pre_filter(self, state: CycleState, pod: Pod,
+                   nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
+        if not pod.host_ports:
+            return None, Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(list(pod.host_ports)))
+        return None, None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return Status.error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        if not fits_ports(s.ports, node_info):
+            return Status.unschedulable(ERR_REASON)
+        return None
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> bool:
+    """Whether the pod's host ports are free on the node (used outside the framework)."""
+    return fits_ports(pod.host_ports, node_info)
+
+
+PLUGINS = [NodePorts]

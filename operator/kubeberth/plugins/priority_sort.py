@@ -1,0 +1,25 @@
+"""PrioritySort: the default QueueSort plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework.interfaces import QueueSortPlugin
+from ..framework.types import QueuedPodInfo
+
+
+class PrioritySort(QueueSortPlugin):
+    """Higher priority first; among equal priorities, the earlier queue timestamp first."""
+
+    name = "PrioritySort"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        p1 = a.pod.priority
+        p2 = b.pod.priority
+        return p1 > p2 or (p1 == p2 and a.timestamp < b.timestamp)
+
+
+PLUGINS = [PrioritySort]

@@ -1,0 +1,26 @@
+"""SchedulingGates: keeps pods with spec.schedulingGates out of the active queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework.interfaces import PreEnqueuePlugin
+from ..framework.status import Status
+from ..model import Pod
+
+
+class SchedulingGates(PreEnqueuePlugin):
+    name = "SchedulingGates"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod.scheduling_gates:
+            return None
+        # Formatted like Go's %v of a []string: "[a b]".
+        gates = " ".join(pod.scheduling_gates)
+        return Status.unresolvable(f"waiting for scheduling gates: [{gates}]")
+
+
+PLUGINS = [SchedulingGates]

@@ -1,0 +1,76 @@
+"""TaintToleration: filter on NoSchedule/NoExecute taints, prefer fewer PreferNoSchedule ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import FilterPlugin, PreScorePlugin, ScorePlugin
+from ..framework.status import PluginError, Status
+from ..framework.types import MAX_NODE_SCORE, NodeScore
+from ..model import NodeInfo, Pod, Toleration
+from ..model.taints import PREFER_NO_SCHEDULE, find_untolerated, tolerated
+from ._helper import default_normalize_score
+
+NAME = "TaintToleration"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+
+class _PreScoreState:
+    __slots__ = ("tolerations_prefer_no_schedule",)
+
+    def __init__(self, tolerations: list[Toleration]) -> None:
+        self.tolerations_prefer_no_schedule = tolerations
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+def tolerations_prefer_no_schedule(tolerations: Sequence[Toleration]) -> list[Toleration]:
+    """Tolerations that may tolerate a PreferNoSchedule taint (an empty effect means all)."""
+    return [t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE]
+
+
+def count_intolerable_prefer_no_schedule(node_info: NodeInfo, tolerations: Sequence[Toleration]) -> int:
+    node = node_info.node
+    if node is None:
+        return 0
+    return sum(1 for taint in node.taints
+               if taint.effect == PREFER_NO_SCHEDULE and not tolerated(taint, tolerations))
+
+
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = NAME
+    has_normalize = True
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.error("invalid nodeInfo")
+        taint = find_untolerated(node.taints, pod.tolerations)
+        if taint is None:
+            return None
+        return Status.unresolvable(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        if not nodes:
+            return None
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(tolerations_prefer_no_schedule(pod.tolerations)))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            raise PluginError(f"reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found", NAME)
+        return count_intolerable_prefer_no_schedule(node_info, s.tolerations_prefer_no_schedule)
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, True, scores)
+        return None
+
+
+PLUGINS = [TaintToleration]

@@ -1,0 +1,431 @@
+"""The preemption evaluator, after upstream's pkg/scheduler/framework/preemption and
+the DefaultPreemption plugin's victim selection.
+
+`Evaluator.preempt` runs once per pod that no node fits:
+
+1. eligibility: PreemptionPolicy Never, or victims still terminating on the node the
+   pod is already nominated to, stop it;
+2. candidates: the nodes whose filters said Unschedulable (not Unresolvable), from a
+   random offset, until enough candidates are found; each is dry-run on a clone of its
+   NodeInfo and of the CycleState;
+3. extenders that support preemption may drop candidates or change their victims;
+4. the best candidate is picked (fewest PDB violations, then lowest highest victim
+   priority, ...);
+5. acting: nominate the preemptor, evict the victims, clear the nominations of lower
+   priority pods on that node.
+
+Nothing here mutates the snapshot the cycle reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.status import Code, Status
+from ..framework.types import Diagnosis, FitError, NodeToStatus, PostFilterResult
+from ..model import NodeInfo, Pod
+from ..priority import HIGHEST_USER_PRIORITY
+from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
+from .types import Candidate, Victims, candidates_to_victims_map
+
+log = logging.getLogger(__name__)
+
+MAX_INT32 = 2**31 - 1
+
+MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+MSG_NO_CANDIDATE = "no candidate node for preemption"
+
+# (node_info, victim, preemptor) -> may the victim be preempted (besides being of lower priority)?
+IsEligiblePodFunc = Callable[[NodeInfo, Pod, Pod], bool]
+
+
+def default_is_eligible_pod(node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
+    """Pods of system priority are never victims of user pods."""
+    return not (victim.priority >= HIGHEST_USER_PRIORITY > preemptor.priority)
+
+
+def pod_start_time(pod: Pod, now: float) -> float:
+    """status.startTime; pods that have not started count as starting now (upstream's GetPodStartTime)."""
+    return pod.start_time if pod.start_time is not None else now
+
+
+def more_important_key(now: float) -> Callable[[Pod], tuple[int, float]]:
+    """Sort key, most important first: higher priority, then earlier start (upstream's MoreImportantPod)."""
+    return lambda p: (-p.priority, pod_start_time(p, now))
+
+
+def earliest_start_time_of_highest_priority(victims: Victims, now: float) -> float | None:
+    """The earliest start time among the victims of the highest priority (GetEarliestPodStartTime)."""
+    if not victims.pods:
+        return None
+    top = max(p.priority for p in victims.pods)
+    return min(pod_start_time(p, now) for p in victims.pods if p.priority == top)
+
+
+def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now: float) -> str:
+    """Upstream's order; each rule runs only on the nodes tied under the ones before it:
+    1. fewest PDB violations; 2. lowest priority of the highest-priority victim;
+    3. smallest sum of victim priorities (each shifted by MaxInt32+1 so negatives count);
+    4. fewest victims; 5. latest start time of the highest-priority victims; 6. the first.
+    """
+    if not nodes_to_victims:
+        return ""
+
+    def latest_start(node: str) -> float:
+        t = earliest_start_time_of_highest_priority(nodes_to_victims[node], now)
+        return t if t is not None else float("-inf")
+
+    score_funcs: list[Callable[[str], float]] = [
+        lambda n: -nodes_to_victims[n].num_pdb_violations,
+        lambda n: -max((p.priority for p in nodes_to_victims[n].pods), default=-(MAX_INT32 + 1)),
+        lambda n: -sum(p.priority + MAX_INT32 + 1 for p in nodes_to_victims[n].pods),
+        lambda n: -len(nodes_to_victims[n].pods),
+        latest_start,
+    ]
+    nodes = list(nodes_to_victims)
+    for f in score_funcs:
+        scores = [f(n) for n in nodes]
+        best = max(scores)
+        nodes = [n for n, s in zip(nodes, scores) if s == best]
+        if len(nodes) == 1:
+            break
+    return nodes[0]
+
+
+def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
+    """How many candidates the dry run must find: a percentage of the nodes, at least
+    `absolute`, at most all of them."""
+    n = num_nodes * percentage // 100
+    n = max(n, absolute)
+    return min(n, num_nodes)
+
+
+class Evaluator:
+    """Preemption for one framework (the handle). Stateless between calls."""
+
+    def __init__(self, handle: Any, plugin_name: str = "DefaultPreemption", *,
+                 min_candidate_nodes_percentage: int = 10, min_candidate_nodes_absolute: int = 100,
+                 is_eligible_pod: IsEligiblePodFunc | None = None) -> None:
+        self.handle = handle
+        self.plugin_name = plugin_name
+        self.min_candidate_nodes_percentage = min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = min_candidate_nodes_absolute
+        self.is_eligible_pod: IsEligiblePodFunc = is_eligible_pod or default_is_eligible_pod
+
+    # ---- the whole flow -------------------------------------------------------
+    async def preempt(self, state: CycleState, pod: Pod, statuses: NodeToStatus
+                      ) -> tuple[PostFilterResult | None, Status]:
+        """(result, status) as upstream's Evaluator.Preempt:
+
+        - (None, Unschedulable): not eligible; the nomination stays as it is;
+        - (PostFilterResult(""), Unschedulable): preemption cannot help; the message is a
+          FitError of the dry run; the preemptor's own nomination is cleared;
+        - (None, Error): something failed;
+        - (PostFilterResult(node), Success): victims are being evicted, pod nominated to node.
+        """
+        nominated = self.nominated_node_of(pod)
+        ok, msg = self.pod_eligible_to_preempt_others(
+            pod, statuses.get(nominated) if nominated else None, nominated)
+        if not ok:
+            return None, Status(Code.UNSCHEDULABLE, msg)
+
+        all_nodes = list(self.handle.snapshot.node_infos)
+        if not all_nodes:
+            return None, Status.error("no nodes available")
+        candidates, node_statuses, errors = self.find_candidates(state, all_nodes, pod, statuses)
+        if errors and not candidates:
+            return None, Status.error(errors[0])
+        if not candidates:
+            diagnosis = Diagnosis()
+            diagnosis.node_to_status = node_statuses
+            node_statuses.absent = Status.unresolvable(MSG_NOT_HELPFUL)
+            fit_error = FitError(pod, len(all_nodes), diagnosis, [ni.name for ni in all_nodes])
+            if nominated:
+                await self.clear_nomination(pod)
+            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, fit_error.message())
+
+        candidates, status = await self.call_extenders(pod, candidates)
+        if status is not None and not status.is_success():
+            return None, status
+
+        best = self.select_candidate(candidates)
+        if best is None or not best.name:
+            return None, Status(Code.UNSCHEDULABLE, MSG_NO_CANDIDATE)
+
+        status = await self.prepare_candidate(best, pod)
+        if status is not None and not status.is_success():
+            return None, status
+        return PostFilterResult(best.name), Status()
+
+    # ---- eligibility ----------------------------------------------------------
+    def nominated_node_of(self, pod: Pod) -> str:
+        """The node the pod is nominated to: the queue's nominator knows best, else its status."""
+        nominator = self.handle.nominator
+        lookup = getattr(nominator, "nominated_node_for", None) if nominator is not None else None
+        if lookup is not None:
+            node = lookup(pod)
+            if node:
+                return str(node)
+        return pod.nominated_node_name
+
+    def is_preemption_allowed(self, node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
+        """Only strictly lower-priority pods may be victims (and the eligibility hook agrees)."""
+        return victim.priority < preemptor.priority and self.is_eligible_pod(node_info, victim, preemptor)
+
+    def pod_eligible_to_preempt_others(self, pod: Pod, nominated_node_status: Status | None,
+                                       nominated_node: str | None = None) -> tuple[bool, str]:
+        """(eligible, reason). Not eligible: preemptionPolicy Never, or a victim of an earlier
+        preemption is still terminating on the node the pod is nominated to."""
+        if pod.preemption_policy == "Never":
+            return False, MSG_NOT_ELIGIBLE_NEVER
+        node = pod.nominated_node_name if nominated_node is None else nominated_node
+        if node:
+            # The nominated node no longer fits at all: preempt again, elsewhere.
+            if nominated_node_status is not None and nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            node_info = self.handle.snapshot.get(node)
+            if node_info is not None:
+                for p in node_info.pods:
+                    if p.deletion_timestamp is not None and self.is_preemption_allowed(node_info, p, pod):
+                        return False, MSG_NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    # ---- candidates -----------------------------------------------------------
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        offset = self.handle.rng.randrange(num_nodes) if num_nodes > 0 else 0
+        return offset, calculate_num_candidates(
+            num_nodes, self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute)
+
+    def find_candidates(self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: Pod,
+                        statuses: NodeToStatus) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """Candidates among the nodes preemption may help (status Unschedulable), the statuses
+        of the nodes it cannot help, and the errors met."""
+        potential = [ni for ni in all_nodes
+                     if (s := statuses.get(ni.name)) is not None and s.code == Code.UNSCHEDULABLE]
+        if not potential:
+            return [], NodeToStatus(), []
+        pdbs = list_pdbs(self.handle.objects)
+        offset, num = self.get_offset_and_num_candidates(len(potential))
+        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num)
+
+    def dry_run_preemption(self, state: CycleState, pod: Pod, potential_nodes: Sequence[NodeInfo],
+                           pdbs: Sequence[PDB], offset: int, num_candidates: int
+                           ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """Try the nodes from `offset` on, wrapping around, until `num_candidates` are found of
+        which at least one violates no PDB. Non-violating candidates come first."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        node_statuses = NodeToStatus()
+        errors: list[str] = []
+        n = len(potential_nodes)
+        for i in range(n):
+            node_info = potential_nodes[(offset + i) % n].clone()
+            pods, num_violations, status = self.select_victims_on_node(state.clone(), pod, node_info, pdbs)
+            if (status is None or status.is_success()) and pods:
+                c = Candidate(node_info.name, Victims(pods, num_violations))
+                bucket = non_violating if num_violations == 0 else violating
+                if len(bucket) < num_candidates:
+                    bucket.append(c)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    break
+                continue
+            if status is None or status.is_success():
+                status = Status.error(f"expected at least one victim pod on node {node_info.name!r}")
+            if status.code == Code.ERROR:
+                errors.append(status.message())
+            node_statuses.set(node_info.name, status)
+        return non_violating + violating, node_statuses, errors
+
+    def select_victims_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo,
+                               pdbs: Sequence[PDB]) -> tuple[list[Pod], int, Status | None]:
+        """The fewest pods to evict from `node_info` (a clone, as is `state`) for `pod` to fit.
+
+        Remove every lower-priority pod; if the pod still does not fit, the node is out.
+        Then reprieve, PDB-violating pods first and then the others, each group from the
+        most important down, keeping a pod whenever the preemptor still fits.
+        Returns (victims most important first, number of PDB-violating victims, status).
+        """
+        fw = self.handle
+
+        def remove(p: Pod) -> Status | None:
+            if not node_info.remove_pod(p):
+                return Status.error(f"pod {p.key} not found on node {node_info.name}")
+            return fw.run_pre_filter_remove_pod(state, pod, p, node_info)
+
+        def add(p: Pod) -> Status | None:
+            node_info.add_pod(p)
+            return fw.run_pre_filter_add_pod(state, pod, p, node_info)
+
+        potential = [p for p in node_info.pods if self.is_preemption_allowed(node_info, p, pod)]
+        if not potential:
+            return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
+        for p in potential:
+            s = remove(p)
+            if s is not None and not s.is_success():
+                return [], 0, s
+        s = fw.run_filter_with_nominated_pods(state, pod, node_info)
+        if s is not None and not s.is_success():
+            return [], 0, s
+
+        key = more_important_key(self.handle.clock.now())
+        potential.sort(key=key)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[Pod] = []
+        num_violating = 0
+
+        def reprieve(p: Pod) -> tuple[bool, Status | None]:
+            s = add(p)
+            if s is not None and not s.is_success():
+                return False, s
+            fits = fw.run_filter_with_nominated_pods(state, pod, node_info)
+            if fits is None or fits.is_success():
+                return True, None
+            s = remove(p)
+            if s is not None and not s.is_success():
+                return False, s
+            victims.append(p)
+            return False, None
+
+        for p in violating:
+            fits, err = reprieve(p)
+            if err is not None:
+                return [], 0, err
+            if not fits:
+                num_violating += 1
+        for p in non_violating:
+            _, err = reprieve(p)
+            if err is not None:
+                return [], 0, err
+        if violating and non_violating:
+            victims.sort(key=key)
+        return victims, num_violating, None
+
+    # ---- extenders ------------------------------------------------------------
+    async def call_extenders(self, pod: Pod, candidates: list[Candidate]
+                             ) -> tuple[list[Candidate], Status | None]:
+        """Let each extender that supports preemption drop candidates or change their victims."""
+        extenders = list(getattr(self.handle, "extenders", None) or ())
+        if not extenders or not candidates:
+            return candidates, None
+        victims_map = candidates_to_victims_map(candidates)
+        for ext in extenders:
+            if not _flag(ext, "supports_preemption") or not _interested(ext, pod):
+                continue
+            ignorable = _flag(ext, "ignorable") or _flag(ext, "is_ignorable")
+            try:
+                result = ext.process_preemption(pod, victims_map)
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:
+                if ignorable:
+                    log.info("skipped extender %s as it returned error and is ignorable: %s",
+                             _ext_name(ext), exc)
+                    continue
+                return [], Status.error(str(exc))
+            new_map: dict[str, Victims] = dict(result or {})
+            for node, victims in list(new_map.items()):
+                if victims is None or not victims.pods:
+                    if ignorable:
+                        del new_map[node]
+                        continue
+                    return [], Status.error(f"expected at least one victim pod on node {node!r}")
+            victims_map = new_map
+            if not victims_map:
+                break
+        return [Candidate(node, v) for node, v in victims_map.items()], None
+
+    # ---- picking --------------------------------------------------------------
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
+        victims_map = candidates_to_victims_map(candidates)
+        node = pick_one_node_for_preemption(victims_map, self.handle.clock.now())
+        if node in victims_map:
+            return Candidate(node, victims_map[node])
+        return candidates[0]
+
+    # ---- acting ---------------------------------------------------------------
+    async def prepare_candidate(self, c: Candidate, pod: Pod) -> Status | None:
+        """Nominate the preemptor, evict the victims (rejecting those waiting at Permit),
+        and clear the nominations of lower-priority pods on the node."""
+        fw = self.handle
+        client = fw.client
+        await self.nominate(pod, c.name)
+        for victim in c.victims.pods:
+            if victim.deletion_timestamp is not None:
+                continue  # graceful deletion already started
+            waiting = fw.waiting_pods.get(victim.uid) if fw.waiting_pods is not None else None
+            try:
+                if waiting is not None:
+                    waiting.reject(self.plugin_name, "preempted")
+                elif client is not None:
+                    await client.delete_pod(victim)
+                if client is not None:
+                    await client.record_event(victim, "Normal", "Preempted",
+                                              f"Preempted by pod {pod.uid} on node {c.name}")
+            except Exception as exc:
+                log.warning("preempting %s for %s failed: %s", victim.key, pod.key, exc)
+                return Status.error(f"preempting {victim.key}: {exc}")
+        metrics = getattr(fw.ctx, "metrics", None)
+        observe = getattr(metrics, "preemption_victims", None)
+        if observe is not None:
+            observe(len(c.victims.pods))
+        record = fw.ctx.extras.get("record_victims") if getattr(fw.ctx, "extras", None) else None
+        if record is not None:
+            record(pod, list(c.victims.pods))
+        for p in self.lower_priority_nominated_pods(pod, c.name):
+            try:
+                await self.clear_nomination(p)
+            except Exception as exc:  # not critical, as upstream
+                log.warning("cannot clear the nominated node of %s: %s", p.key, exc)
+        return None
+
+    def lower_priority_nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
+        nominator = self.handle.nominator
+        if nominator is None:
+            return []
+        return [p for p in nominator.nominated_pods_for_node(node_name)
+                if p.priority < pod.priority and p.uid != pod.uid]
+
+    async def nominate(self, pod: Pod, node_name: str) -> None:
+        """Record the nomination in the queue's nominator and on the pod's status."""
+        nominator = self.handle.nominator
+        add = getattr(nominator, "add_nominated_pod", None) if nominator is not None else None
+        if add is not None:
+            add(pod, node_name)
+        client = self.handle.client
+        if client is not None:
+            await client.set_nominated_node(pod, node_name)
+
+    async def clear_nomination(self, pod: Pod) -> None:
+        nominator = self.handle.nominator
+        delete = getattr(nominator, "delete_nominated_pod_if_exists", None) if nominator is not None else None
+        if delete is not None:
+            delete(pod)
+        client = self.handle.client
+        if client is not None:
+            await client.set_nominated_node(pod, "")
+
+
+def _flag(obj: Any, name: str) -> bool:
+    v = getattr(obj, name, False)
+    return bool(v() if callable(v) else v)
+
+
+def _interested(ext: Any, pod: Pod) -> bool:
+    fn = getattr(ext, "is_interested", None)
+    return True if fn is None else bool(fn(pod))
+
+
+def _ext_name(ext: Any) -> str:
+    name = getattr(ext, "name", None)
+    return str(name() if callable(name) else name or type(ext).__name__)
