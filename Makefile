@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 conformance: $(STAMP)
-	$(BIN)/python tests/conformance/run.py --cli "$(BIN)/kubeberth simulate" tests/conformance/cases
+	$(BIN)/python -m pytest tests/conformance
 	@if [ -f ../shared/conformance/run.py ]; then \
 		$(BIN)/python ../shared/conformance/run.py --cli "$(BIN)/kubeberth simulate" ../shared/conformance/cases; fi
 
