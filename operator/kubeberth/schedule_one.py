@@ -150,9 +150,12 @@ async def _pass_extenders(fw: Framework, pod: Pod, feasible: list[NodeInfo],
                           diagnosis: Diagnosis) -> list[NodeInfo]:
     if not fw.extenders or not feasible:
         return feasible
-    from .extender import run_filter_extenders
+    from .extender import ExtenderError, run_filter_extenders
 
-    return await run_filter_extenders(fw.extenders, pod, feasible, diagnosis.node_to_status)
+    try:
+        return await run_filter_extenders(fw.extenders, pod, feasible, diagnosis.node_to_status)
+    except ExtenderError as err:  # a non-ignorable extender failed: the cycle fails with its message
+        raise SchedulingError(Status.error(str(err))) from err
 
 
 async def prioritize_nodes(fw: Framework, state: CycleState, pod: Pod,

@@ -1,26 +1,41 @@
-"""`kubeberth simulate`: the scheduler run offline on a dump of a cluster."""
+"""`kubeberth simulate`: the scheduler run offline on a dump of a cluster.
+
+The real Scheduler (queue, cache, framework, preemption, binding cycle) runs against an
+in-memory cluster client under a fake clock, until nothing more can change.
+"""
 
 from __future__ import annotations
 
-import random
+import asyncio
+import copy
 import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from .cache.objects import ObjectStore
-from .cache.snapshot import Snapshot
+from .clock import FakeClock
 from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_profile_object
 from .config.models import SchedulingProfileSpec
-from .framework import CycleState, FitError, Framework, SchedulerContext, build_framework
+from .framework import Framework, SchedulerContext, build_framework
 from .framework.registry import Registry
-from .model import ModelError, Node, Pod
+from .model import Pod
 from .plugins import in_tree_registry
-from .schedule_one import SchedulingError, schedule_pod
+from .scheduler import (
+    DELETED,
+    EVICTED,
+    EXISTING,
+    IGNORED,
+    PENDING,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    PodRecord,
+    Scheduler,
+)
 from .sim_io import PodOutcome
 
 STORED_KINDS = {
     "PriorityClass", "PodDisruptionBudget", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
-    "StorageClass", "CSINode", "Service", "ReplicaSet", "ReplicationController", "StatefulSet",
+    "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "Service", "ReplicaSet",
+    "ReplicationController", "StatefulSet",
 }
 
 
@@ -54,63 +69,94 @@ def build_profiles(objects: list[dict[str, Any]], ctx: SchedulerContext, registr
     return frameworks
 
 
+class InMemoryClient:
+    """The ClusterClient of the simulation: each call changes the in-memory objects and is fed
+    back to the scheduler as the watch event the API server would send."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.events: list[tuple[str, str, str, str]] = []
+
+    def _latest_raw(self, pod: Pod) -> dict[str, Any]:
+        latest = self.scheduler.pending_pod(pod.uid)
+        return copy.deepcopy(dict((latest or pod).raw))
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        raw = self._latest_raw(pod)
+        raw.setdefault("spec", {})["nodeName"] = node_name
+        self.scheduler.on_pod_update(None, raw)
+
+    async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
+        if self.scheduler.pending_pod(pod.uid) is None:
+            return
+        raw = self._latest_raw(pod)
+        status = raw.setdefault("status", {})
+        if node_name:
+            status["nominatedNodeName"] = node_name
+        else:
+            status.pop("nominatedNodeName", None)
+        self.scheduler.on_pod_update(None, raw)
+
+    async def set_unschedulable(self, pod: Pod, message: str) -> None:
+        pass
+
+    async def delete_pod(self, pod: Pod) -> None:
+        self.scheduler.on_pod_delete(pod)
+
+    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        self.events.append((pod.key, event_type, reason, message))
+
+
+def _outcome(key: str, rec: PodRecord | None, sched: Scheduler) -> PodOutcome:
+    if rec is None:
+        return PodOutcome(key, UNSCHEDULABLE, message="not read")
+    status = rec.status
+    if status == EXISTING:
+        return PodOutcome(key, EXISTING, node=rec.node or None)
+    if status == SCHEDULED:
+        return PodOutcome(key, SCHEDULED, node=rec.node or None, victims=list(rec.victims))
+    if status in (EVICTED, DELETED):
+        return PodOutcome(key, EVICTED, victims=list(rec.victims), message=rec.message)
+    if status == IGNORED:
+        return PodOutcome(key, IGNORED, message=rec.message)
+    message = rec.message
+    if status == PENDING and not message:
+        message = _gated_message(rec, sched)
+    return PodOutcome(key, UNSCHEDULABLE, nominatedNode=rec.nominated_node or None,
+                      victims=list(rec.victims), message=message)
+
+
+def _gated_message(rec: PodRecord, sched: Scheduler) -> str:
+    """Why a pod was never tried: what its PreEnqueue plugins say."""
+    pod = sched.pending_pod(rec.uid)
+    fw = sched.profiles.get(pod.scheduler_name) if pod is not None else None
+    if pod is None or fw is None:
+        return ""
+    status = fw.run_pre_enqueue(pod)
+    return status.message() if status is not None else ""
+
+
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order."""
-    store = ObjectStore()
-    nodes: list[Node] = []
+    sched = Scheduler(clock=FakeClock(), seed=seed)
+    client = InMemoryClient(sched)
+    sched.ctx.client = client
+    for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
+        sched.set_profile(fw)
     for obj in objects:
-        kind = obj.get("kind")
-        if kind == "Node":
-            try:
-                nodes.append(Node(obj))
-            except ModelError as exc:
-                warn.write(f"skipping node: {exc}\n")
-        elif kind in STORED_KINDS:
-            store.put(kind, obj)
-    ctx = SchedulerContext(objects=store, rng=random.Random(seed))
-    frameworks = build_profiles(objects, ctx, in_tree_registry(), warn)
-
-    outcomes: dict[str, PodOutcome] = {}
+        if obj.get("kind") in STORED_KINDS:
+            sched.on_object(str(obj["kind"]), obj)
+    for obj in objects:
+        if obj.get("kind") == "Node" and sched.on_node_add(obj) is None:
+            name = (obj.get("metadata") or {}).get("name")
+            warn.write(f"skipping node: {sched.node_errors.get(str(name), name)}\n")
     order: list[str] = []
-    running: list[Pod] = []
-    pending: list[Pod] = []
-    for seq, obj in enumerate(o for o in objects if o.get("kind") == "Pod"):
+    for obj in objects:
+        if obj.get("kind") != "Pod":
+            continue
         key = _key(obj)
-        order.append(key)
-        try:
-            pod = Pod(obj, seq=seq)
-            prio, policy = store.priorities.resolve(obj.get("spec") or {})
-            pod.priority, pod.preemption_policy = prio, policy
-        except ModelError as exc:
-            outcomes[key] = PodOutcome(key, "Unschedulable", message=str(exc))
-            continue
-        if pod.node_name:
-            running.append(pod)
-            outcomes[key] = PodOutcome(key, "Existing", node=pod.node_name)
-        elif pod.scheduler_name not in frameworks:
-            outcomes[key] = PodOutcome(key, "Ignored", message=f"no profile for schedulerName {pod.scheduler_name}")
-        else:
-            pending.append(pod)
-    import asyncio
-
-    asyncio.run(_schedule_all(frameworks, ctx, nodes, running, pending, outcomes))
-    return [outcomes[k] for k in order]
-
-
-async def _schedule_all(frameworks: dict[str, Framework], ctx: SchedulerContext, nodes: list[Node],
-                        running: list[Pod], pending: list[Pod], outcomes: dict[str, PodOutcome]) -> None:
-    pending.sort(key=lambda p: (-p.priority, p.seq))
-    for pod in pending:
-        fw = frameworks[pod.scheduler_name]
-        ctx.snapshot = Snapshot.from_objects(nodes, running)
-        try:
-            result = await schedule_pod(fw, CycleState(), pod)
-        except FitError as exc:
-            outcomes[pod.key] = PodOutcome(pod.key, "Unschedulable", message=str(exc))
-            continue
-        except SchedulingError as exc:
-            outcomes[pod.key] = PodOutcome(pod.key, "Unschedulable", message=str(exc))
-            continue
-        pod.node_name = result.suggested_host
-        running.append(pod)
-        outcomes[pod.key] = PodOutcome(pod.key, "Scheduled", node=result.suggested_host)
+        if key not in order:
+            order.append(key)
+        sched.on_pod_add(obj)
+    asyncio.run(sched.run_until_idle())
+    return [_outcome(key, sched.outcomes.get(key), sched) for key in order]

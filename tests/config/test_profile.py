@@ -28,7 +28,7 @@ class TestValidation:
         ({"extenders": [{"urlPrefix": "ftp://x"}]}, "spec.extenders[0].urlPrefix", "http"),
         ({"extenders": [{"urlPrefix": "http://x", "httpTimeout": "soon"}]}, "spec.extenders[0].httpTimeout",
          "invalid duration"),
-        ({"extenders": [{"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": 0}]}, "spec.extenders[0]",
+        ({"extenders": [{"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": 0}]}, "spec.extenders[0].weight",
          "weight must be a positive integer"),
     ])
     def test_errors_name_the_field(self, spec: dict[str, Any], path: str, text: str) -> None:

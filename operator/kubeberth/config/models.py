@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 _STRICT = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -110,13 +110,14 @@ class ExtenderConfig(BaseModel):
             raise ValueError("httpTimeout must be positive")
         return v
 
-    @model_validator(mode="after")
-    def _weight(self) -> ExtenderConfig:
-        if self.prioritizeVerb and self.weight <= 0:
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, v: int, info: ValidationInfo) -> int:
+        if info.data.get("prioritizeVerb") and v <= 0:
             raise ValueError("weight must be a positive integer when prioritizeVerb is set")
-        if self.weight < 0:
+        if v < 0:
             raise ValueError("weight must not be negative")
-        return self
+        return v
 
     @property
     def timeout_seconds(self) -> float:

@@ -224,27 +224,6 @@ class VictimsLike(Protocol):
     def num_pdb_violations(self) -> int: ...
 
 
-class Victims:
-    """The victims on one node: pods expected to be preempted and the PDB violations that causes."""
-
-    __slots__ = ("num_pdb_violations", "pods")
-
-    def __init__(self, pods: Iterable[Any] = (), num_pdb_violations: int = 0) -> None:
-        self.pods: list[Any] = list(pods)
-        self.num_pdb_violations = num_pdb_violations
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Victims):
-            return NotImplemented
-        return ([p.uid for p in self.pods] == [p.uid for p in other.pods]
-                and self.num_pdb_violations == other.num_pdb_violations)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Victims({[getattr(p, 'key', p) for p in self.pods]}, pdb={self.num_pdb_violations})"
-
-
 def node_list(nodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """A v1.NodeList as Go marshals it: an empty ListMeta, then the items."""
     return {"metadata": {}, "items": list(nodes)}

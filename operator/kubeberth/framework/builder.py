@@ -154,6 +154,9 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
     merged = merge_with_defaults(custom)
     points = expand_points(merged, registry)
     fw = Framework(profile_name or spec.schedulerName, spec, ctx)
+    from ..extender import build_extenders  # late: the extender package imports framework types
+
+    fw.extenders = build_extenders(spec, node_infos=lambda: fw.snapshot)
     needed: list[str] = []
     for refs in points.values():
         for r in refs:

@@ -108,9 +108,13 @@ class Pod:
         for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             if c.get("image"):
                 self.images.append(str(c["image"]))
+        # Host ports of the containers and of the init containers that keep running
+        # (restartPolicy Always), as upstream's GetHostPorts.
+        sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+        for c in [*sidecars, *(spec.get("containers") or [])]:
             for p in c.get("ports") or []:
                 hp = p.get("hostPort")
-                if hp:
+                if hp and int(hp) > 0:
                     self.host_ports.append(
                         HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), int(hp)))
 

@@ -48,7 +48,7 @@ def _parse_str(text: str) -> Decimal:
         number = Decimal(match["num"])
         if suffix in _BINARY:
             return number * _BINARY[suffix]
-        if suffix[:1] in ("e", "E"):
+        if len(suffix) > 1 and suffix[0] in ("e", "E"):  # "E" alone is exa
             try:
                 return number.scaleb(int(suffix[1:]))
             except (InvalidOperation, OverflowError) as exc:
@@ -60,6 +60,8 @@ def parse_quantity(value: object) -> Decimal:
     """Parse a quantity as it appears in YAML: a string, an int or a float."""
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"invalid quantity {value!r}")
+    if isinstance(value, Decimal):
+        return value
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
@@ -81,7 +83,9 @@ def value(q: object) -> int:
 
 def milli_value(q: object) -> int:
     """The quantity in thousandths, rounded up (Quantity.MilliValue)."""
-    return _ceil(parse_quantity(q) * 1000)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return _ceil(parse_quantity(q).scaleb(3))
 
 
 def format_milli_cpu(milli: int) -> str:

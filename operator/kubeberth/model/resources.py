@@ -7,10 +7,11 @@ as upstream's framework.Resource does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from .errors import ModelError
-from .quantity import QuantityError, milli_value, value
+from .quantity import QuantityError, milli_value, parse_quantity, value
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -21,11 +22,27 @@ HUGEPAGES_PREFIX = "hugepages-"
 # Used for scoring only, when a container names no cpu/memory request.
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+_DEFAULT_CPU = Decimal(DEFAULT_MILLI_CPU_REQUEST).scaleb(-3)
+_DEFAULT_MEMORY = Decimal(DEFAULT_MEMORY_REQUEST)
+
+ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+_NATIVE_PREFIX = "kubernetes.io/"
+_REQUESTS_PREFIX = "requests."
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Outside kubernetes.io/, with a domain prefix (v1helper.IsExtendedResourceName).
+
+    The full qualified-name syntax check is left to API validation.
+    """
+    return "/" in name and _NATIVE_PREFIX not in name and not name.startswith(_REQUESTS_PREFIX)
 
 
 def is_scalar_resource(name: str) -> bool:
-    """Hugepages, extended resources and attachable-volume counts."""
-    return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+    """Extended resources, hugepages, kubernetes.io/ prefixed and attachable-volume counts
+    (schedutil.IsScalarResourceName). Other names are not tracked, as upstream."""
+    return (is_extended_resource_name(name) or name.startswith(HUGEPAGES_PREFIX)
+            or _NATIVE_PREFIX in name or name.startswith(ATTACHABLE_VOLUMES_PREFIX))
 
 
 class Resource:
@@ -62,7 +79,7 @@ class Resource:
             self.ephemeral_storage = value(q)
         elif name == PODS:
             self.allowed_pod_number = value(q)
-        else:
+        elif is_scalar_resource(name):
             self.scalar[name] = value(q)
 
     def get(self, name: str) -> int:
@@ -125,21 +142,92 @@ class Resource:
                 f"scalar={self.scalar})")
 
 
-def _container_requests(container: Mapping[str, Any], where: str, non_zero: bool) -> Resource:
-    resources = container.get("resources") or {}
-    raw = resources.get("requests")
-    limits = resources.get("limits")
-    if limits and isinstance(limits, Mapping):
-        # The API server defaults each missing request to its limit.
-        raw = {**limits, **(raw or {})}
-    r = Resource.from_list(raw, where=where)
+def _resource_list(raw: Any, where: str) -> dict[str, Decimal]:
+    if not raw:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"resource list {raw!r} is not a mapping", field=where)
+    out: dict[str, Decimal] = {}
+    for name, q in raw.items():
+        try:
+            out[str(name)] = parse_quantity(q)
+        except QuantityError as exc:
+            raise ModelError(f"resource {name}: {exc}", field=where) from exc
+    return out
+
+
+def _defaulted_requests(resources: Any, where: str) -> dict[str, Decimal]:
+    """Requests, with each missing one defaulted to its limit as the API server does."""
+    if not resources:
+        return {}
+    reqs = _resource_list(resources.get("requests"), f"{where}.requests")
+    for name, q in _resource_list(resources.get("limits"), f"{where}.limits").items():
+        reqs.setdefault(name, q)
+    return reqs
+
+
+def _add(acc: dict[str, Decimal], other: Mapping[str, Decimal]) -> None:
+    for k, v in other.items():
+        acc[k] = acc[k] + v if k in acc else v
+
+
+def _max(acc: dict[str, Decimal], other: Mapping[str, Decimal]) -> None:
+    for k, v in other.items():
+        if k not in acc or v > acc[k]:
+            acc[k] = v
+
+
+def _container_requests(container: Mapping[str, Any], where: str, non_zero: bool) -> dict[str, Decimal]:
+    reqs = _defaulted_requests(container.get("resources"), f"{where}.resources")
     if non_zero:
-        names = set(raw or {})
-        if CPU not in names:
-            r.milli_cpu += DEFAULT_MILLI_CPU_REQUEST
-        if MEMORY not in names:
-            r.memory += DEFAULT_MEMORY_REQUEST
-    return r
+        # Only a request that is absent gets the default; an explicit zero stays zero.
+        reqs.setdefault(CPU, _DEFAULT_CPU)
+        reqs.setdefault(MEMORY, _DEFAULT_MEMORY)
+    return reqs
+
+
+def is_supported_pod_level_resource(name: str) -> bool:
+    return name in (CPU, MEMORY) or name.startswith(HUGEPAGES_PREFIX)
+
+
+def _aggregate_containers(spec: Mapping[str, Any], non_zero: bool) -> dict[str, Decimal]:
+    total: dict[str, Decimal] = {}
+    for i, c in enumerate(spec.get("containers") or []):
+        _add(total, _container_requests(c, f"spec.containers[{i}]", non_zero))
+    sidecars: dict[str, Decimal] = {}
+    init_max: dict[str, Decimal] = {}
+    for i, c in enumerate(spec.get("initContainers") or []):
+        reqs = _container_requests(c, f"spec.initContainers[{i}]", non_zero)
+        if c.get("restartPolicy") == "Always":
+            # A sidecar runs alongside everything started after it.
+            _add(total, reqs)
+            _add(sidecars, reqs)
+            _max(init_max, sidecars)
+        else:
+            _add(reqs, sidecars)
+            _max(init_max, reqs)
+    _max(total, init_max)
+    return total
+
+
+def _pod_level_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """spec.resources requests of the supported kinds (cpu, memory, hugepages), with a
+    missing request defaulted as the API server does: to the containers' aggregate when
+    some container names the resource, else to the pod-level limit."""
+    resources = spec.get("resources")
+    if not resources or not isinstance(resources, Mapping):
+        return {}
+    reqs = _resource_list(resources.get("requests"), "spec.resources.requests")
+    limits = _resource_list(resources.get("limits"), "spec.resources.limits")
+    if limits:
+        containers = _aggregate_containers(spec, False)
+        for name, q in containers.items():
+            if is_supported_pod_level_resource(name):
+                reqs.setdefault(name, q)
+        for name, q in limits.items():
+            if is_supported_pod_level_resource(name):
+                reqs.setdefault(name, q)
+    return {k: v for k, v in reqs.items() if is_supported_pod_level_resource(k)}
 
 
 def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
@@ -147,25 +235,15 @@ def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource
 
     Sum of the app containers and the restartable init containers (sidecars),
     raised to the largest single init container (plus the sidecars started
-    before it), plus the pod overhead. With `non_zero`, a container without a
-    cpu or memory request counts the scoring defaults (100m, 200Mi).
+    before it); pod-level requests (spec.resources) replace that for cpu, memory
+    and hugepages; plus the pod overhead. With `non_zero`, a container without a
+    cpu or memory request counts the scoring defaults (100m, 200Mi). Quantities
+    are summed exactly and rounded once at the end, as upstream does.
     """
-    total = Resource()
-    for i, c in enumerate(spec.get("containers") or []):
-        total.add(_container_requests(c, f"spec.containers[{i}].resources", non_zero))
-    sidecars = Resource()
-    init_max = Resource()
-    for i, c in enumerate(spec.get("initContainers") or []):
-        reqs = _container_requests(c, f"spec.initContainers[{i}].resources", non_zero)
-        if c.get("restartPolicy") == "Always":
-            total.add(reqs)
-            sidecars.add(reqs)
-            init_max.set_max(sidecars)
-        else:
-            reqs.add(sidecars)
-            init_max.set_max(reqs)
-    total.set_max(init_max)
-    overhead = spec.get("overhead")
-    if overhead:
-        total.add(Resource.from_list(overhead, where="spec.overhead"))
-    return total
+    total = _aggregate_containers(spec, non_zero)
+    total.update(_pod_level_requests(spec))
+    _add(total, _resource_list(spec.get("overhead"), "spec.overhead"))
+    r = Resource()
+    for name, q in total.items():
+        r.set(name, q)
+    return r

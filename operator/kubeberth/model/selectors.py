@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import ModelError
 
 _LABEL_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
+_INT64 = re.compile(r"^[+-]?[0-9]+$")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64), or None when it would fail."""
+    if not _INT64.match(text):
+        return None
+    n = int(text)
+    return n if _INT64_MIN <= n <= _INT64_MAX else None
+
+
 _NODE_OPS = _LABEL_OPS | {"Gt", "Lt"}
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= 63 and _LABEL_VALUE.match(value) is not None
 
 
 class Requirement:
-    __slots__ = ("int_value", "key", "operator", "values")
+    """One requirement of a selector.
 
-    def __init__(self, key: str, operator: str, values: Sequence[str] = (), *, node: bool = False) -> None:
+    With `lenient` (node selector matchExpressions), what the API server admits but
+    the scheduler cannot parse (a Gt/Lt value that is not an integer, a value that is
+    not a valid label value) makes the requirement match nothing instead of raising,
+    as upstream's lazy node selector parsing does.
+    """
+
+    __slots__ = ("int_value", "invalid", "key", "operator", "values")
+
+    def __init__(self, key: str, operator: str, values: Sequence[str] = (), *, node: bool = False,
+                 lenient: bool = False) -> None:
         allowed = _NODE_OPS if node else _LABEL_OPS
         if operator not in allowed:
             raise ModelError(f"unknown operator {operator!r} for key {key!r}")
@@ -26,18 +53,24 @@ class Requirement:
         if operator in ("Exists", "DoesNotExist") and vals:
             raise ModelError(f"operator {operator} for key {key!r} takes no values")
         self.int_value: int | None = None
+        self.invalid = False
         if operator in ("Gt", "Lt"):
             if len(vals) != 1:
                 raise ModelError(f"operator {operator} for key {key!r} needs exactly one value")
-            try:
-                self.int_value = int(vals[0])
-            except ValueError as exc:
-                raise ModelError(f"operator {operator} for key {key!r} needs an integer value") from exc
+            self.int_value = _parse_int64(vals[0])
+            if self.int_value is None:
+                if not lenient:
+                    raise ModelError(f"operator {operator} for key {key!r} needs an integer value")
+                self.invalid = True
+        elif lenient and not all(is_label_value(v) for v in vals):
+            self.invalid = True
         self.key = key
         self.operator = operator
         self.values = frozenset(vals)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.invalid:
+            return False
         op = self.operator
         present = self.key in labels
         if op == "In":
@@ -50,15 +83,14 @@ class Requirement:
             return not present
         if not present:
             return False
-        try:
-            have = int(labels[self.key])
-        except ValueError:
+        have = _parse_int64(labels[self.key])
+        if have is None:
             return False
         assert self.int_value is not None
         return have > self.int_value if op == "Gt" else have < self.int_value
 
 
-def _requirements(raw: Any, *, node: bool, where: str) -> list[Requirement]:
+def _requirements(raw: Any, *, node: bool, where: str, lenient: bool = False) -> list[Requirement]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -68,7 +100,7 @@ def _requirements(raw: Any, *, node: bool, where: str) -> list[Requirement]:
         if not isinstance(expr, dict):
             raise ModelError(f"{where} entry {expr!r} is not a mapping")
         out.append(Requirement(str(expr.get("key") or ""), str(expr.get("operator") or ""),
-                               expr.get("values") or (), node=node))
+                               expr.get("values") or (), node=node, lenient=lenient))
     return out
 
 
@@ -127,7 +159,8 @@ class NodeSelectorTerm:
                 raise ModelError(f"matchFields supports only metadata.name, not {f.key!r}")
             if f.operator not in ("In", "NotIn"):
                 raise ModelError(f"matchFields on metadata.name supports In and NotIn, not {f.operator}")
-        return cls(_requirements(raw.get("matchExpressions"), node=True, where="matchExpressions"), fields)
+        return cls(_requirements(raw.get("matchExpressions"), node=True, where="matchExpressions", lenient=True),
+                   fields)
 
     def matches(self, node_name: str, labels: Mapping[str, str]) -> bool:
         if not self.requirements and not self.fields:

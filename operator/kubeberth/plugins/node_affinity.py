@@ -9,9 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
-from ..framework.status import Status
+from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
 from ..model import ModelError, NodeInfo, NodeSelector, Pod, PreferredTerm
+from ..queue.events import NODE, ActionType, ClusterEvent
 from ._helper import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -125,6 +126,9 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             self.added_pref_terms = [
                 PreferredTerm.from_dict(t) for t in added.preferredDuringSchedulingIgnoredDuringExecution]
 
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT)]
+
     # ---- PreFilter / Filter ------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
@@ -168,7 +172,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         node = node_info.node
         if node is None:
-            return 0
+            raise PluginError("node not found", NAME)
         count = 0
         if self.added_pref_terms:
             count += preferred_score(self.added_pref_terms, node.name, node.labels)

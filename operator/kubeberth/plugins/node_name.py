@@ -8,6 +8,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
+from ..queue.events import NODE, ActionType, ClusterEvent
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
@@ -21,6 +22,9 @@ class NodeName(FilterPlugin):
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if node_info.node is None:

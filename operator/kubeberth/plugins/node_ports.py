@@ -10,6 +10,7 @@ from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
 from ..model import HostPort, NodeInfo, Pod
+from ..queue.events import NODE, POD, ActionType, ClusterEvent
 
 NAME = "NodePorts"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -43,6 +44,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(POD, ActionType.DELETE),
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:

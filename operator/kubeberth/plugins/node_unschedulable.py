@@ -9,6 +9,7 @@ from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
 from ..model.taints import NO_SCHEDULE, Taint, tolerated
+from ..queue.events import NODE, POD, ActionType, ClusterEvent
 
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -22,6 +23,10 @@ class NodeUnschedulable(FilterPlugin):
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATION)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

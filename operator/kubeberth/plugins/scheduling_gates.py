@@ -7,6 +7,7 @@ from typing import Any
 from ..framework.interfaces import PreEnqueuePlugin
 from ..framework.status import Status
 from ..model import Pod
+from ..queue.events import POD, ActionType, ClusterEvent
 
 
 class SchedulingGates(PreEnqueuePlugin):
@@ -14,6 +15,9 @@ class SchedulingGates(PreEnqueuePlugin):
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)]
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.scheduling_gates:

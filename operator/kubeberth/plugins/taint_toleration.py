@@ -11,6 +11,7 @@ from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore
 from ..model import NodeInfo, Pod, Toleration
 from ..model.taints import PREFER_NO_SCHEDULE, find_untolerated, tolerated
+from ..queue.events import NODE, POD, ActionType, ClusterEvent
 from ._helper import default_normalize_score
 
 NAME = "TaintToleration"
@@ -46,6 +47,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL),
+                ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATION)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

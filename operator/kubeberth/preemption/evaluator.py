@@ -11,15 +11,16 @@ the DefaultPreemption plugin's victim selection.
 3. extenders that support preemption may drop candidates or change their victims;
 4. the best candidate is picked (fewest PDB violations, then lowest highest victim
    priority, ...);
-5. acting: nominate the preemptor, evict the victims, clear the nominations of lower
-   priority pods on that node.
+5. acting: nominate the preemptor (queue nominator + status.nominatedNodeName), evict the
+   victims (or reject them at Permit), record a Preempted event on each, call
+   `ctx.extras["record_victims"](pod, victims)` when the scheduler set it, and clear the
+   nominations of lower-priority pods on that node.
 
 Nothing here mutates the snapshot the cycle reads.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -167,8 +168,7 @@ class Evaluator:
     # ---- eligibility ----------------------------------------------------------
     def nominated_node_of(self, pod: Pod) -> str:
         """The node the pod is nominated to: the queue's nominator knows best, else its status."""
-        nominator = self.handle.nominator
-        lookup = getattr(nominator, "nominated_node_for", None) if nominator is not None else None
+        lookup = getattr(self._nominations(), "nominated_node_for", None)
         if lookup is not None:
             node = lookup(pod)
             if node:
@@ -310,35 +310,19 @@ class Evaluator:
     # ---- extenders ------------------------------------------------------------
     async def call_extenders(self, pod: Pod, candidates: list[Candidate]
                              ) -> tuple[list[Candidate], Status | None]:
-        """Let each extender that supports preemption drop candidates or change their victims."""
+        """Let each extender that supports preemption (and is interested in the pod) drop
+        candidates or change their victims, in turn (upstream's callExtenders). The wire
+        protocol and the per-extender rules live in kubeberth.extender."""
         extenders = list(getattr(self.handle, "extenders", None) or ())
         if not extenders or not candidates:
             return candidates, None
-        victims_map = candidates_to_victims_map(candidates)
-        for ext in extenders:
-            if not _flag(ext, "supports_preemption") or not _interested(ext, pod):
-                continue
-            ignorable = _flag(ext, "ignorable") or _flag(ext, "is_ignorable")
-            try:
-                result = ext.process_preemption(pod, victims_map)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                if ignorable:
-                    log.info("skipped extender %s as it returned error and is ignorable: %s",
-                             _ext_name(ext), exc)
-                    continue
-                return [], Status.error(str(exc))
-            new_map: dict[str, Victims] = dict(result or {})
-            for node, victims in list(new_map.items()):
-                if victims is None or not victims.pods:
-                    if ignorable:
-                        del new_map[node]
-                        continue
-                    return [], Status.error(f"expected at least one victim pod on node {node!r}")
-            victims_map = new_map
-            if not victims_map:
-                break
+        from ..extender.cycle import call_preempt_extenders
+
+        try:
+            victims_map = await call_preempt_extenders(
+                extenders, pod, candidates_to_victims_map(candidates), self.handle.snapshot)
+        except Exception as exc:
+            return [], Status.error(str(exc))
         return [Candidate(node, v) for node, v in victims_map.items()], None
 
     # ---- picking --------------------------------------------------------------
@@ -375,11 +359,13 @@ class Evaluator:
             except Exception as exc:
                 log.warning("preempting %s for %s failed: %s", victim.key, pod.key, exc)
                 return Status.error(f"preempting {victim.key}: {exc}")
-        metrics = getattr(fw.ctx, "metrics", None)
+        ctx = getattr(fw, "ctx", None)
+        metrics = getattr(ctx, "metrics", None)
         observe = getattr(metrics, "preemption_victims", None)
         if observe is not None:
             observe(len(c.victims.pods))
-        record = fw.ctx.extras.get("record_victims") if getattr(fw.ctx, "extras", None) else None
+        # The scheduler may note the victims on the preemptor's outcome: record_victims(pod, victims).
+        record = (getattr(ctx, "extras", None) or {}).get("record_victims")
         if record is not None:
             record(pod, list(c.victims.pods))
         for p in self.lower_priority_nominated_pods(pod, c.name):
@@ -396,36 +382,27 @@ class Evaluator:
         return [p for p in nominator.nominated_pods_for_node(node_name)
                 if p.priority < pod.priority and p.uid != pod.uid]
 
+    def _nominations(self) -> Any:
+        """The object keeping nominations (queue.Nominator): the handle's nominator, or the
+        nominator inside it when the handle exposes the scheduling queue."""
+        nominator = self.handle.nominator
+        if nominator is None or hasattr(nominator, "add_nominated_pod"):
+            return nominator
+        return getattr(nominator, "nominator", None)
+
     async def nominate(self, pod: Pod, node_name: str) -> None:
         """Record the nomination in the queue's nominator and on the pod's status."""
-        nominator = self.handle.nominator
-        add = getattr(nominator, "add_nominated_pod", None) if nominator is not None else None
-        if add is not None:
-            add(pod, node_name)
+        nominations = self._nominations()
+        if nominations is not None:
+            nominations.add_nominated_pod(pod, node_name)
         client = self.handle.client
         if client is not None:
             await client.set_nominated_node(pod, node_name)
 
     async def clear_nomination(self, pod: Pod) -> None:
-        nominator = self.handle.nominator
-        delete = getattr(nominator, "delete_nominated_pod_if_exists", None) if nominator is not None else None
-        if delete is not None:
-            delete(pod)
+        nominations = self._nominations()
+        if nominations is not None:
+            nominations.delete_nominated_pod_if_exists(pod)
         client = self.handle.client
         if client is not None:
             await client.set_nominated_node(pod, "")
-
-
-def _flag(obj: Any, name: str) -> bool:
-    v = getattr(obj, name, False)
-    return bool(v() if callable(v) else v)
-
-
-def _interested(ext: Any, pod: Pod) -> bool:
-    fn = getattr(ext, "is_interested", None)
-    return True if fn is None else bool(fn(pod))
-
-
-def _ext_name(ext: Any) -> str:
-    name = getattr(ext, "name", None)
-    return str(name() if callable(name) else name or type(ext).__name__)

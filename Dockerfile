@@ -1,0 +1,24 @@
+# kubeberth: the scheduler operator image.
+#   docker build -t ghcr.io/kubeberth/kubeberth:0.1.0 .
+FROM python:3.11-slim AS build
+WORKDIR /src
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY pyproject.toml README.md ./
+COPY operator ./operator
+RUN python -m venv /opt/kubeberth \
+ && /opt/kubeberth/bin/pip install --upgrade pip \
+ && /opt/kubeberth/bin/pip install . \
+ && /opt/kubeberth/bin/python -m compileall -q /opt/kubeberth
+
+FROM python:3.11-slim
+LABEL org.opencontainers.image.title="kubeberth" \
+      org.opencontainers.image.description="A Kubernetes scheduler in Python, run as a kopf operator"
+COPY --from=build /opt/kubeberth /opt/kubeberth
+ENV PATH=/opt/kubeberth/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+# Non-root, matching runAsUser in manifests/deployment.yaml; the root filesystem is read-only.
+USER 65532:65532
+EXPOSE 8080 10259
+ENTRYPOINT ["kubeberth"]
+CMD ["run", "--liveness=http://0.0.0.0:8080/healthz", "--metrics-port=10259"]

@@ -1,0 +1,158 @@
+"""Prometheus metrics with kube-scheduler's names, labels and buckets.
+
+`SchedulerMetrics` owns a dedicated `CollectorRegistry` (so several schedulers in one
+process, e.g. tests, never collide) and implements the framework's `MetricsRecorder`
+protocol plus what the scheduler loop, the queue and preemption report.
+`MetricsServer` exposes the registry over HTTP (`/metrics`) on a configurable port.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+logger = logging.getLogger(__name__)
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Upstream's metrics.ExponentialBuckets."""
+    return [start * factor**i for i in range(count)]
+
+
+# Results of a scheduling attempt, as upstream labels them.
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+RESULTS = (SCHEDULED, UNSCHEDULABLE, ERROR)
+
+# Queues of scheduler_pending_pods.
+QUEUES = ("active", "backoff", "unschedulable", "gated")
+
+
+class SchedulerMetrics:
+    """The scheduler_* metrics. Safe to call from the event loop (prometheus-client is thread-safe)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.schedule_attempts_total = Counter(
+            "scheduler_schedule_attempts_total",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
+            "be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"], registry=r)
+        self.scheduling_attempt_duration_seconds = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self.pending_pods_gauge = Gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; "
+            "'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in "
+            "unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the "
+            "number of unschedulable pods that the scheduler never attempted to schedule because "
+            "they are gated.",
+            ["queue"], registry=r)
+        self.preemption_attempts_total = Counter(
+            "scheduler_preemption_attempts_total",
+            "Total preemption attempts in the cluster till now", registry=r)
+        self.preemption_victims_histogram = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            buckets=exponential_buckets(1, 2, 7), registry=r)
+        self.framework_extension_point_duration_seconds = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            buckets=exponential_buckets(0.0001, 2, 12), registry=r)
+        self.pod_scheduling_sli_duration_seconds = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue "
+            "and might involve multiple scheduling attempts.",
+            ["attempts"], buckets=exponential_buckets(0.01, 2, 20), registry=r)
+        self.pod_scheduling_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            buckets=exponential_buckets(1, 2, 5), registry=r)
+        for queue in QUEUES:
+            self.pending_pods_gauge.labels(queue=queue).set(0)
+
+    # framework.context.MetricsRecorder
+    def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
+        self.framework_extension_point_duration_seconds.labels(
+            extension_point=point, status=status or "Success", profile=profile).observe(max(seconds, 0.0))
+
+    def schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One scheduling attempt: result is scheduled, unschedulable or error."""
+        if result not in RESULTS:
+            raise ValueError(f"result must be one of {', '.join(RESULTS)}, got {result!r}")
+        self.schedule_attempts_total.labels(result=result, profile=profile).inc()
+        self.scheduling_attempt_duration_seconds.labels(result=result, profile=profile).observe(
+            max(seconds, 0.0))
+
+    def pod_scheduled(self, attempts: int, seconds: float) -> None:
+        """A pod bound: end-to-end latency since it first entered the queue, and how many tries it took."""
+        attempts = max(int(attempts), 1)
+        self.pod_scheduling_sli_duration_seconds.labels(attempts=str(attempts)).observe(max(seconds, 0.0))
+        self.pod_scheduling_attempts.observe(attempts)
+
+    def pending_pods(self, queue: str, n: int) -> None:
+        self.pending_pods_gauge.labels(queue=queue).set(n)
+
+    def preemption_attempt(self) -> None:
+        self.preemption_attempts_total.inc()
+
+    def preemption_victims(self, n: int) -> None:
+        self.preemption_victims_histogram.observe(n)
+
+    def render(self) -> bytes:
+        """The text exposition format, as served on /metrics."""
+        return generate_latest(self.registry)
+
+    def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """A sample's current value (tests and debugging)."""
+        return self.registry.get_sample_value(name, labels or {})
+
+
+class MetricsServer:
+    """Serves /metrics (and /healthz) of a registry with aiohttp, inside the operator's loop."""
+
+    def __init__(self, metrics: SchedulerMetrics, port: int, host: str = "0.0.0.0",  # noqa: S104
+                 extra_paths: Iterable[str] = ()) -> None:
+        self.metrics = metrics
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+        self._extra = tuple(extra_paths)
+
+    async def _serve_metrics(self, request: web.Request) -> web.Response:
+        body = self.metrics.render()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _serve_ok(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def start(self) -> int:
+        """Listen; returns the bound port (useful with port 0)."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._serve_metrics)
+        app.router.add_get("/healthz", self._serve_ok)
+        for path in self._extra:
+            app.router.add_get(path, self._serve_ok)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        logger.info("Serving metrics on http://%s:%d/metrics", self.host, self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

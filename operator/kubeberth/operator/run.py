@@ -1,0 +1,145 @@
+"""`kubeberth run`: the operator's command line and its entry coroutine.
+
+`add_run_arguments(parser)` adds the options to a (sub)parser; `run_main(args)` runs
+the operator until it is stopped (SIGINT/SIGTERM) and returns the exit code.
+`run_operator(config)` is the same thing as a coroutine, used by the integration tests
+to run the real operator in-process against an emulated API server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_METRICS_PORT = 10259
+DEFAULT_PEERING_NAME = "kubeberth"
+
+
+@dataclass
+class OperatorConfig:
+    """Everything `kubeberth run` can be told. The defaults are the in-cluster ones."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    in_cluster: bool | None = None  # None: in-cluster if its environment is there, else kubeconfig
+    server: str | None = None  # a fixed API server URL without credentials (tests, kubectl proxy)
+    peering: str | None = None  # a ClusterKopfPeering name: HA mode, one active replica
+    priority: int | None = None  # peering priority; default: older replicas win
+    liveness: str | None = None  # e.g. http://0.0.0.0:8080/healthz
+    metrics_port: int | None = DEFAULT_METRICS_PORT  # None or 0 disables the metrics server
+    metrics_host: str = "0.0.0.0"  # noqa: S104
+    request_timeout: float = 10.0
+    seed: int | None = None
+    default_profile: bool = True  # serve default-scheduler with upstream's defaults absent a profile
+    verbose: bool = False
+    debug: bool = False
+    log_format: str = "plain"
+    # Tests: how long kopf batches events of one object, and its retry backoffs.
+    batch_window: float | None = None
+    extra_settings: dict[str, Any] = field(default_factory=dict)
+
+    def effective_priority(self) -> int:
+        """Older replicas get higher priorities, so a restarted replica never preempts a running one."""
+        if self.priority is not None:
+            return self.priority
+        return -int(time.time() * 1000)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    conn = parser.add_argument_group("cluster connection")
+    conn.add_argument("--kubeconfig", metavar="PATH", default=None,
+                      help="kubeconfig file to use (default: $KUBECONFIG or ~/.kube/config, or the "
+                           "in-cluster service account when running in a pod)")
+    conn.add_argument("--context", metavar="NAME", default=None, help="kubeconfig context to use")
+    conn.add_argument("--in-cluster", dest="in_cluster", action="store_true", default=None,
+                      help="use the pod's service account (the default inside a cluster)")
+    conn.add_argument("--server", metavar="URL", default=None,
+                      help="talk to this API server URL without credentials (e.g. `kubectl proxy`)")
+    conn.add_argument("--request-timeout", metavar="SECONDS", type=float, default=10.0,
+                      help="timeout of one API request; 5xx and timeouts are retried with backoff "
+                           "(default: 10)")
+    ha = parser.add_argument_group("high availability")
+    ha.add_argument("--peering", metavar="NAME", nargs="?", const=DEFAULT_PEERING_NAME, default=None,
+                    help="peer with the other replicas through the ClusterKopfPeering NAME (default "
+                         f"{DEFAULT_PEERING_NAME!r} when given without a value): one replica schedules, the "
+                         "others stand by. Without it, the operator runs standalone")
+    ha.add_argument("--priority", metavar="N", type=int, default=None,
+                    help="peering priority (default: the start time, so the oldest replica stays active)")
+    obs = parser.add_argument_group("observability")
+    obs.add_argument("--liveness", metavar="URL", default=None,
+                     help="serve kopf's liveness probe at this URL, e.g. http://0.0.0.0:8080/healthz")
+    obs.add_argument("--metrics-port", metavar="PORT", type=int, default=DEFAULT_METRICS_PORT,
+                     help=f"serve Prometheus metrics (scheduler_*) on this port at /metrics "
+                          f"(default: {DEFAULT_METRICS_PORT}; 0 disables)")
+    obs.add_argument("--metrics-host", metavar="ADDR", default="0.0.0.0",  # noqa: S104
+                     help="address the metrics server listens on (default: 0.0.0.0)")
+    obs.add_argument("--verbose", "-v", action="store_true", help="log more (kopf's verbose mode)")
+    obs.add_argument("--debug", action="store_true", help="log everything, including API traffic")
+    obs.add_argument("--log-format", choices=["plain", "full", "json"], default="plain",
+                     help="log line format (default: plain)")
+    sched = parser.add_argument_group("scheduling")
+    sched.add_argument("--seed", type=int, default=None,
+                       help="seed of the random tie-breaks between equally scored nodes (default: random)")
+    sched.add_argument("--no-default-profile", dest="default_profile", action="store_false",
+                       help="do not schedule pods of default-scheduler unless a SchedulingProfile names it "
+                            "(use this when the cluster's own kube-scheduler runs beside kubeberth)")
+    parser.epilog = (parser.epilog or "") + (
+        "kubeberth always watches the whole cluster (a scheduler must see every pod on a node). "
+        "It serves the schedulerNames of the SchedulingProfile resources (kubectl get sprof) and, "
+        "unless --no-default-profile, default-scheduler with upstream's default plugins.")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> OperatorConfig:
+    metrics_port = getattr(args, "metrics_port", DEFAULT_METRICS_PORT)
+    return OperatorConfig(
+        kubeconfig=args.kubeconfig, context=args.context, in_cluster=args.in_cluster, server=args.server,
+        peering=args.peering, priority=args.priority, liveness=args.liveness,
+        metrics_port=metrics_port or None, metrics_host=args.metrics_host,
+        request_timeout=args.request_timeout, seed=args.seed, default_profile=args.default_profile,
+        verbose=args.verbose, debug=args.debug, log_format=args.log_format)
+
+
+def configure_logging(config: OperatorConfig) -> None:
+    import kopf
+
+    formats = {"plain": kopf.LogFormat.PLAIN, "full": kopf.LogFormat.FULL, "json": kopf.LogFormat.JSON}
+    kopf.configure(debug=config.debug, verbose=config.verbose, log_format=formats[config.log_format])
+    if not (config.debug or config.verbose):
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+async def run_operator(config: OperatorConfig, *, stop_flag: asyncio.Event | None = None,
+                       ready_flag: asyncio.Event | None = None) -> int:
+    """Run the operator until `stop_flag` is set or it is signalled. Returns the exit code."""
+    from .app import OperatorApp
+
+    app = OperatorApp(config)
+    return await app.run(stop_flag=stop_flag, ready_flag=ready_flag)
+
+
+def run_main(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    configure_logging(config)
+    try:
+        return asyncio.run(run_operator(config))
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kubeberth run", description="Run the kubeberth scheduler operator.")
+    add_run_arguments(parser)
+    return run_main(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

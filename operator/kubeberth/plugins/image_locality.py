@@ -1,0 +1,95 @@
+"""ImageLocality: favours nodes that already have the pod's images, scaled by their spread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import ScorePlugin
+from ..framework.types import MAX_NODE_SCORE
+from ..model import NodeInfo, Pod
+
+NAME = "ImageLocality"
+
+MB = 1024 * 1024
+# Bounds of the image score range: a reasonable span of compressed image sizes.
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def normalized_image_name(name: str) -> str:
+    """Add the implicit ":latest" tag when the name has none (upstream's normalizedImageName)."""
+    if name.rfind(":") <= name.rfind("/"):
+        name = name + ":latest"
+    return name
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+def scaled_image_score(size: int, num_nodes: int, total_num_nodes: int) -> int:
+    spread = float(num_nodes) / float(total_num_nodes)
+    return int(float(size) * spread)
+
+
+def _node_images(node_info: NodeInfo) -> dict[str, int]:
+    node = node_info.node
+    if node is None:
+        return {}
+    cached = node.cache.get(NAME)
+    if cached is None:
+        cached = {}
+        for img in node.images:
+            for n in img.names:
+                cached.setdefault(n, img.size)
+        node.cache[NAME] = cached
+    return cached
+
+
+def _pod_images(pod: Pod) -> list[str]:
+    """Normalised images of the init containers and the containers (one per container)."""
+    cached = pod.cache.get(NAME)
+    if cached is None:
+        spec = pod.spec
+        cached = [normalized_image_name(str(c.get("image") or ""))
+                  for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]]
+        pod.cache[NAME] = cached
+    return cached
+
+
+def sum_image_scores(node_info: NodeInfo, images: list[str], total_num_nodes: int) -> int:
+    have = _node_images(node_info)
+    if not have:
+        return 0
+    counts = node_info.image_num_nodes
+    total = 0
+    for name in images:
+        size = have.get(name)
+        if size is not None:
+            total += scaled_image_score(size, counts.get(name, 1), total_num_nodes)
+    return total
+
+
+class ImageLocality(ScorePlugin):
+    name = NAME
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def _total_nodes(self) -> int:
+        snapshot = getattr(self.handle, "snapshot", None)
+        return max(len(snapshot), 1) if snapshot is not None else 1
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        images = _pod_images(pod)
+        total = sum_image_scores(node_info, images, self._total_nodes())
+        return calculate_priority(total, len(images))
+
+
+PLUGINS = [ImageLocality]

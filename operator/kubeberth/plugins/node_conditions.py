@@ -1,0 +1,114 @@
+"""The older node-condition predicates, as filter plugins outside the default set.
+
+- CheckNodeMemoryPressure: a BestEffort pod does not go to a node whose
+  MemoryPressure condition is True ("node(s) had memory pressure").
+- CheckNodeDiskPressure: no pod goes to a node whose DiskPressure condition is
+  True ("node(s) had disk pressure").
+- CheckNodePIDPressure: no pod goes to a node whose PIDPressure condition is
+  True ("node(s) had pid pressure").
+- CheckNodeCondition: no pod goes to a node that is not Ready ("node(s) were
+  not ready"), whose NetworkUnavailable is not False ("node(s) had unavailable
+  network"), or that is cordoned ("node(s) were unschedulable").
+
+Upstream replaced these (v1.17+) by the node lifecycle controller's taints
+(`node.kubernetes.io/memory-pressure`, `disk-pressure`, `pid-pressure`,
+`not-ready`, `network-unavailable`, `unschedulable`), which TaintToleration
+already handles; these plugins are for profiles that still name the old
+predicates. As in the old scheduler, their failures are unresolvable:
+preemption does not relieve a node condition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import FilterPlugin
+from ..framework.status import Status
+from ..model import NodeInfo, Pod
+from ._volume_util import is_best_effort
+
+ERR_NODE_UNDER_MEMORY_PRESSURE = "node(s) had memory pressure"
+ERR_NODE_UNDER_DISK_PRESSURE = "node(s) had disk pressure"
+ERR_NODE_UNDER_PID_PRESSURE = "node(s) had pid pressure"
+ERR_NODE_NOT_READY = "node(s) were not ready"
+ERR_NODE_NETWORK_UNAVAILABLE = "node(s) had unavailable network"
+ERR_NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+ERR_NODE_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+
+
+def _best_effort(pod: Pod) -> bool:
+    cached = pod.cache.get("CheckNodeMemoryPressure")
+    if cached is None:
+        cached = pod.cache["CheckNodeMemoryPressure"] = is_best_effort(pod)
+    return bool(cached)
+
+
+class CheckNodeMemoryPressure(FilterPlugin):
+    name = "CheckNodeMemoryPressure"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.error("node not found")
+        if node.conditions.get("MemoryPressure") == "True" and _best_effort(pod):
+            return Status.unresolvable(ERR_NODE_UNDER_MEMORY_PRESSURE)
+        return None
+
+
+class CheckNodeDiskPressure(FilterPlugin):
+    name = "CheckNodeDiskPressure"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.error("node not found")
+        if node.conditions.get("DiskPressure") == "True":
+            return Status.unresolvable(ERR_NODE_UNDER_DISK_PRESSURE)
+        return None
+
+
+class CheckNodePIDPressure(FilterPlugin):
+    name = "CheckNodePIDPressure"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.error("node not found")
+        if node.conditions.get("PIDPressure") == "True":
+            return Status.unresolvable(ERR_NODE_UNDER_PID_PRESSURE)
+        return None
+
+
+class CheckNodeCondition(FilterPlugin):
+    name = "CheckNodeCondition"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.unresolvable(ERR_NODE_UNKNOWN_CONDITION)
+        reasons = []
+        ready = node.conditions.get("Ready")
+        if ready is not None and ready != "True":
+            reasons.append(ERR_NODE_NOT_READY)
+        network = node.conditions.get("NetworkUnavailable")
+        if network is not None and network != "False":
+            reasons.append(ERR_NODE_NETWORK_UNAVAILABLE)
+        if node.unschedulable:
+            reasons.append(ERR_NODE_UNSCHEDULABLE)
+        return Status.unresolvable(*reasons) if reasons else None
+
+
+PLUGINS = [CheckNodeMemoryPressure, CheckNodeDiskPressure, CheckNodePIDPressure, CheckNodeCondition]

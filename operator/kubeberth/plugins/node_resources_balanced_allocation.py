@@ -1,0 +1,102 @@
+"""NodeResourcesBalancedAllocation: favours nodes whose resource fractions stay close together."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import PreScorePlugin, ScorePlugin
+from ..framework.status import Status
+from ..framework.types import MAX_NODE_SCORE
+from ..model import NodeInfo, Pod
+from ._resource_allocation import ResourceAllocationScorer, ResourceSpec, default_resources, is_best_effort
+
+NAME = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+
+class NodeResourcesBalancedAllocationArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resources: list[ResourceSpec] = Field(default_factory=default_resources)
+
+    @field_validator("resources")
+    @classmethod
+    def _resources(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
+        if not resources:
+            return default_resources()
+        seen: set[str] = set()
+        for i, r in enumerate(resources):
+            if r.name in seen:
+                raise ValueError(f"[{i}].name: Duplicate value: {r.name!r}")
+            seen.add(r.name)
+            if r.weight == 0:
+                r.weight = 1
+            if r.weight != 1:
+                raise ValueError(f"[{i}].weight: Invalid value: {r.weight}: must be 1")
+        return resources
+
+
+def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> int:
+    fractions: list[float] = []
+    total = 0.0
+    for req, alloc in zip(requested, allocatable):
+        if alloc == 0:
+            continue
+        fraction = min(req / alloc, 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / len(fractions)
+        acc = 0.0
+        for f in fractions:
+            acc = acc + (f - mean) * (f - mean)
+        std = math.sqrt(acc / len(fractions))
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+class _PreScoreState:
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, pod_requests: list[int]) -> None:
+        self.pod_requests = pod_requests
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    name = NAME
+    args_model = NodeResourcesBalancedAllocationArgs
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Any = None) -> None:
+        args = args if args is not None else NodeResourcesBalancedAllocationArgs()
+        self.handle = handle
+        self.scorer = ResourceAllocationScorer(args.resources, balanced_resource_scorer, use_requested=True)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        reqs = self.scorer.pod_requests(pod)
+        if is_best_effort(reqs):
+            # Best-effort pods would all land on the same node otherwise (upstream #129138).
+            return Status.skip()
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(pod)
+            if is_best_effort(reqs):
+                return 0
+        return self.scorer.score(node_info, reqs)
+
+
+PLUGINS = [NodeResourcesBalancedAllocation]

@@ -1,0 +1,171 @@
+"""VolumeRestrictions: volumes that cannot be shared between pods.
+
+Upstream's volumerestrictions plugin (the older NoDiskConflict predicate):
+
+- the same GCE PD mounted by two pods on one node, unless both mount it read-only;
+- the same AWS EBS volume (any mode);
+- the same RBD image (overlapping Ceph monitors, same pool and image), unless both read-only;
+- the same ISCSI IQN, unless both read-only;
+
+all rejected with "node(s) had no available disk"; and a ReadWriteOncePod
+PVC already used by any pod in the cluster, rejected with upstream's
+ReadWriteOncePod reason (preemption may free it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
+from ..framework.status import Status
+from ..framework.types import PreFilterResult
+from ..model import NodeInfo, Pod
+from ._volume_util import PVC, access_modes, pod_claims, pvc_not_found
+
+NAME = "VolumeRestrictions"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+
+ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
+ERR_REASON_RWOP_CONFLICT = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode")
+
+_RESTRICTED = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+
+
+class _PreFilterState:
+    __slots__ = ("conflicting_pvc_ref_count", "rwop_pvcs")
+
+    def __init__(self, rwop_pvcs: frozenset[str], count: int) -> None:
+        self.rwop_pvcs = rwop_pvcs  # "namespace/name" keys
+        self.conflicting_pvc_ref_count = count
+
+    def update_with_pod(self, pod: Pod, multiplier: int) -> None:
+        for claim, _ in pod_claims(pod):
+            if f"{pod.namespace}/{claim}" in self.rwop_pvcs:
+                self.conflicting_pvc_ref_count += multiplier
+
+    def clone(self) -> _PreFilterState:
+        return _PreFilterState(self.rwop_pvcs, self.conflicting_pvc_ref_count)
+
+
+def needs_restrictions_check(volume: Mapping[str, Any]) -> bool:
+    return any(volume.get(k) is not None for k in _RESTRICTED)
+
+
+def _have_overlap(a: Sequence[str], b: Sequence[str]) -> bool:
+    return bool(set(a) & set(b))
+
+
+def is_volume_conflict(volume: Mapping[str, Any], pod: Pod) -> bool:
+    """Whether `volume` (of the incoming pod) conflicts with a volume of an existing `pod`."""
+    gce = volume.get("gcePersistentDisk")
+    ebs = volume.get("awsElasticBlockStore")
+    iscsi = volume.get("iscsi")
+    rbd = volume.get("rbd")
+    for ev in pod.spec.get("volumes") or []:
+        egce = ev.get("gcePersistentDisk")
+        if gce is not None and egce is not None:
+            if gce.get("pdName") == egce.get("pdName") and not (gce.get("readOnly") and egce.get("readOnly")):
+                return True
+        eebs = ev.get("awsElasticBlockStore")
+        if ebs is not None and eebs is not None and ebs.get("volumeID") == eebs.get("volumeID"):
+            return True
+        eiscsi = ev.get("iscsi")
+        if iscsi is not None and eiscsi is not None:
+            if iscsi.get("iqn") == eiscsi.get("iqn") and not (iscsi.get("readOnly") and eiscsi.get("readOnly")):
+                return True
+        erbd = ev.get("rbd")
+        if rbd is not None and erbd is not None:
+            # The API server defaults the pool to "rbd".
+            if (_have_overlap(rbd.get("monitors") or [], erbd.get("monitors") or [])
+                    and (rbd.get("pool") or "rbd") == (erbd.get("pool") or "rbd")
+                    and rbd.get("image") == erbd.get("image")
+                    and not (rbd.get("readOnly") and erbd.get("readOnly"))):
+                return True
+    return False
+
+
+def satisfy_volume_conflicts(pod: Pod, node_info: NodeInfo) -> bool:
+    for v in pod.spec.get("volumes") or []:
+        if not needs_restrictions_check(v):
+            continue
+        for existing in node_info.pods:
+            if is_volume_conflict(v, existing):
+                return False
+    return True
+
+
+class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
+    name = NAME
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    # ---- PreFilter ------------------------------------------------------------
+    def _rwop_pvcs(self, pod: Pod) -> tuple[frozenset[str], Status | None]:
+        out: set[str] = set()
+        objects = getattr(self.handle, "objects", None)
+        for claim, _ in pod_claims(pod):
+            if not claim:
+                continue
+            pvc = objects.get(PVC, f"{pod.namespace}/{claim}") if objects is not None else None
+            if pvc is None:
+                return frozenset(), Status.unresolvable(pvc_not_found(claim))
+            if "ReadWriteOncePod" in access_modes(pvc):
+                out.add(f"{pod.namespace}/{claim}")
+        return frozenset(out), None
+
+    def pre_filter(self, state: CycleState, pod: Pod,
+                   nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
+        volumes = pod.spec.get("volumes") or []
+        needs_check = any(needs_restrictions_check(v) for v in volumes)
+        rwop, status = self._rwop_pvcs(pod)
+        if status is not None:
+            return None, status
+        # Every reference by a pod already placed; AddPod/RemovePod keep it exact, so
+        # preemption sees a claim freed only when all its users are gone.
+        count = 0
+        if rwop:
+            snapshot = getattr(self.handle, "snapshot", None)
+            for ni in getattr(snapshot, "node_infos", ()) or ():
+                refs = ni.pvc_ref_counts
+                if refs:
+                    for key in rwop:
+                        count += refs.get(key, 0)
+        if not needs_check and count == 0:
+            return None, Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(rwop, count))
+        return None, None
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return self
+
+    def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod,
+                node_info: NodeInfo) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(s, _PreFilterState):
+            s.update_with_pod(pod_to_add, 1)
+        return None
+
+    def remove_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod,
+                   node_info: NodeInfo) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(s, _PreFilterState):
+            s.update_with_pod(pod_to_remove, -1)
+        return None
+
+    # ---- Filter ---------------------------------------------------------------
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if not satisfy_volume_conflicts(pod, node_info):
+            return Status.unschedulable(ERR_REASON_DISK_CONFLICT)
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return Status.error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        if s.conflicting_pvc_ref_count > 0:
+            return Status.unschedulable(ERR_REASON_RWOP_CONFLICT)
+        return None
+
+
+PLUGINS = [VolumeRestrictions]

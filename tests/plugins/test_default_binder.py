@@ -1,0 +1,43 @@
+"""DefaultBinder: binds through the cluster client; a failure is an Error status."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubeberth.client import BindConflict
+from kubeberth.framework import Code, CycleState
+from kubeberth.model import Pod
+from kubeberth.plugins.default_binder import DefaultBinder
+from tests.builders import make_pod
+
+from ._core_helpers import handle
+
+
+class FakeClient:
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+        self.bound: list[tuple[str, str]] = []
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        if self.error is not None:
+            raise self.error
+        self.bound.append((pod.key, node_name))
+
+
+async def test_bind_success() -> None:
+    client = FakeClient()
+    binder = DefaultBinder(None, handle(client=client))
+    assert await binder.bind(CycleState(), make_pod("foo", "ns"), "foohost.kubernetes.mydomain.com") is None
+    assert client.bound == [("ns/foo", "foohost.kubernetes.mydomain.com")]
+
+
+@pytest.mark.parametrize(("error", "message"), [
+    (RuntimeError("binding rejected"), "binding rejected"),
+    (BindConflict("pod already bound"), "pod already bound"),
+    (RuntimeError(), "RuntimeError"),
+], ids=["api error", "conflict", "no message"])
+async def test_bind_failure_is_an_error(error: Exception, message: str) -> None:
+    binder = DefaultBinder(None, handle(client=FakeClient(error)))
+    status = await binder.bind(CycleState(), make_pod("foo"), "n1")
+    assert status is not None and status.code == Code.ERROR
+    assert status.message() == message

@@ -1,0 +1,272 @@
+"""Fakes for the preemption tests: small filter plugins, a recording client, a nominator,
+and a framework wired by hand (so the tests depend on no other in-tree plugin)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from kubeberth.cache.snapshot import Snapshot
+from kubeberth.config import parse_spec
+from kubeberth.framework import (
+    CycleState,
+    FilterPlugin,
+    Framework,
+    NodeToStatus,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    SchedulerContext,
+    Status,
+)
+from kubeberth.model import Node, NodeInfo, Pod
+from kubeberth.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
+from tests.builders import make_node, pod_dict
+
+T0 = 1_700_000_000.0
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod(name: str, *, cpu: str = "1", prio: int = 0, node: str = "", start: float | None = None,
+        labels: dict[str, str] | None = None, deleting: bool = False, nominated: str = "",
+        policy: str | None = None, namespace: str = "default", pods: int | None = None) -> Pod:
+    """A pod; `start` is seconds after T0 for status.startTime; `deleting` sets deletionTimestamp."""
+    extra: dict[str, Any] = {}
+    if policy is not None:
+        extra["preemptionPolicy"] = policy
+    raw = pod_dict(name, namespace, cpu=cpu, priority=prio, node=node, labels=labels, **extra)
+    if start is not None:
+        raw["status"]["startTime"] = iso(T0 + start)
+    if deleting:
+        raw["metadata"]["deletionTimestamp"] = iso(T0)
+    if nominated:
+        raw["status"]["nominatedNodeName"] = nominated
+    return Pod(raw)
+
+
+def node(name: str, cpu: str = "4", *, pods: str = "110", labels: dict[str, str] | None = None) -> Node:
+    return make_node(name, cpu=cpu, pods=pods, labels=labels)
+
+
+# ---- plugins -------------------------------------------------------------------
+class FakeFit(FilterPlugin):
+    """cpu only: Unschedulable 'Insufficient cpu' when the node lacks room."""
+
+    name = "FakeFit"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.calls: list[str] = []
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        self.calls.append(node_info.name)
+        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
+            return Status.unschedulable("Insufficient cpu")
+        return None
+
+
+class _Counts:
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def clone(self) -> _Counts:
+        return _Counts(dict(self.counts))
+
+
+class FakePodCount(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
+    """Counts pods per node in CycleState at PreFilter and keeps the count with AddPod/RemovePod;
+    Filter reads only the state, so a dry run that skips the extensions decides wrongly."""
+
+    name = "FakePodCount"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.adds = 0
+        self.removes = 0
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[None, None]:
+        state.write(self.name, _Counts({ni.name: len(ni.pods) for ni in nodes}))
+        return None, None
+
+    def pre_filter_extensions(self) -> PreFilterExtensions:
+        return self
+
+    def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod,
+                node_info: NodeInfo) -> Status | None:
+        self.adds += 1
+        c: _Counts = state.read(self.name)
+        c.counts[node_info.name] = c.counts.get(node_info.name, 0) + 1
+        return None
+
+    def remove_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod,
+                   node_info: NodeInfo) -> Status | None:
+        self.removes += 1
+        c: _Counts = state.read(self.name)
+        c.counts[node_info.name] = c.counts.get(node_info.name, 0) - 1
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        c: _Counts = state.read(self.name)
+        if c.counts.get(node_info.name, 0) + 1 > node_info.allocatable.allowed_pod_number:
+            return Status.unschedulable("Too many pods")
+        return None
+
+
+class FakeSelector(FilterPlugin):
+    """Unresolvable on nodes labelled fake/off=true."""
+
+    name = "FakeSelector"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        pass
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.node is not None and node_info.node.labels.get("fake/off") == "true":
+            return Status.unresolvable("node(s) didn't match Pod's node affinity/selector")
+        return None
+
+
+# ---- cluster client, nominator, extender -----------------------------------------
+class FakeClient:
+    def __init__(self, fail_delete: bool = False) -> None:
+        self.calls: list[tuple[str, ...]] = []
+        self.fail_delete = fail_delete
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        self.calls.append(("bind", pod.key, node_name))
+
+    async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
+        self.calls.append(("nominate", pod.key, node_name))
+
+    async def set_unschedulable(self, pod: Pod, message: str) -> None:
+        self.calls.append(("unschedulable", pod.key, message))
+
+    async def delete_pod(self, pod: Pod) -> None:
+        if self.fail_delete:
+            raise RuntimeError("boom")
+        self.calls.append(("delete", pod.key))
+
+    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        self.calls.append(("event", pod.key, event_type, reason, message))
+
+    def of(self, kind: str) -> list[tuple[str, ...]]:
+        return [c for c in self.calls if c[0] == kind]
+
+
+class FakeNominator:
+    def __init__(self) -> None:
+        self.nominated: dict[str, tuple[Pod, str]] = {}
+
+    def add_nominated_pod(self, pod: Pod, node_name: str) -> None:
+        self.nominated[pod.uid] = (pod, node_name)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        self.nominated.pop(pod.uid, None)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        return [p for p, n in self.nominated.values() if n == node_name]
+
+    def nominated_node_for(self, pod: Pod) -> str:
+        entry = self.nominated.get(pod.uid)
+        return entry[1] if entry else ""
+
+
+class FakeMetrics:
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.victims: list[int] = []
+
+    def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
+        pass
+
+    def preemption_attempt(self) -> None:
+        self.attempts += 1
+
+    def preemption_victims(self, n: int) -> None:
+        self.victims.append(n)
+
+
+class FixedRng(random.Random):
+    """randrange always answers `value` (modulo the range)."""
+
+    def __init__(self, value: int = 0) -> None:
+        super().__init__(0)
+        self.value = value
+
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
+        n = start if stop is None else stop - start
+        return self.value % n
+
+
+class Env:
+    """A framework over a snapshot with the fake plugins and DefaultPreemption."""
+
+    def __init__(self, nodes: Sequence[Node], pods: Sequence[Pod] = (), *,
+                 pdbs: Sequence[dict[str, Any]] = (), args: dict[str, Any] | None = None,
+                 rng: random.Random | None = None, nominated: Sequence[tuple[Pod, str]] = (),
+                 extenders: Sequence[Any] = (), pod_count: bool = True) -> None:
+        self.client = FakeClient()
+        self.nominator = FakeNominator()
+        for p, n in nominated:
+            self.nominator.add_nominated_pod(p, n)
+        self.metrics = FakeMetrics()
+        self.ctx = SchedulerContext(client=self.client, nominator=self.nominator, rng=rng or FixedRng(0),
+                                    metrics=self.metrics)
+        for pdb in pdbs:
+            self.ctx.objects.put("PodDisruptionBudget", pdb)
+        self.ctx.snapshot = Snapshot.from_objects(nodes, pods)
+        self.recorded: list[tuple[str, list[str]]] = []
+        self.ctx.extras["record_victims"] = lambda p, victims: self.recorded.append(
+            (p.key, [v.key for v in victims]))
+        fw = Framework("default-scheduler", parse_spec({}), self.ctx)
+        self.fit = FakeFit()
+        self.count = FakePodCount()
+        self.selector = FakeSelector()
+        filters: list[Any] = [self.selector, self.fit]
+        if pod_count:
+            fw.pre_filter_plugins = [self.count]
+            filters.append(self.count)
+        fw.filter_plugins = filters
+        self.plugin = DefaultPreemption(DefaultPreemptionArgs.model_validate(args or {}), fw)
+        fw.post_filter_plugins = [self.plugin]
+        fw.plugins = {p.name: p for p in [*filters, self.plugin]}
+        fw.extenders = list(extenders)
+        self.fw = fw
+        self.evaluator = self.plugin.evaluator
+
+    def state_for(self, p: Pod) -> CycleState:
+        state = CycleState()
+        _, s, _ = self.fw.run_pre_filter(state, p, self.ctx.snapshot.node_infos)
+        assert s is None
+        return state
+
+    def statuses(self, state: CycleState, p: Pod) -> NodeToStatus:
+        """The scheduling cycle's filter statuses for `p` (every node must fail)."""
+        m = NodeToStatus()
+        for ni in self.ctx.snapshot.node_infos:
+            s = self.fw.run_filter_with_nominated_pods(state, p, ni)
+            assert s is not None, f"{p.key} fits {ni.name}"
+            m.set(ni.name, s)
+        return m
+
+    async def post_filter(self, p: Pod) -> tuple[Any, Status]:
+        state = self.state_for(p)
+        result, status = await self.fw.run_post_filter(state, p, self.statuses(state, p))
+        return result, status
+
+    def pods_on(self, node_name: str) -> list[str]:
+        ni = self.ctx.snapshot.get(node_name)
+        assert ni is not None
+        return [p.name for p in ni.pods]
+
+
+def pdb(name: str, match: dict[str, str] | None, allowed: int, *, namespace: str = "default",
+        disrupted: Sequence[str] = ()) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minAvailable": 1}
+    if match is not None:
+        spec["selector"] = {"matchLabels": match}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec,
+            "status": {"disruptionsAllowed": allowed, "disruptedPods": {d: iso(T0) for d in disrupted}}}
