@@ -119,7 +119,7 @@ class SchedulerMetrics:
 class MetricsServer:
     """Serves /metrics (and /healthz) of a registry with aiohttp, inside the operator's loop."""
 
-    def __init__(self, metrics: SchedulerMetrics, port: int, host: str = "0.0.0.0",  # noqa: S104
+    def __init__(self, metrics: SchedulerMetrics, port: int, host: str = "0.0.0.0",
                  extra_paths: Iterable[str] = ()) -> None:
         self.metrics = metrics
         self.host = host

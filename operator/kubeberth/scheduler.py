@@ -602,25 +602,27 @@ class Scheduler:
         else:
             q.unschedulable_plugins = set()
             q.pending_plugins = set()
+        if started is not None:
+            self._observe("schedule_attempt", "unschedulable" if rejected else "error", fw.profile_name,
+                          time.perf_counter() - started)
         latest = self._pending.get(uid)
         if latest is None or latest.node_name:
+            # Deleted, or bound by someone else, meanwhile: nothing to requeue or report.
             self.queue.done(uid)
+            self._record(pod).attempts = max(self._record(pod).attempts, q.attempts)
+            return
+        q.pod = pod = latest
+        self.queue.add_unschedulable_if_not_present(q)
+        if nominating is None:
+            # Keep the nomination the scheduler holds (its status patch may lag), else the status'.
+            self.nominator.add_nominated_pod(pod, self.nominator.nominated_node_for(pod) or None)
         else:
-            q.pod = pod = latest
-            self.queue.add_unschedulable_if_not_present(q)
-            if nominating is None:
-                # Keep the nomination the scheduler holds (its status patch may lag), else the status'.
-                self.nominator.add_nominated_pod(pod, self.nominator.nominated_node_for(pod) or None)
-            else:
-                self.nominator.add_nominated_pod(pod, nominating)
+            self.nominator.add_nominated_pod(pod, nominating)
         message = status.message()
         rec = self._record(pod)
         rec.attempts = max(rec.attempts, q.attempts)
         rec.status, rec.message = UNSCHEDULABLE, message
         rec.nominated_node = self.nominator.nominated_node_for(pod)
-        if started is not None:
-            self._observe("schedule_attempt", "unschedulable" if rejected else "error", fw.profile_name,
-                          time.perf_counter() - started)
         await self._call("record_event", pod, "Warning", "FailedScheduling", truncate_message(message))
         await self._call("set_unschedulable", pod, message)
         if nominating is not None and nominating != pod.nominated_node_name:

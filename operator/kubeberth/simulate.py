@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from .client import BindConflict
 from .clock import FakeClock
 from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_profile_object
 from .config.models import SchedulingProfileSpec
@@ -82,6 +83,8 @@ class InMemoryClient:
         return copy.deepcopy(dict((latest or pod).raw))
 
     async def bind(self, pod: Pod, node_name: str) -> None:
+        if self.scheduler.pending_pod(pod.uid) is None:
+            raise BindConflict(f"pod {pod.key} is gone or already bound")
         raw = self._latest_raw(pod)
         raw.setdefault("spec", {})["nodeName"] = node_name
         self.scheduler.on_pod_update(None, raw)

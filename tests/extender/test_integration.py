@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from kubeberth.config import ConfigError
-from kubeberth.extender import HTTPExtender, close_extenders, ignored_resources
+from kubeberth.extender import HTTPExtender, close_extenders
 from kubeberth.framework import CycleState
-from kubeberth.plugins.node_resources_fit import IGNORED_EXTENDED_RESOURCES_KEY
 from kubeberth.schedule_one import SchedulingError, schedule_pod
 from kubeberth.simulate import simulate
 from tests.builders import framework_for, make_node, make_pod, node_dict, pod_dict
@@ -77,25 +76,25 @@ async def test_cycle_fails_on_a_broken_extender_unless_ignorable(server: Extende
         await close_extenders(fw.extenders)
 
 
-async def test_ignored_by_scheduler_resources_reach_node_resources_fit(server: ExtenderServer) -> None:
-    """The contract with NodeResourcesFit: ignored_resources(fw.extenders) in ctx.extras."""
+@pytest.mark.parametrize("ignored", [True, False])
+async def test_ignored_by_scheduler_resources_reach_node_resources_fit(server: ExtenderServer, ignored: bool) -> None:
+    """NodeResourcesFit skips the resources its own profile's extenders manage with ignoredByScheduler."""
     server.handlers["filter"] = lambda args: {"NodeNames": ["n2"]}
     nodes = [make_node("n1"), make_node("n2")]
     fw = framework_for(profile({"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True,
-                                "managedResources": [{"name": FOO, "ignoredByScheduler": True}]}), nodes=nodes)
+                                "managedResources": [{"name": FOO, "ignoredByScheduler": ignored}]}), nodes=nodes)
     pod = make_pod("p", requests={"cpu": "100m", FOO: "2"})
     try:
-        with pytest.raises(Exception, match=f"Insufficient {FOO}"):
-            await schedule_pod(fw, CycleState(), pod)
-        fw.ctx.extras[IGNORED_EXTENDED_RESOURCES_KEY] = ignored_resources(fw.extenders)
-        result = await schedule_pod(fw, CycleState(), pod)
-        assert result.suggested_host == "n2"
+        if ignored:
+            result = await schedule_pod(fw, CycleState(), pod)
+            assert result.suggested_host == "n2"
+        else:
+            with pytest.raises(Exception, match=f"Insufficient {FOO}"):
+                await schedule_pod(fw, CycleState(), pod)
     finally:
         await close_extenders(fw.extenders)
 
 
-@pytest.mark.xfail(strict=True, reason="wiring pending: NodeResourcesFit should read ignored_resources(fw.extenders) "
-                                       "of its own profile (ctx.extras is shared by every profile)")
 async def test_simulate_skips_resources_ignored_by_scheduler(server: ExtenderServer) -> None:
     server.handlers["filter"] = lambda args: {"NodeNames": args["NodeNames"]}
     objects = [

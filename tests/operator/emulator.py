@@ -36,9 +36,24 @@ from typing import Any
 import aiohttp.web
 import jsonpatch
 import kmock
-from kmock._internal import rendering
+from kmock._internal import parsing, rendering
 
 Obj = dict[str, Any]
+
+_kmock_parse_path = parsing.parse_path
+
+
+def _parse_path(path: str) -> parsing.ParsedPath:
+    """kmock's parser, plus the Namespace objects themselves (/api/v1/namespaces[/name[/status]])."""
+    parts = path.strip("/").split("/")
+    if parts[:3] == ["api", "v1", "namespaces"] and (len(parts) <= 4 or parts[4] in ("status", "finalize")):
+        return parsing.ParsedPath(group="", version="v1", plural="namespaces",
+                                  name=parts[3] if len(parts) > 3 else None,
+                                  subresource=parts[4] if len(parts) > 4 else None)
+    return _kmock_parse_path(path)
+
+
+parsing.parse_path = _parse_path
 
 
 @dataclass(frozen=True)
@@ -340,8 +355,9 @@ class Emulator(kmock.KubernetesScaffold):
         return copy.deepcopy(obj) if obj is not None else None
 
     def list(self, plural: str, namespace: str | None = None) -> list[Obj]:
-        return [copy.deepcopy(o) for (p, ns, _), o in sorted(self.objects.items(), key=lambda kv: (kv[0][1] or "", kv[0][2]))
-                if p == plural and (namespace is None or ns == namespace)]
+        keys = sorted((k for k in self.objects if k[0] == plural and (namespace is None or k[1] == namespace)),
+                      key=lambda k: (k[1] or "", k[2]))
+        return [copy.deepcopy(self.objects[k]) for k in keys]
 
     def patch(self, plural: str, name: str, patch: Mapping[str, Any], namespace: str | None = None,
               subresource: str = "") -> Obj:

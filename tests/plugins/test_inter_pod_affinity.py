@@ -277,7 +277,8 @@ MULTI_NODE = [
     ("first pod of a collection that matches its own affinity is not blocked",
      pod({"foo": "bar", "service": "securityscan"},
          aff=affinity([term("foo", "In", ["bar"], topo="zone"), term("service", "In", ["securityscan"], topo="zone")])),
-     [pod({"foo": "bar"}, "nA")], [("nA", {"zone": "az1", "hostname": "h1"}), ("nB", {"zone": "az2", "hostname": "h2"})],
+     [pod({"foo": "bar"}, "nA")],
+     [("nA", {"zone": "az1", "hostname": "h1"}), ("nB", {"zone": "az2", "hostname": "h2"})],
      None, [None, None]),
     ("first pod of a collection needs the topology keys on the node",
      pod({"foo": "bar", "service": "securityscan"},
@@ -747,3 +748,31 @@ def test_registered_with_default_args() -> None:
     assert spec is not None and spec.args_model is InterPodAffinityArgs
     assert set(spec.points()) == {"preFilter", "filter", "preScore", "score"}
     assert InterPodAffinityArgs().hardPodAffinityWeight == 1
+
+
+def test_profile_args_reach_the_plugin_and_errors_name_the_field() -> None:
+    from kubeberth.config import ConfigError
+    from tests.builders import framework_for
+
+    fw = framework_for({"pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 7}}]})
+    assert fw.plugins["InterPodAffinity"].args.hardPodAffinityWeight == 7  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError) as exc:
+        framework_for({"pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 101}}]})
+    assert exc.value.path == "spec.pluginConfig[0].args.hardPodAffinityWeight"
+    assert "not in valid range [0-100]" in str(exc.value)
+
+
+def test_parsed_terms_are_shared_by_replicas_only() -> None:
+    from kubeberth.plugins.inter_pod_affinity import pod_terms
+
+    spec = affinity(anti=[term("app", "In", ["web"], topo="hostname")])
+    a, b = pod({"app": "web"}, aff=spec), pod({"app": "web", "x": "1"}, aff=spec)
+    other_ns = pod({"app": "web"}, ns="other", aff=spec)
+    assert pod_terms(a) is pod_terms(b)
+    assert pod_terms(a) is not pod_terms(other_ns)
+    assert pod_terms(other_ns).required_anti[0].namespaces == frozenset({"other"})
+    keyed = affinity(anti=[term("app", "In", ["web"], topo="hostname", matchLabelKeys=["rev"])])
+    r1, r2 = pod({"app": "web", "rev": "1"}, aff=keyed), pod({"app": "web", "rev": "2"}, aff=keyed)
+    assert pod_terms(r1) is not pod_terms(r2)
+    sel = pod_terms(r1).required_anti[0].selector
+    assert sel is not None and sel.matches({"app": "web", "rev": "1"}) and not sel.matches({"app": "web", "rev": "2"})

@@ -458,7 +458,8 @@ def default_constraints(pl: PodTopologySpread, p: Pod, action: str) -> list[tupl
 @pytest.mark.parametrize(("case", "objects", "incoming", "want_soft"), [
     ("owned by a ReplicaSet", [rs("rs1", FOO)], pod("foo", owner=("apps/v1", "ReplicaSet", "rs1")),
      [(HOST, 3), (ZONE, 5)]),
-    ("owned by a StatefulSet", [rs("ss1", FOO, kind="StatefulSet")], pod("foo", owner=("apps/v1", "StatefulSet", "ss1")),
+    ("owned by a StatefulSet", [rs("ss1", FOO, kind="StatefulSet")],
+     pod("foo", owner=("apps/v1", "StatefulSet", "ss1")),
      [(HOST, 3), (ZONE, 5)]),
     ("owned by a ReplicationController", [rs("rc1", {"foo": ""}, kind="ReplicationController")],
      pod("foo", owner=("v1", "ReplicationController", "rc1")), [(HOST, 3), (ZONE, 5)]),
@@ -600,8 +601,10 @@ SCORE = [
      [node("node-a", node="node-a"), node("node-b", node="node-b"),
       node("node-c", taints=UNSCHEDULABLE_TAINT, node="node-c")], 3, [66, 100, 100]),
     ("matchLabelKeys ANDed with an empty selector",
-     pod("foo", "bar", constraints=[sc(1, "zone", SA, {}, match_keys=["foo"]), sc(1, HOST, SA, {}, match_keys=["bar"])]),
-     [pod("foo", node="node-a"), pod("foo", "bar", node="node-b"), pod("foo", node="node-c"), pod("bar", node="node-c")],
+     pod("foo", "bar", constraints=[sc(1, "zone", SA, {}, match_keys=["foo"]),
+                                    sc(1, HOST, SA, {}, match_keys=["bar"])]),
+     [pod("foo", node="node-a"), pod("foo", "bar", node="node-b"), pod("foo", node="node-c"),
+      pod("bar", node="node-c")],
      [hn("node-a", zone="zone1"), hn("node-b", zone="zone1"), hn("node-c", zone="zone2"), hn("node-d", zone="zone2")],
      4, [60, 20, 60, 100]),
     ("matchLabelKeys ANDed with a selector",
@@ -632,8 +635,8 @@ def test_system_defaulting_without_zone_labels_spreads_by_hostname() -> None:
 
 
 def test_pre_score_state_system_defaults_and_replicaset() -> None:
-    nodes = [hn("node-a", **{"topology.kubernetes.io__zone": "mars"}), hn("node-b", **{"topology.kubernetes.io__zone": "mars"}),
-             hn("node-c"), hn("node-d")]
+    mars = {"topology.kubernetes.io__zone": "mars"}
+    nodes = [hn("node-a", **mars), hn("node-b", **mars), hn("node-c"), hn("node-d")]
     pl = plugin(nodes, [], [rs("rs1", FOO)])
     cs = CycleState()
     p = pod(extra_labels={"foo": "tar", "baz": "sup"}, owner=("apps/v1", "ReplicaSet", "rs1"))
@@ -732,3 +735,18 @@ def test_registered() -> None:
     spec = in_tree_registry().get("PodTopologySpread")
     assert spec is not None and spec.args_model is PodTopologySpreadArgs
     assert set(spec.points()) == {"preFilter", "filter", "preScore", "score"}
+
+
+def test_profile_args_reach_the_plugin_and_errors_name_the_field() -> None:
+    from kubeberth.config import ConfigError
+    from tests.builders import framework_for
+
+    fw = framework_for({"pluginConfig": [{"name": "PodTopologySpread", "args": {
+        "defaultingType": "List",
+        "defaultConstraints": [{"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": SA}]}}]})
+    pl = fw.plugins["PodTopologySpread"]
+    assert isinstance(pl, PodTopologySpread) and not pl.system_defaulted
+    with pytest.raises(ConfigError) as exc:
+        framework_for({"pluginConfig": [{"name": "PodTopologySpread", "args": {
+            "defaultConstraints": [{"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": SA}]}}]})
+    assert exc.value.path == "spec.pluginConfig[0].args.defaultingType"

@@ -108,6 +108,10 @@ class _PodState:
         self.deadline: float | None = None
 
 
+def _in_affinity_lists(ni: NodeInfo) -> bool:
+    return bool(ni.pods_with_affinity or ni.pods_with_required_anti_affinity)
+
+
 def _clear_node(ni: NodeInfo) -> None:
     ni.node = None
     ni.generation = NodeInfo._bump()
@@ -349,7 +353,7 @@ class SchedulerCache:
         since = snapshot.generation
         by_name = snapshot.by_name
         rebuild_order = full
-        changed = False
+        lists_dirty = False
         if full:
             self._snap_images_version = -1
         images_changed = self._snap_images_version != self._images_version
@@ -366,7 +370,8 @@ class SchedulerCache:
             clone.image_num_nodes = counts
             existing = by_name.get(name)
             by_name[name] = clone
-            changed = True
+            if _in_affinity_lists(clone) or (existing is not None and _in_affinity_lists(existing)):
+                lists_dirty = True
             idx = self._snap_index.get(name)
             if existing is None or idx is None or idx >= len(snapshot.node_infos) \
                     or snapshot.node_infos[idx] is not existing:
@@ -380,12 +385,13 @@ class SchedulerCache:
             snapshot.node_infos = [by_name[n] for n in self._tree.list() if n in by_name]
             self._snap_index = {ni.name: i for i, ni in enumerate(snapshot.node_infos)}
             self._snap_order_version = self._order_version
-            changed = True
+            lists_dirty = True
         if images_changed:
             for ni in snapshot.node_infos:
                 ni.image_num_nodes = counts
             self._snap_images_version = self._images_version
-        if changed:
+        if lists_dirty:
+            # Only when a NodeInfo in (or entering) these lists changed: they hold the copies.
             infos = snapshot.node_infos
             snapshot.have_pods_with_affinity = [ni for ni in infos if ni.pods_with_affinity]
             snapshot.have_pods_with_required_anti_affinity = [

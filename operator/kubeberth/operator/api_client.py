@@ -275,6 +275,7 @@ class EventRecorder:
 
     async def _send(self, item: dict[str, Any]) -> None:
         ref = item["ref"]
+        namespace = ref["namespace"] or "default"  # events of cluster-scoped objects live in default
         key = (item["component"], ref["namespace"], ref["name"], ref["uid"], item["type"], item["reason"],
                item["message"])
         seen = self._seen.get(key)
@@ -298,7 +299,7 @@ class EventRecorder:
         body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": ref["namespace"]},
+            "metadata": {"name": name, "namespace": namespace},
             "involvedObject": ref,
             "reason": item["reason"],
             "message": item["message"],
@@ -313,10 +314,9 @@ class EventRecorder:
         }
         if item["related"] is not None:
             body["related"] = item["related"]
-        await self.api.call("POST", f"/api/v1/namespaces/{ref['namespace']}/events", what="create event",
-                            body=body)
+        await self.api.call("POST", f"/api/v1/namespaces/{namespace}/events", what="create event", body=body)
         self.sent += 1
-        self._seen[key] = _Seen(name=name, namespace=ref["namespace"], count=1, first=item["time"])
+        self._seen[key] = _Seen(name=name, namespace=namespace, count=1, first=item["time"])
         if len(self._seen) > self._cache_size:
             self._seen.popitem(last=False)
 
@@ -327,7 +327,7 @@ def _object_ref(obj: Pod | Mapping[str, Any]) -> dict[str, str]:
                 "uid": obj.uid}
     meta = obj.get("metadata") or {}
     return {"apiVersion": str(obj.get("apiVersion") or "v1"), "kind": str(obj.get("kind") or "Pod"),
-            "namespace": str(meta.get("namespace") or "default"), "name": str(meta.get("name") or ""),
+            "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name") or ""),
             "uid": str(meta.get("uid") or "")}
 
 

@@ -34,7 +34,7 @@ class OperatorConfig:
     priority: int | None = None  # peering priority; default: older replicas win
     liveness: str | None = None  # e.g. http://0.0.0.0:8080/healthz
     metrics_port: int | None = DEFAULT_METRICS_PORT  # None or 0 disables the metrics server
-    metrics_host: str = "0.0.0.0"  # noqa: S104
+    metrics_host: str = "0.0.0.0"
     request_timeout: float = 10.0
     seed: int | None = None
     default_profile: bool = True  # serve default-scheduler with upstream's defaults absent a profile
@@ -78,7 +78,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     obs.add_argument("--metrics-port", metavar="PORT", type=int, default=DEFAULT_METRICS_PORT,
                      help=f"serve Prometheus metrics (scheduler_*) on this port at /metrics "
                           f"(default: {DEFAULT_METRICS_PORT}; 0 disables)")
-    obs.add_argument("--metrics-host", metavar="ADDR", default="0.0.0.0",  # noqa: S104
+    obs.add_argument("--metrics-host", metavar="ADDR", default="0.0.0.0",
                      help="address the metrics server listens on (default: 0.0.0.0)")
     obs.add_argument("--verbose", "-v", action="store_true", help="log more (kopf's verbose mode)")
     obs.add_argument("--debug", action="store_true", help="log everything, including API traffic")

@@ -6,14 +6,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import ModelError, Pod
+from ..model import ModelError
 
 _NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
               "and must start and end with an alphanumeric character")
-_SIG_KEY = "labels_sig"
 
 
 def qualified_name_errors(key: str) -> list[str]:
@@ -69,11 +68,3 @@ def _check(key: str, values: list[str]) -> None:
         errs = label_value_errors(v)
         if errs:
             raise ModelError(f'values[{i}][{key}]: Invalid value: "{v}": {"; ".join(errs)}')
-
-
-def label_signature(pod: Pod) -> tuple[str, frozenset[tuple[str, str]]]:
-    """A hashable (namespace, labels) of the pod, memoised on pod.cache: pods alike match selectors alike."""
-    sig = pod.cache.get(_SIG_KEY)
-    if sig is None:
-        sig = pod.cache[_SIG_KEY] = (pod.namespace, frozenset(pod.labels.items()))
-    return sig  # type: ignore[no-any-return]

@@ -15,6 +15,8 @@ and NormalizeScore rescales min..max to 0..100.
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,7 +33,8 @@ from ..framework.interfaces import (
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
 from ..model import LabelSelector, ModelError, NodeInfo, Pod, Requirement
-from ._labels import label_signature, validate_selector
+from ._labels import validate_selector
+from ._pod_index import PodIndex, Sig, index_for
 
 NAME = "InterPodAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -96,6 +99,10 @@ class AffinityTerm:
             return False
         return sel.matches(pod.labels)
 
+    def matches_sig(self, sig: Sig, labels: Mapping[str, str], ns_labels: NsLabels) -> bool:
+        sel = self.selector
+        return sel is not None and self.matches_ns(sig[0], ns_labels) and sel.matches(labels)
+
     def __repr__(self) -> str:
         return f"AffinityTerm({self.topology_key}, ns={sorted(self.namespaces)}, w={self.weight})"
 
@@ -103,7 +110,8 @@ class AffinityTerm:
 class PodAffinityTerms:
     """All pod (anti-)affinity terms of one pod, parsed once and kept on pod.cache."""
 
-    __slots__ = ("error", "preferred_affinity", "preferred_anti", "required_affinity", "required_anti")
+    __slots__ = ("__weakref__", "error", "preferred_affinity", "preferred_anti", "required_affinity",
+                 "required_anti")
 
     def __init__(self) -> None:
         self.required_affinity: list[AffinityTerm] = []
@@ -152,15 +160,44 @@ def _weighted(pod: Pod, raws: Any) -> list[AffinityTerm]:
     return out
 
 
+_NO_TERMS = PodAffinityTerms()
+# Replicas share their affinity: one parsed PodAffinityTerms per (namespace, spec), so that
+# PreFilter/PreScore evaluate each distinct set of terms against the incoming pod once.
+_INTERNED: weakref.WeakValueDictionary[Any, PodAffinityTerms] = weakref.WeakValueDictionary()
+
+
 def pod_terms(pod: Pod) -> PodAffinityTerms:
     """The pod's parsed terms, memoised. On a parse error `error` is set and the lists are empty."""
     cached = pod.cache.get(_CACHE_KEY)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    terms = PodAffinityTerms()
     aff = pod.affinity or {}
     pa = aff.get("podAffinity") or {}
     paa = aff.get("podAntiAffinity") or {}
+    if not pa and not paa:
+        pod.cache[_CACHE_KEY] = _NO_TERMS
+        return _NO_TERMS
+    try:
+        spec = json.dumps([pa, paa], sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        spec = None
+    key: Any = None
+    if spec is not None:
+        # matchLabelKeys / mismatchLabelKeys make the terms depend on the pod's own labels.
+        key = (pod.namespace, spec, frozenset(pod.labels.items()) if "LabelKeys" in spec else None)
+        terms = _INTERNED.get(key)
+        if terms is not None:
+            pod.cache[_CACHE_KEY] = terms
+            return terms
+    terms = _parse_terms(pod, pa, paa)
+    if key is not None:
+        _INTERNED[key] = terms
+    pod.cache[_CACHE_KEY] = terms
+    return terms
+
+
+def _parse_terms(pod: Pod, pa: Mapping[str, Any], paa: Mapping[str, Any]) -> PodAffinityTerms:
+    terms = PodAffinityTerms()
     where = "requiredAffinityTerms"
     try:
         terms.required_affinity = [_term(pod, t) for t in
@@ -176,7 +213,6 @@ def pod_terms(pod: Pod) -> PodAffinityTerms:
         terms.error = f"{where}: {exc}"
         terms.required_affinity, terms.required_anti = [], []
         terms.preferred_affinity, terms.preferred_anti = [], []
-    pod.cache[_CACHE_KEY] = terms
     return terms
 
 
@@ -284,6 +320,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def __init__(self, args: InterPodAffinityArgs | None, handle: Any) -> None:
         self.args = args if args is not None else InterPodAffinityArgs()
         self.handle = handle
+        self._index = PodIndex()
 
     def _objects(self) -> Any:
         return getattr(self.handle, "objects", None) if self.handle is not None else None
@@ -302,19 +339,24 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # Existing pods whose required anti-affinity matches the incoming pod.
         existing = s.existing_anti_affinity_counts
         const_ns: NsLabels = lambda _ns: own_ns_labels  # noqa: E731
+        # Per distinct set of terms (replicas share one): the topology keys whose term matches us.
+        memo: dict[int, list[str]] = {}
         for ni in snapshot.have_pods_with_required_anti_affinity:
             node = ni.node
             if node is None:
                 continue
             for ep in ni.pods_with_required_anti_affinity:
-                for t in pod_terms(ep).required_anti:
-                    if t.matches(pod, const_ns):
-                        _update(existing, node.labels, t.topology_key, 1)
+                et = pod_terms(ep)
+                keys = memo.get(id(et))
+                if keys is None:
+                    keys = memo[id(et)] = [t.topology_key for t in et.required_anti if t.matches(pod, const_ns)]
+                for key in keys:
+                    _update(existing, node.labels, key, 1)
 
         req_aff = terms.required_affinity
         req_anti = terms.required_anti
         if req_aff or req_anti:
-            self._incoming_counts(s, nodes)
+            self._incoming_counts(s, index_for(self.handle, self._index), snapshot)
 
         if not existing and not req_aff and not req_anti:
             return None, Status.skip()
@@ -322,32 +364,32 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return None, None
 
     @staticmethod
-    def _incoming_counts(s: _PreFilterState, nodes: Sequence[NodeInfo]) -> None:
-        req_aff = s.terms.required_affinity
-        req_anti = s.terms.required_anti
+    def _incoming_counts(s: _PreFilterState, index: PodIndex, snapshot: Any) -> None:
+        """Existing pods matching all the incoming pod's affinity terms / each anti-affinity term,
+        counted per topology pair of their nodes (upstream's affinityCounts / antiAffinityCounts)."""
         ns_labels = s.ns_labels
-        aff_keys = [t.topology_key for t in req_aff]
-        # Per (namespace, labels): does it match all affinity terms, which anti terms does it match.
-        memo: dict[Any, tuple[bool, list[str]]] = {}
-        aff_counts = s.affinity_counts
-        anti_counts = s.anti_affinity_counts
-        for ni in nodes:
-            node = ni.node
-            if node is None or not ni.pods:
+        req_aff = s.terms.required_affinity
+        if req_aff and req_aff[0].selector is not None:
+            first = req_aff[0]
+            keys = [t.topology_key for t in req_aff]
+            for sig in index.matching(first.selector, lambda sg: first.matches_ns(sg[0], ns_labels)):
+                labels = index.labels(sig)
+                if not all(t.matches_sig(sig, labels, ns_labels) for t in req_aff[1:]):
+                    continue
+                for name, n in index.nodes_of(sig).items():
+                    node_labels = _node_labels(snapshot, name)
+                    if node_labels is not None:
+                        for key in keys:
+                            _update(s.affinity_counts, node_labels, key, n)
+        for t in s.terms.required_anti:
+            sel = t.selector
+            if sel is None:
                 continue
-            labels = node.labels
-            for ep in ni.pods:
-                sig = label_signature(ep)
-                hit = memo.get(sig)
-                if hit is None:
-                    hit = (_matches_all(req_aff, ep, ns_labels),
-                           [t.topology_key for t in req_anti if t.matches(ep, ns_labels)])
-                    memo[sig] = hit
-                if hit[0]:
-                    for key in aff_keys:
-                        _update(aff_counts, labels, key, 1)
-                for key in hit[1]:
-                    _update(anti_counts, labels, key, 1)
+            for sig in index.matching(sel, lambda sg, t=t: t.matches_ns(sg[0], ns_labels)):
+                for name, n in index.nodes_of(sig).items():
+                    node_labels = _node_labels(snapshot, name)
+                    if node_labels is not None:
+                        _update(s.anti_affinity_counts, node_labels, t.topology_key, n)
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self
@@ -406,16 +448,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if terms.error:
             return Status.error(f"failed to parse pod: {terms.error}")
         snapshot = self.handle.snapshot
-        all_nodes = snapshot.node_infos if has_constraints else snapshot.have_pods_with_affinity
         ns_labels = _NamespaceLabels(self._objects())
         own_ns_labels = ns_labels(pod.namespace)
         const_ns: NsLabels = lambda _ns: own_ns_labels  # noqa: E731
-        hard_weight = self.args.hardPodAffinityWeight
-        pref_aff = terms.preferred_affinity
-        pref_anti = terms.preferred_anti
-        # Per (namespace, labels) of an existing pod: the incoming pod's preferred
-        # terms it matches, as (topology key, signed weight).
-        memo: dict[Any, list[tuple[str, int]]] = {}
         topo: Counts = {}
 
         def add(key: str, node_labels: Mapping[str, str], w: int) -> None:
@@ -427,36 +462,49 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 by_value = topo[key] = {}
             by_value[v] = by_value.get(v, 0) + w
 
-        for ni in all_nodes:
+        if has_constraints:
+            # The incoming pod's preferred terms, against every existing pod (through the index).
+            index = index_for(self.handle, self._index)
+            for sign, pref in ((1, terms.preferred_affinity), (-1, terms.preferred_anti)):
+                for t in pref:
+                    sel = t.selector
+                    if sel is None:
+                        continue
+                    w = sign * t.weight
+                    for sig in index.matching(sel, lambda sg, t=t: t.matches_ns(sg[0], ns_labels)):
+                        for name, n in index.nodes_of(sig).items():
+                            node_labels = _node_labels(snapshot, name)
+                            if node_labels:
+                                add(t.topology_key, node_labels, w * n)
+        # Existing pods' own terms, against the incoming pod: only pods with affinity have any.
+        # Replicas share one parsed set of terms, evaluated once.
+        memo: dict[int, list[tuple[str, int]]] = {}
+        for ni in snapshot.have_pods_with_affinity:
             node = ni.node
             if node is None or not node.labels:
                 continue
             labels = node.labels
-            for ep in (ni.pods if has_constraints else ni.pods_with_affinity):
-                if has_constraints:
-                    sig = label_signature(ep)
-                    contrib = memo.get(sig)
-                    if contrib is None:
-                        contrib = [(t.topology_key, t.weight) for t in pref_aff if t.matches(ep, ns_labels)]
-                        contrib += [(t.topology_key, -t.weight) for t in pref_anti if t.matches(ep, ns_labels)]
-                        memo[sig] = contrib
-                    for key, w in contrib:
-                        add(key, labels, w)
+            for ep in ni.pods_with_affinity:
                 et = pod_terms(ep)
-                if hard_weight > 0:
-                    for t in et.required_affinity:
-                        if t.matches(pod, const_ns):
-                            add(t.topology_key, labels, hard_weight)
-                for t in et.preferred_affinity:
-                    if t.matches(pod, const_ns):
-                        add(t.topology_key, labels, t.weight)
-                for t in et.preferred_anti:
-                    if t.matches(pod, const_ns):
-                        add(t.topology_key, labels, -t.weight)
+                contrib = memo.get(id(et))
+                if contrib is None:
+                    contrib = memo[id(et)] = self._existing_contributions(et, pod, const_ns)
+                for key, w in contrib:
+                    add(key, labels, w)
         if not topo:
             return Status.skip()
         state.write(PRE_SCORE_KEY, _PreScoreState(topo))
         return None
+
+    def _existing_contributions(self, et: PodAffinityTerms, pod: Pod, ns: NsLabels) -> list[tuple[str, int]]:
+        """(topology key, signed weight) of an existing pod's terms that the incoming pod matches."""
+        out = []
+        hard_weight = self.args.hardPodAffinityWeight
+        if hard_weight > 0:
+            out += [(t.topology_key, hard_weight) for t in et.required_affinity if t.matches(pod, ns)]
+        out += [(t.topology_key, t.weight) for t in et.preferred_affinity if t.matches(pod, ns)]
+        out += [(t.topology_key, -t.weight) for t in et.preferred_anti if t.matches(pod, ns)]
+        return out
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         s: _PreScoreState | None = state.get(PRE_SCORE_KEY)
@@ -485,6 +533,12 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         for ns in scores:
             ns.score = int(MAX_NODE_SCORE * ((ns.score - lo) / diff)) if diff > 0 else 0
         return None
+
+
+def _node_labels(snapshot: Any, name: str) -> Mapping[str, str] | None:
+    ni = snapshot.get(name)
+    node = ni.node if ni is not None else None
+    return node.labels if node is not None else None
 
 
 def _satisfy_pod_affinity(s: _PreFilterState, labels: Mapping[str, str]) -> bool:

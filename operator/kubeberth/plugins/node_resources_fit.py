@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..extender.cycle import ignored_resources
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import Status
@@ -33,10 +34,6 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 # Shape scores are given on 0..MAX_CUSTOM_PRIORITY_SCORE and scaled to 0..MAX_NODE_SCORE.
 MAX_CUSTOM_PRIORITY_SCORE = 10
 MAX_UTILIZATION = 100
-
-# Extra extended resources to ignore, e.g. those an extender manages with ignoredByScheduler.
-IGNORED_EXTENDED_RESOURCES_KEY = "ignored_extended_resources"
-
 
 # ---- args ------------------------------------------------------------------------------------
 class UtilizationShapePoint(BaseModel):
@@ -312,11 +309,12 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                              | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
 
     def _ignored(self) -> frozenset[str]:
-        ctx = getattr(self.handle, "ctx", None)
-        extra = ctx.extras.get(IGNORED_EXTENDED_RESOURCES_KEY) if ctx is not None else None
-        if not extra:
+        """The args' ignoredResources plus the resources this profile's extenders manage with
+        ignoredByScheduler (read each cycle: extenders are attached after plugins are built)."""
+        extenders = getattr(self.handle, "extenders", None)
+        if not extenders:
             return self.ignored_resources
-        return self.ignored_resources | frozenset(extra)
+        return self.ignored_resources | frozenset(ignored_resources(extenders))
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:

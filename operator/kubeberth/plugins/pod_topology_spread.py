@@ -36,7 +36,8 @@ from ..framework.interfaces import (
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
 from ..model import LabelSelector, ModelError, Node, NodeInfo, Pod, Requirement, find_untolerated
-from ._labels import label_signature, qualified_name_errors, validate_selector
+from ._labels import qualified_name_errors, validate_selector
+from ._pod_index import PodIndex, index_for
 
 NAME = "PodTopologySpread"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -221,6 +222,31 @@ class Constraint:
         return f"Constraint({self.topology_key}, maxSkew={self.max_skew}, minDomains={self.min_domains})"
 
 
+class _Policies:
+    """A node's verdicts on the incoming pod's node affinity and taints, computed at most once."""
+
+    __slots__ = ("_affinity", "_node", "_pod", "_taints")
+
+    def __init__(self, pod: Pod, node: Node) -> None:
+        self._pod = pod
+        self._node = node
+        self._affinity: bool | None = None
+        self._taints: bool | None = None
+
+    def include(self, c: Constraint) -> bool:
+        if c.node_affinity_policy == HONOR:
+            if self._affinity is None:
+                self._affinity = required_node_affinity_matches(self._pod, self._node)
+            if not self._affinity:
+                return False
+        if c.node_taints_policy == HONOR:
+            if self._taints is None:
+                self._taints = find_untolerated(self._node.taints, self._pod.tolerations) is None
+            if not self._taints:
+                return False
+        return True
+
+
 def required_node_affinity_matches(pod: Pod, node: Node) -> bool:
     """nodeaffinity.GetRequiredNodeAffinity(pod).Match(node): nodeSelector and required terms."""
     labels = node.labels
@@ -344,33 +370,17 @@ def _node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[Constrai
     return True
 
 
-class _Counter:
-    """countPodsMatchSelector with a per-cycle memo of the selector's verdict per (namespace, labels)."""
-
-    __slots__ = ("memo", "namespace", "selector")
-
-    def __init__(self, selector: Selector, namespace: str) -> None:
-        self.selector = selector
-        self.namespace = namespace
-        self.memo: dict[Any, bool] = {}
-
-    def count(self, pods: Sequence[Pod]) -> int:
-        if self.selector.empty() or self.selector.nothing:
-            return 0
-        n = 0
-        ns = self.namespace
-        memo = self.memo
-        sel = self.selector
-        for p in pods:
-            if p.deletion_timestamp is not None or p.namespace != ns:
-                continue
-            sig = label_signature(p)
-            hit = memo.get(sig)
-            if hit is None:
-                hit = memo[sig] = sel.matches(p.labels)
-            if hit:
-                n += 1
-        return n
+def matching_counts(index: PodIndex, selector: Selector, namespace: str) -> dict[str, int]:
+    """countPodsMatchSelector for every node at once: node name -> matching pods of `namespace`,
+    terminating pods excluded; an empty (match-all) or nil selector counts nothing, as upstream."""
+    out: dict[str, int] = {}
+    sel = selector.selector
+    if sel is None or sel.is_empty():
+        return out
+    for sig in index.matching(sel, lambda s: s[0] == namespace and not s[2]):
+        for name, n in index.nodes_of(sig).items():
+            out[name] = out.get(name, 0) + n
+    return out
 
 
 # ---- cycle state ----------------------------------------------------------------
@@ -415,11 +425,12 @@ class _PreFilterState:
 
 
 class _PreScoreState:
-    __slots__ = ("constraints", "counters", "ignored_nodes", "pair_counts", "weights")
+    __slots__ = ("constraints", "host_counts", "ignored_nodes", "pair_counts", "weights")
 
     def __init__(self) -> None:
         self.constraints: list[Constraint] = []
-        self.counters: list[_Counter] = []
+        # Per hostname constraint: node name -> matching pods (what upstream counts in Score).
+        self.host_counts: list[dict[str, int]] = []
         self.ignored_nodes: set[str] = set()
         # Per constraint: domain value -> matching pods (non-hostname constraints only).
         self.pair_counts: list[dict[str, int]] = []
@@ -461,6 +472,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             raw_defaults = [c.model_dump(exclude_none=True) for c in self.args.defaultConstraints]
             self.system_defaulted = False
         self._raw_defaults = raw_defaults
+        self._index = PodIndex()
 
     # ---- constraints ----------------------------------------------------------
     def _objects(self) -> Any:
@@ -505,7 +517,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if not constraints:
             return None, Status.skip()
         counts: list[dict[str, int]] = [{} for _ in constraints]
-        counters = [_Counter(c.selector, pod.namespace) for c in constraints]
+        # Per constraint: eligible node name -> its domain (topology value).
+        domains: list[dict[str, str]] = [{} for _ in constraints]
         for ni in nodes:
             node = ni.node
             if node is None:
@@ -513,13 +526,20 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             labels = node.labels
             if not _node_has_all_keys(labels, constraints):
                 continue
+            policies = _Policies(pod, node)
             for i, c in enumerate(constraints):
-                if not c.matches_node_inclusion_policies(pod, node):
+                if not policies.include(c):
                     continue
                 value = labels[c.topology_key]
-                n = counters[i].count(ni.pods)
-                dom = counts[i]
-                dom[value] = dom.get(value, 0) + n
+                domains[i][node.name] = value
+                counts[i].setdefault(value, 0)
+        index = index_for(self.handle, self._index)
+        for i, c in enumerate(constraints):
+            dom, cnt = domains[i], counts[i]
+            for name, n in matching_counts(index, c.selector, pod.namespace).items():
+                value = dom.get(name)
+                if value is not None:
+                    cnt[value] += n
         state.write(PRE_FILTER_KEY, _PreFilterState(constraints, counts))
         return None, None
 
@@ -578,8 +598,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     # ---- PreScore / Score -----------------------------------------------------------
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        all_nodes = self.handle.snapshot.node_infos
-        if not all_nodes:
+        if not self.handle.snapshot.node_infos:
             return Status.skip()
         try:
             constraints = self.constraints(pod, SCHEDULE_ANYWAY)
@@ -592,7 +611,6 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         require_all = _pod_constraints(pod).has_own or not self.system_defaulted
         s = _PreScoreState()
         s.constraints = constraints
-        s.counters = [_Counter(c.selector, pod.namespace) for c in constraints]
         s.pair_counts = [{} for _ in constraints]
         topo_size = [0] * len(constraints)
         for ni in nodes:
@@ -617,23 +635,28 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 size = len(nodes) - len(s.ignored_nodes)
             s.weights.append(topology_normalizing_weight(size))
 
-        for ni in all_nodes:
-            node = ni.node
-            if node is None:
+        index = index_for(self.handle, self._index)
+        for i, c in enumerate(constraints):
+            per_node = matching_counts(index, c.selector, pod.namespace)
+            if c.topology_key == LABEL_HOSTNAME:
+                s.host_counts.append(per_node)
                 continue
-            labels = node.labels
-            if require_all and not _node_has_all_keys(labels, constraints):
+            s.host_counts.append({})
+            pairs = s.pair_counts[i]
+            if not pairs:
                 continue
-            for i, c in enumerate(constraints):
-                pairs = s.pair_counts[i]
-                if not pairs:
+            for name, n in per_node.items():
+                ni = self.handle.snapshot.get(name)
+                node = ni.node if ni is not None else None
+                if node is None:
+                    continue
+                labels = node.labels
+                if require_all and not _node_has_all_keys(labels, constraints):
                     continue
                 value = labels.get(c.topology_key, "")
-                if value not in pairs:
+                if value not in pairs or not c.matches_node_inclusion_policies(pod, node):
                     continue
-                if not c.matches_node_inclusion_policies(pod, node):
-                    continue
-                pairs[value] += s.counters[i].count(ni.pods)
+                pairs[value] += n
         state.write(PRE_SCORE_KEY, s)
         return None
 
@@ -651,7 +674,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if value is None:
                 continue
             if c.topology_key == LABEL_HOSTNAME:
-                cnt = s.counters[i].count(node_info.pods)
+                cnt = s.host_counts[i].get(node.name, 0)
             else:
                 cnt = s.pair_counts[i].get(value, 0)
             total += score_for_count(cnt, c.max_skew, s.weights[i])

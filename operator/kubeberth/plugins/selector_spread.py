@@ -17,7 +17,7 @@ from typing import Any
 
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import PreScorePlugin, ScorePlugin
-from ..framework.status import PluginError, Status
+from ..framework.status import Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore
 from ..model import LabelSelector, ModelError, Node, NodeInfo, Pod, Requirement
 from ._volume_util import LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA
@@ -133,7 +133,9 @@ class SelectorSpread(PreScorePlugin, ScorePlugin):
             return 0
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
-            raise PluginError(f"reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found", NAME)
+            # Enabled at score but not at preScore: compute what PreScore would have.
+            self.pre_score(state, pod, ())
+            s = state.get(PRE_SCORE_STATE_KEY)
         return count_matching_pods(pod.namespace, s.selector, node_info)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:

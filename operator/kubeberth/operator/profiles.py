@@ -1,0 +1,164 @@
+"""SchedulingProfile resources applied live to the running scheduler.
+
+Each profile resource serves one schedulerName. Applying a spec builds a new framework
+between scheduling cycles (bindings in flight finish with the one they started with).
+An invalid spec is refused with `Accepted=False` naming the field, and the last good
+version of that profile keeps running. Two resources cannot serve one schedulerName:
+the later one is refused until the first goes away. Deleting the resource that served
+default-scheduler brings upstream's default profile back (unless disabled).
+
+Status (observedGeneration and the Accepted condition) is written to the status
+subresource, only when it would change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..config import DEFAULT_SCHEDULER_NAME, ConfigError, SchedulingProfileSpec, default_spec, parse_spec
+from ..framework.registry import Registry
+from ..scheduler import Scheduler
+
+logger = logging.getLogger(__name__)
+
+ACCEPTED = "Accepted"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    accepted: bool
+    reason: str
+    message: str
+
+    def condition(self, generation: int | None, previous: Mapping[str, Any] | None, now: str) -> dict[str, Any]:
+        status = "True" if self.accepted else "False"
+        transition = now
+        if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
+            transition = str(previous["lastTransitionTime"])
+        cond: dict[str, Any] = {"type": ACCEPTED, "status": status, "reason": self.reason,
+                                "message": self.message, "lastTransitionTime": transition}
+        if generation is not None:
+            cond["observedGeneration"] = generation
+        return cond
+
+
+VALID = Verdict(True, "Valid", "")
+
+StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class ProfileManager:
+    def __init__(self, scheduler: Scheduler, registry: Registry, *, default_profile: bool = True) -> None:
+        self.scheduler = scheduler
+        self.registry = registry
+        self.default_profile = default_profile
+        self.running: dict[str, SchedulingProfileSpec] = {}  # resource name -> spec in force
+        self.owners: dict[str, str] = {}  # schedulerName -> resource name
+        self.objects: dict[str, Mapping[str, Any]] = {}  # resource name -> latest object seen
+        self.verdicts: dict[str, Verdict] = {}
+        self.dirty: set[str] = set()  # resources whose status needs writing
+        if default_profile:
+            self._install_default()
+
+    def _install_default(self) -> None:
+        self.scheduler.add_profile_spec(default_spec(), self.registry, profile_name=DEFAULT_SCHEDULER_NAME)
+
+    # --- events ---
+
+    def apply(self, name: str, obj: Mapping[str, Any] | None) -> None:
+        """A profile resource was listed/added/changed (`obj`) or deleted (None)."""
+        if obj is None:
+            self._delete(name)
+            return
+        self.objects[name] = obj
+        verdict = self._apply_spec(name, obj.get("spec"))
+        self.verdicts[name] = verdict
+        self.dirty.add(name)
+        if verdict.accepted:
+            logger.info("SchedulingProfile %s is in force for %s", name, self.running[name].schedulerName)
+        else:
+            logger.warning("SchedulingProfile %s refused: %s", name, verdict.message)
+
+    def _apply_spec(self, name: str, raw_spec: Any) -> Verdict:
+        try:
+            spec = parse_spec(raw_spec)
+        except ConfigError as exc:
+            return self._refused(name, exc)
+        owner = self.owners.get(spec.schedulerName)
+        if owner is not None and owner != name:
+            return Verdict(False, "Conflict", f"spec.schedulerName: {spec.schedulerName} is already served by "
+                                              f"SchedulingProfile {owner}")
+        current = self.running.get(name)
+        if current is not None and current == spec:
+            return VALID
+        try:
+            self.scheduler.add_profile_spec(spec, self.registry, profile_name=spec.schedulerName)
+        except ConfigError as exc:
+            return self._refused(name, exc)
+        self.running[name] = spec
+        self.owners[spec.schedulerName] = name
+        if current is not None and current.schedulerName != spec.schedulerName:
+            self._release(current.schedulerName, name)
+        return VALID
+
+    def _refused(self, name: str, exc: ConfigError) -> Verdict:
+        message = f"{exc.path}: {exc.detail}" if exc.path else exc.detail
+        running = self.running.get(name)
+        if running is not None:
+            message += " (the previous version stays in force)"
+        return Verdict(False, "Invalid", message)
+
+    def _release(self, scheduler_name: str, name: str) -> None:
+        """`name` no longer serves `scheduler_name`: the default comes back, or nobody serves it."""
+        if self.owners.get(scheduler_name) == name:
+            del self.owners[scheduler_name]
+        if scheduler_name == DEFAULT_SCHEDULER_NAME and self.default_profile:
+            self._install_default()
+        else:
+            self.scheduler.remove_profile(scheduler_name)
+        # A resource refused for wanting this name may have it now.
+        for other, obj in list(self.objects.items()):
+            verdict = self.verdicts.get(other)
+            if other != name and verdict is not None and verdict.reason == "Conflict":
+                self.apply(other, obj)
+
+    def _delete(self, name: str) -> None:
+        self.objects.pop(name, None)
+        self.verdicts.pop(name, None)
+        self.dirty.discard(name)
+        spec = self.running.pop(name, None)
+        if spec is not None:
+            logger.info("SchedulingProfile %s deleted; %s %s", name, spec.schedulerName,
+                        "returns to the default profile" if spec.schedulerName == DEFAULT_SCHEDULER_NAME
+                        and self.default_profile else "is no longer served")
+            self._release(spec.schedulerName, name)
+
+    # --- status ---
+
+    def pending_status(self) -> list[tuple[str, dict[str, Any]]]:
+        """(name, status patch) for each resource whose status is not yet what it should be."""
+        out = []
+        for name in sorted(self.dirty):
+            obj = self.objects.get(name)
+            verdict = self.verdicts.get(name)
+            self.dirty.discard(name)
+            if obj is None or verdict is None:
+                continue
+            meta = obj.get("metadata") or {}
+            generation = meta.get("generation")
+            status = obj.get("status") or {}
+            previous = next((c for c in status.get("conditions") or [] if c.get("type") == ACCEPTED), None)
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            cond = verdict.condition(generation, previous, now)
+            if (status.get("observedGeneration") == generation and previous is not None
+                    and all(previous.get(k) == v for k, v in cond.items() if k != "lastTransitionTime")):
+                continue
+            patch: dict[str, Any] = {"conditions": [cond]}
+            if generation is not None:
+                patch["observedGeneration"] = generation
+            out.append((name, {"status": patch}))
+        return out

@@ -1,0 +1,149 @@
+"""NodeResourcesBalancedAllocation: (1 - std of the requested fractions) * 100, over the
+configured resources, on plain requests; best-effort pods are skipped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from kubeberth.framework import CycleState
+from kubeberth.model import Node, Pod
+from kubeberth.plugins.node_resources_balanced_allocation import (
+    NodeResourcesBalancedAllocation,
+    NodeResourcesBalancedAllocationArgs,
+    balanced_resource_scorer,
+)
+from tests.builders import make_pod
+
+from ._core_helpers import handle, run_score
+
+GPU = "nvidia.com/gpu"
+_seq = [0]
+
+
+def node(name: str, milli_cpu: int, memory: int, **ext: int) -> Node:
+    """upstream's makeNode(name, milliCPU, memory[, extended])."""
+    alloc: dict[str, Any] = {"cpu": f"{milli_cpu}m", "memory": str(memory), "pods": "110"}
+    alloc.update({k.replace("_", "/").replace("nvidia/", "nvidia.com/"): str(v) for k, v in ext.items()})
+    return Node({"metadata": {"name": name}, "status": {"capacity": alloc, "allocatable": alloc}})
+
+
+def pod(*containers: dict[str, str], node_name: str = "", init: list[dict[str, Any]] | None = None) -> Pod:
+    _seq[0] += 1
+    spec: dict[str, Any] = {}
+    if init:
+        spec["initContainers"] = init
+    return make_pod(f"p{_seq[0]}", node=node_name, containers=[
+        {"name": f"c{i}", "image": "i", "resources": {"requests": r}} for i, r in enumerate(containers)], **spec)
+
+
+def cpu_only(node_name: str = "") -> Pod:
+    return pod({"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"}, node_name=node_name)
+
+
+def cpu_and_memory(node_name: str = "") -> Pod:
+    return pod({"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000"}, node_name=node_name)
+
+
+CPU_MEM = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+WITH_GPU = [*CPU_MEM, {"name": GPU, "weight": 1}]
+
+# (id, pod, nodes, pods on them, resources, want)
+CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int]]] = [
+    ("nothing scheduled, nothing requested: best-effort pods are skipped",
+     pod(), [node("node1", 4000, 10000), node("node2", 4000, 10000)], [], CPU_MEM, [0, 0]),
+    # node1: 3000/4000 = 0.75, 5000/10000 = 0.5 -> std 0.125 -> 87; node2: 0.5, 0.5 -> 100
+    ("nothing scheduled, resources requested, differently sized nodes",
+     cpu_and_memory(), [node("node1", 4000, 10000), node("node2", 6000, 10000)], [], CPU_MEM, [87, 100]),
+    ("no resources requested, pods scheduled with resources: skipped",
+     pod(), [node("node1", 10000, 20000), node("node2", 10000, 20000)],
+     [cpu_only("node1"), cpu_only("node1"), cpu_only("node2"), cpu_and_memory("node2")], CPU_MEM, [0, 0]),
+    # node1: 0.6, 0.25 -> std 0.175 -> 82; node2: 0.6, 0.5 -> std 0.05 -> 95
+    ("resources requested, pods scheduled with resources",
+     cpu_and_memory(), [node("node1", 10000, 20000), node("node2", 10000, 20000)],
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [82, 95]),
+    # node2: 0.6, 10000/50000 = 0.2 -> std 0.2 -> 80
+    ("resources requested, pods scheduled with resources, differently sized nodes",
+     cpu_and_memory(), [node("node1", 10000, 20000), node("node2", 10000, 50000)],
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [82, 80]),
+    # fractions above 1 are capped: node1: 1, 0 -> 50; node2: 1, 0.5 -> 75
+    ("requested resources at node capacity",
+     cpu_only(), [node("node1", 4000, 10000), node("node2", 4000, 10000)],
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [50, 75]),
+    ("zero node resources: nothing to compare", cpu_and_memory(), [node("node1", 0, 0), node("node2", 0, 0)],
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [100, 100]),
+    # three fractions: std over all of them.
+    # node1: 1000/3500, 2000/40000, 1/4 -> std 0.1037 -> 89; node2: 0.25, 0.2, 0.125 -> std 0.0514 -> 94
+    ("include scalar resource on a node for balanced resource allocation",
+     pod({"cpu": "1000m", "memory": "2000", GPU: "1"}),
+     [node("node1", 3500, 40000, nvidia_gpu=4), node("node2", 4000, 10000, nvidia_gpu=8)], [], WITH_GPU, [89, 94]),
+    # node2 has no GPU: only cpu and memory count there: 0.25, 0.2 -> 97
+    ("a node without the scalar resource skips it",
+     pod({"cpu": "1000m", "memory": "2000", GPU: "1"}),
+     [node("node1", 3500, 40000, nvidia_gpu=4), node("node2", 4000, 10000)], [], WITH_GPU, [89, 97]),
+    # The pod asks for no GPU: only cpu and memory count. node1: 2/7, 0.05 -> 88; node2: 0.25, 0.2 -> 97
+    ("a scalar resource the pod does not request is skipped",
+     pod({"cpu": "1000m", "memory": "2000"}),
+     [node("node1", 3500, 40000, nvidia_gpu=4), node("node2", 4000, 10000, nvidia_gpu=8)],
+     [pod({GPU: "3"}, node_name="node1")], WITH_GPU, [88, 97]),
+    # Plain requests count, not the scoring defaults: a pod without a memory request adds 0 memory.
+    # node1: 1000/4000, 0 -> std 0.125 -> 87
+    ("requests are used without the non-zero defaults",
+     pod({"cpu": "1000m"}), [node("node1", 4000, 10000)], [], CPU_MEM, [87]),
+    # Sidecar requests add to the pod's: (1000 + 1000)/4000 = 0.5, (2000 + 2000)/10000 = 0.4 -> 95
+    ("sidecars count",
+     pod({"cpu": "1000m", "memory": "2000"}, init=[
+         {"name": "s", "image": "i", "restartPolicy": "Always",
+          "resources": {"requests": {"cpu": "1000m", "memory": "2000"}}}]),
+     [node("node1", 4000, 10000)], [], CPU_MEM, [95]),
+    ("only cpu configured: one fraction, std 0", cpu_and_memory(), [node("node1", 4000, 10000)], [],
+     [{"name": "cpu", "weight": 1}], [100]),
+]
+
+
+@pytest.mark.parametrize(("incoming", "nodes", "existing", "resources", "want"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("pre_score", [True, False], ids=["prescore", "no-prescore"])
+def test_score(incoming: Pod, nodes: list[Node], existing: list[Pod], resources: list[dict[str, Any]],
+               want: list[int], pre_score: bool) -> None:
+    h = handle(nodes, existing)
+    pl = NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs.model_validate({"resources": resources}),
+                                         h)
+    assert run_score(pl, incoming, h.snapshot.node_infos, pre_score=pre_score) == want
+
+
+def test_pre_score_skips_best_effort() -> None:
+    h = handle([node("n1", 1000, 1000)])
+    pl = NodeResourcesBalancedAllocation(None, h)
+    s = pl.pre_score(CycleState(), pod(), h.snapshot.node_infos)
+    assert s is not None and s.is_skip()
+    assert pl.pre_score(CycleState(), cpu_only(), h.snapshot.node_infos) is None
+
+
+@pytest.mark.parametrize(("requested", "allocatable", "want"), [
+    ([0, 0], [0, 0], 100),
+    ([1, 1], [2, 2], 100),
+    ([3, 0], [4, 10], 62),
+    ([5, 5], [4, 10], 75),
+    ([1, 2, 3], [4, 4, 4], 79),
+    ([1, 0, 3], [4, 0, 4], 75),
+])
+def test_balanced_resource_scorer(requested: list[int], allocatable: list[int], want: int) -> None:
+    assert balanced_resource_scorer(requested, allocatable) == want
+
+
+def test_args_defaults_and_validation() -> None:
+    args = NodeResourcesBalancedAllocationArgs()
+    assert [(r.name, r.weight) for r in args.resources] == [("cpu", 1), ("memory", 1)]
+    args = NodeResourcesBalancedAllocationArgs.model_validate({"resources": []})
+    assert [r.name for r in args.resources] == ["cpu", "memory"]
+    args = NodeResourcesBalancedAllocationArgs.model_validate({"resources": [{"name": "cpu"}, {"name": GPU}]})
+    assert [(r.name, r.weight) for r in args.resources] == [("cpu", 1), (GPU, 1)]
+    with pytest.raises(ValidationError, match="Duplicate value"):
+        NodeResourcesBalancedAllocationArgs.model_validate({"resources": [{"name": "cpu"}, {"name": "cpu"}]})
+    with pytest.raises(ValidationError, match="must be 1"):
+        NodeResourcesBalancedAllocationArgs.model_validate({"resources": [{"name": "cpu", "weight": 2}]})
+    with pytest.raises(ValidationError):
+        NodeResourcesBalancedAllocationArgs.model_validate({"shape": []})

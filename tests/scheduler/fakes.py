@@ -1,0 +1,237 @@
+"""Scheduler test fakes: scripted plugins (no in-tree plugin needed), a recording client."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubeberth.clock import FakeClock
+from kubeberth.config import parse_spec
+from kubeberth.framework import (
+    BindPlugin,
+    Code,
+    CycleState,
+    FilterPlugin,
+    NodeToStatus,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    QueueSortPlugin,
+    Registry,
+    ReservePlugin,
+    Status,
+)
+from kubeberth.framework.types import QueuedPodInfo
+from kubeberth.model import NodeInfo, Pod
+from kubeberth.queue import ActionType, ClusterEvent
+from kubeberth.queue import events as ev
+from kubeberth.scheduler import Scheduler
+from tests.builders import node_dict, pod_dict
+
+T0 = 1_700_000_000.0
+
+
+class Sort(QueueSortPlugin):
+    name = "Sort"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        pass
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        pa, pb = a.pod.priority, b.pod.priority
+        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+
+class CpuFit(FilterPlugin):
+    """cpu only, registering the events upstream's NodeResourcesFit does."""
+
+    name = "CpuFit"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        pass
+
+    def events_to_register(self) -> list[Any]:
+        return [ClusterEvent(ev.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                ClusterEvent(ev.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)]
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
+            return Status.unschedulable("Insufficient cpu")
+        return None
+
+
+class Script(ReservePlugin, PermitPlugin, PreBindPlugin, BindPlugin, PostBindPlugin):
+    """Reserve/Permit/PreBind/Bind/PostBind doing what ctx.extras["script"] says; logs to ["journal"]."""
+
+    name = "Script"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    @property
+    def script(self) -> dict[str, Any]:
+        return self.handle.ctx.extras.setdefault("script", {})
+
+    def _log(self, entry: str) -> None:
+        self.handle.ctx.extras.setdefault("journal", []).append(entry)
+
+    def _take(self, point: str, default: str) -> str:
+        """The scripted answer; a list is consumed one answer per call (the last one stays)."""
+        got = self.script.get(point, default)
+        if isinstance(got, list):
+            return got.pop(0) if len(got) > 1 else got[0]
+        return str(got)
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        self._log(f"reserve {pod.name} {node_name}")
+        hook = self.script.get("on_reserve")
+        if hook is not None:
+            hook(pod)
+        what = self._take("reserve", "ok")
+        if what == "reject":
+            return Status.unschedulable("reserve says no")
+        if what == "error":
+            return Status.error("reserve broke")
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        self._log(f"unreserve {pod.name} {node_name}")
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        what = self._take("permit", "allow")
+        if what == "reject":
+            return Status.unschedulable("permit says no"), 0
+        if what == "wait":
+            return Status(Code.WAIT), float(self.script.get("timeout", 10))
+        if what == "error":
+            return Status.error("permit broke"), 0
+        return None, 0
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return Status.error("volume not ready") if self._take("prebind", "ok") == "error" else None
+
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        what = self._take("bind", "ok")
+        if what == "skip":
+            return Status.skip()
+        if what == "error":
+            return Status.error("bind failed")
+        await self.handle.client.bind(pod, node_name)
+        self._log(f"bind {pod.name} {node_name}")
+        return None
+
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        self._log(f"postbind {pod.name} {node_name}")
+
+
+class FakePreempt(PostFilterPlugin):
+    """Evicts every lower-priority pod of the first node that has one and nominates the pod there."""
+
+    name = "FakePreempt"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    async def post_filter(self, state: CycleState, pod: Pod,
+                          statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
+        for ni in self.handle.snapshot.node_infos:
+            victims = [p for p in ni.pods if p.priority < pod.priority]
+            if victims:
+                self.handle.nominator.add_nominated_pod(pod, ni.name)
+                await self.handle.client.set_nominated_node(pod, ni.name)
+                for v in victims:
+                    await self.handle.client.delete_pod(v)
+                self.handle.ctx.extras["record_victims"](pod, victims)
+                return PostFilterResult(ni.name), None
+        return PostFilterResult(""), Status.unschedulable("preemption: no victims")
+
+
+def registry() -> Registry:
+    r = Registry()
+    for cls in (Sort, CpuFit, Script, FakePreempt):
+        r.register(cls)
+    return r
+
+
+def spec(*, post_filter: bool = False, scheduler_name: str = "default-scheduler", initial: int = 1,
+         maximum: int = 10) -> Any:
+    plugins: dict[str, Any] = {
+        "multiPoint": {"disabled": [{"name": "*"}]},
+        "queueSort": {"enabled": [{"name": "Sort"}]},
+        "filter": {"enabled": [{"name": "CpuFit"}]},
+        "postFilter": {"enabled": [{"name": "FakePreempt"}] if post_filter else []},
+        "reserve": {"enabled": [{"name": "Script"}]},
+        "permit": {"enabled": [{"name": "Script"}]},
+        "preBind": {"enabled": [{"name": "Script"}]},
+        "bind": {"enabled": [{"name": "Script"}]},
+        "postBind": {"enabled": [{"name": "Script"}]},
+    }
+    return parse_spec({"schedulerName": scheduler_name, "plugins": plugins,
+                       "podInitialBackoffSeconds": initial, "podMaxBackoffSeconds": maximum})
+
+
+class Client:
+    """Records every call; with `feed`, sends the resulting watch events back like the API server."""
+
+    def __init__(self, sched: Scheduler | None = None, feed: bool = True) -> None:
+        self.sched = sched
+        self.feed = feed
+        self.calls: list[tuple[Any, ...]] = []
+        self.bind_error: Exception | None = None
+
+    def _raw(self, pod: Pod) -> dict[str, Any]:
+        latest = self.sched.pending_pod(pod.uid) if self.sched is not None else None
+        return copy.deepcopy(dict((latest or pod).raw))
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        if self.bind_error is not None:
+            raise self.bind_error
+        if self.sched is not None and self.sched.pending_pod(pod.uid) is None:
+            raise RuntimeError(f"pods {pod.name!r} not found")
+        self.calls.append(("bind", pod.key, node_name))
+        if self.feed and self.sched is not None:
+            raw = self._raw(pod)
+            raw["spec"]["nodeName"] = node_name
+            self.sched.on_pod_update(None, raw)
+
+    async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
+        self.calls.append(("nominate", pod.key, node_name))
+
+    async def set_unschedulable(self, pod: Pod, message: str) -> None:
+        self.calls.append(("unschedulable", pod.key, message))
+
+    async def delete_pod(self, pod: Pod) -> None:
+        self.calls.append(("delete", pod.key))
+        if self.feed and self.sched is not None:
+            self.sched.on_pod_delete(pod)
+
+    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        self.calls.append(("event", pod.key, reason, message))
+
+    def of(self, kind: str) -> list[tuple[Any, ...]]:
+        return [c[1:] for c in self.calls if c[0] == kind]
+
+
+def scheduler(*, post_filter: bool = False, feed: bool = True, script: dict[str, Any] | None = None,
+              nodes: dict[str, str] | None = None) -> tuple[Scheduler, Client, FakeClock]:
+    clock = FakeClock(T0)
+    sched = Scheduler(clock=clock, seed=1)
+    client = Client(sched, feed=feed)
+    sched.ctx.client = client
+    sched.ctx.extras["script"] = script if script is not None else {}
+    sched.add_profile_spec(spec(post_filter=post_filter), registry())
+    for name, cpu in (nodes or {"n1": "2"}).items():
+        sched.on_node_add(node_dict(name, cpu=cpu))
+    return sched, client, clock
+
+
+def add_pod(sched: Scheduler, name: str, cpu: str = "1", prio: int | None = None, **kw: Any) -> Pod:
+    pod = sched.on_pod_add(pod_dict(name, cpu=cpu, priority=prio, **kw))
+    assert pod is not None
+    return pod
+
+
+def journal(sched: Scheduler) -> list[str]:
+    return list(sched.ctx.extras.get("journal", []))
