@@ -21,6 +21,12 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from .operator.run import run_main
+
+    return run_main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubeberth", description="A Kubernetes scheduler run as a kopf operator.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -31,6 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
     sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
     sim.set_defaults(func=_simulate)
+    from .operator.run import add_run_arguments
+
+    run = sub.add_parser("run", help="run the scheduler against a cluster (the kopf operator)",
+                         description="Run kubeberth in a cluster: watch pods, nodes and SchedulingProfiles, "
+                                     "bind pending pods of the served scheduler names.")
+    add_run_arguments(run)
+    run.set_defaults(func=_run)
     return parser
 
 

@@ -8,6 +8,17 @@ Failures run Unreserve, forget the assumed pod and requeue it with the right eve
 FitError runs the PostFilter plugins (preemption) first and records upstream's message for the
 pod (FailedScheduling event, PodScheduled=False condition through the ClusterClient).
 
+Driving it (the operator's kopf handlers, simulate), all from the event loop's thread:
+- profiles: `add_profile_spec(spec)` or `set_profile(build_framework(spec, registry, sched.ctx))`,
+  `remove_profile(schedulerName)`; frameworks are swapped between cycles.
+- watch events, raw dicts as received: `on_pod_add(raw)`, `on_pod_update(old_raw | None, new_raw)`,
+  `on_pod_delete(raw | Pod | "ns/name")`, `on_node_add/on_node_update/on_node_delete`,
+  `on_object(kind, obj)` / `on_object_delete(kind, key)` for PriorityClass, PDB, PV, PVC,
+  StorageClass, CSINode, Namespace, Service, ReplicaSet... A bad pod (ModelError, unknown
+  PriorityClass) is reported for that pod only (FailedScheduling, its PodRecord).
+- `await run()` (until `stop()`), or `await schedule_one()` per cycle; `await run_until_idle()`
+  for simulate (fake clock moved forward over backoffs; bounded attempts per pod).
+
 What other parts use:
 - `ctx.nominator` is the queue's Nominator (add_nominated_pod / delete_nominated_pod_if_exists /
   nominated_pods_for_node / nominated_node_for).
@@ -129,7 +140,8 @@ class Scheduler:
 
     def __init__(self, *, client: Any = None, clock: Clock | None = None, rng: random.Random | None = None,
                  seed: int = 0, objects: ObjectStore | None = None, metrics: Any = None,
-                 cache_ttl: float = 0.0, pod_max_in_unschedulable: float = 5 * 60.0) -> None:
+                 cache_ttl: float = 0.0, pod_max_in_unschedulable: float = 5 * 60.0,
+                 keep_deleted_records: bool = True) -> None:
         self.clock: Clock = clock or FakeClock()
         self.ctx = SchedulerContext(objects=objects, client=client, clock=self.clock,
                                     rng=rng if rng is not None else random.Random(seed), metrics=metrics)
@@ -144,6 +156,8 @@ class Scheduler:
         self.snapshot = Snapshot()
         self.profiles: dict[str, Framework] = {}
         self.outcomes: dict[str, PodRecord] = {}
+        # simulate reports evicted pods; a long-running operator drops the records of deleted pods.
+        self.keep_deleted_records = keep_deleted_records
         self.node_errors: dict[str, str] = {}
         self._pending: dict[str, Pod] = {}          # uid -> latest unassigned pod (any profile)
         self._wait_priority: dict[str, Mapping[str, Any]] = {}  # uid -> raw pod naming an unknown class
@@ -413,9 +427,15 @@ class Scheduler:
             prio = pending.priority
             self.queue.move_all_to_active_or_backoff(ev.EVENT_UNSCHEDULED_POD_DELETE, pending, None,
                                                      pre_check=lambda p: p.priority <= prio)
+        self._seqs.pop(uid, None)
+        if self._uids.get(key) == uid:
+            del self._uids[key]
         rec = self.outcomes.get(key)
-        if rec is not None and rec.status != EVICTED:
-            rec.status = DELETED
+        if rec is not None and rec.uid in ("", uid):
+            if not self.keep_deleted_records:
+                del self.outcomes[key]
+            elif rec.status != EVICTED:
+                rec.status = DELETED
 
     # ---- nodes ----------------------------------------------------------------------
     def _parse_node(self, raw: Mapping[str, Any]) -> Node | None:

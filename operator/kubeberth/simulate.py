@@ -18,7 +18,8 @@ from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_pro
 from .config.models import SchedulingProfileSpec
 from .framework import Framework, SchedulerContext, build_framework
 from .framework.registry import Registry
-from .model import Pod
+from .model import ModelError, Pod
+from .model.pod import parse_time
 from .plugins import in_tree_registry
 from .scheduler import (
     DELETED,
@@ -139,6 +140,23 @@ def _gated_message(rec: PodRecord, sched: Scheduler) -> str:
     return status.message() if status is not None else ""
 
 
+def _by_creation(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pods in the order they enter the queue: by creationTimestamp; a pod without one counts as
+    created with the pod before it in the document (document order stands in for the time)."""
+    keyed = []
+    last = float("-inf")
+    for i, obj in enumerate(pods):
+        try:
+            ts = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+        except ModelError:
+            ts = None
+        if ts is not None:
+            last = ts
+        keyed.append((last, i, obj))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    return [obj for _, _, obj in keyed]
+
+
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order."""
     sched = Scheduler(clock=FakeClock(), seed=seed)
@@ -154,12 +172,12 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
             name = (obj.get("metadata") or {}).get("name")
             warn.write(f"skipping node: {sched.node_errors.get(str(name), name)}\n")
     order: list[str] = []
-    for obj in objects:
-        if obj.get("kind") != "Pod":
-            continue
+    pods = [obj for obj in objects if obj.get("kind") == "Pod"]
+    for obj in pods:
         key = _key(obj)
         if key not in order:
             order.append(key)
+    for obj in _by_creation(pods):
         sched.on_pod_add(obj)
     asyncio.run(sched.run_until_idle())
     return [_outcome(key, sched.outcomes.get(key), sched) for key in order]

@@ -332,9 +332,8 @@ def test_limit_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_args_validation() -> None:
-    from tests.builders import framework_for
-
     from kubeberth.config import ConfigError
+    from tests.builders import framework_for
 
     with pytest.raises(ConfigError) as err:
         framework_for({"pluginConfig": [{"name": "NodeVolumeLimits", "args": {"maxEBSVolumes": 0}}]})

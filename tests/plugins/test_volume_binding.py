@@ -360,9 +360,8 @@ async def test_all_bound_pods_do_nothing_at_reserve_and_prebind() -> None:
 
 
 def test_args() -> None:
-    from tests.builders import framework_for
-
     from kubeberth.config import ConfigError
+    from tests.builders import framework_for
 
     fw = framework_for({"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]})
     plugin = fw.plugins["VolumeBinding"]
@@ -401,3 +400,26 @@ def test_bind_immediate_claims() -> None:
     assert store.get("PersistentVolume", "pv-pre")["spec"]["claimRef"]["name"] == "prebound"
     assert "volumeName" not in store.get("PersistentVolumeClaim", "default/wait")["spec"]
     assert "volumeName" not in store.get("PersistentVolumeClaim", "default/toolarge")["spec"]
+
+
+def test_pv_named_by_another_claim_is_not_offered() -> None:
+    objs = [pvc("pvc-a", storage_class="wait-sc", request="1Gi"),
+            pvc("other", volume_name="pv-a", bound=False, storage_class="wait-sc"),
+            pv("pv-a", storage_class="wait-sc")]
+    ni = node_info()
+    plugin, _ = plugin_for(*objs, nodes=[ni])
+    state = CycleState()
+    pod = claim_pod("pvc-a")
+    plugin.pre_filter(state, pod, [ni])
+    assert plugin.filter(state, pod, ni) == Status.unresolvable(ERR_REASON_BIND_CONFLICT)
+
+
+def test_claim_mounted_twice_is_matched_once() -> None:
+    objs = [pvc("pvc-a", storage_class="wait-sc", request="1Gi"), pv("pv-a", storage_class="wait-sc")]
+    ni = node_info()
+    plugin, _ = plugin_for(*objs, nodes=[ni])
+    state = CycleState()
+    pod = make_pod("pod-a", volumes=[claim_volume("pvc-a", "one"), claim_volume("pvc-a", "two")])
+    plugin.pre_filter(state, pod, [ni])
+    assert plugin.filter(state, pod, ni) is None
+    assert len(state.get("VolumeBinding").pod_volumes_by_node["node-a"].static_bindings) == 1

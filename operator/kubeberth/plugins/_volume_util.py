@@ -7,6 +7,7 @@ node affinity) are memoised per object identity.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +24,6 @@ ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
-ANN_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 
 # Topology labels, GA and the deprecated beta (failure-domain) ones.
@@ -112,7 +112,7 @@ def storage_request(pvc: Obj) -> int:
         return 0
     try:
         return quantity_value(raw)
-    except Exception:
+    except ModelError:
         return 0
 
 
@@ -122,7 +122,7 @@ def pv_capacity(pv: Obj) -> int:
         return 0
     try:
         return quantity_value(raw)
-    except Exception:
+    except ModelError:
         return 0
 
 
@@ -223,20 +223,11 @@ def translate_to_ga_label(key: str) -> str:
 
 def csi_attach_limit_key(driver: str) -> str:
     """volumeutil.GetCSIAttachLimitKey."""
-    import hashlib
-
     prefix = "attachable-volumes-csi-"
     if len(prefix) + len(driver) >= 63:
         hashed = hashlib.sha1(driver.encode()).hexdigest()[:16]
         return prefix + driver[:23] + hashed
     return prefix + driver
-
-
-def migrated_plugins(csi_node: Obj | None) -> set[str]:
-    if csi_node is None:
-        return set()
-    raw = str(annotations(csi_node).get(ANN_MIGRATED_PLUGINS) or "")
-    return {p.strip() for p in raw.split(",") if p.strip()}
 
 
 def is_best_effort(pod: Pod) -> bool:

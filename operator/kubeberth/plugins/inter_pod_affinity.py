@@ -11,6 +11,17 @@ PreScore sums, per topology pair, the weights of the preferred terms (both the
 incoming pod's and the existing pods') and of existing pods' required affinity
 terms (times `hardPodAffinityWeight`); Score adds them up for a node's labels
 and NormalizeScore rescales min..max to 0..100.
+
+Speed: existing pods are matched against the incoming pod's terms through the
+shared label index (`_pod_index`), so the work follows the matching pods, not
+all pods; replicas share one parsed set of terms, evaluated once per cycle.
+
+Where this differs from kube-scheduler, on purpose:
+- matchLabelKeys / mismatchLabelKeys are folded into the selector here (the
+  API server does it at pod creation upstream; doing it twice is harmless).
+- A namespaceSelector of the incoming pod is evaluated against each existing
+  pod's namespace labels instead of being expanded to the listed Namespace
+  objects first; the same pods match whenever their namespaces exist.
 """
 
 from __future__ import annotations

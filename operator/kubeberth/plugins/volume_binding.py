@@ -247,7 +247,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
                 err = volume_is_for_pod(pod, pvc)
                 if err:
                     return [], Status.unresolvable(err)
-            out.append(pvc)
+            if all(pvc_key(o) != pvc_key(pvc) for o in out):  # a claim mounted twice counts once
+                out.append(pvc)
         return out, None
 
     def pre_filter(self, state: CycleState, pod: Pod,
@@ -276,9 +277,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         by_class: dict[str, list[Obj]] = {}
         if delay:
             wanted = {claim_class(p) for p in delay}
+            # A PV another claim names in spec.volumeName is that claim's (the PV controller
+            # binds pre-bound pairs first), even before it carries a claimRef.
+            mine = {pvc_key(p) for p in claims}
+            promised = {str(spec(p)["volumeName"]) for p in self.objects.list(PVC)
+                        if spec(p).get("volumeName") and pvc_key(p) not in mine}
             for pv in self.objects.list(PV):
                 c = volume_class(pv)
-                if c in wanted:
+                if c in wanted and name_of(pv) not in promised:
                     by_class.setdefault(c, []).append(pv)
         result: PreFilterResult | None = None
         eligible: set[str] | None = None

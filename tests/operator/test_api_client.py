@@ -1,0 +1,187 @@
+"""The API-server ClusterClient against the emulator: binding, status, deletion, events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from kubeberth.client import BindConflict
+from kubeberth.clock import FakeClock
+from kubeberth.model import Pod
+from kubeberth.operator.api_client import (
+    ApiUnavailable,
+    EventRecorder,
+    KubernetesClusterClient,
+    RetryPolicy,
+    TokenBucket,
+)
+
+from .conftest import Cluster
+from .emulator import events_for, make_node, make_pod
+
+FAST = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, jitter=0.0)
+
+
+@pytest_asyncio.fixture
+async def client(cluster: Cluster) -> AsyncIterator[KubernetesClusterClient]:
+    cluster.api.create("nodes", make_node("n1"))
+    cluster.api.create("nodes", make_node("n2"))
+    async with ApiClient(Configuration(host=cluster.url)) as api_client:
+        c = KubernetesClusterClient(api_client, retry=FAST, request_timeout=0.3)
+        await c.start()
+        yield c
+        await c.close()
+
+
+def pod(cluster: Cluster, name: str, **kw: Any) -> Pod:
+    return Pod(cluster.api.create("pods", make_pod(name, **kw)))
+
+
+async def test_bind_sets_node_name_once(cluster, client):
+    p = pod(cluster, "p")
+    await client.bind(p, "n1")
+    assert cluster.api.get("pods", "p", "default")["spec"]["nodeName"] == "n1"
+    await client.bind(p, "n1")  # a duplicate call is not sent again
+    assert len(cluster.api.requests("POST", "pods", "binding")) == 1
+
+
+@pytest.mark.parametrize("fault, conflict", [
+    pytest.param({"status": 409}, True, id="409-conflict"),
+    pytest.param({"status": 500, "times": 2}, False, id="500-retried"),
+    pytest.param({"status": 503, "after_apply": True}, False, id="500-after-binding-lost-response"),
+    pytest.param({"status": None, "delay": 0.5}, False, id="timeout-then-applied"),
+])
+async def test_bind_failures(cluster, client, fault, conflict):
+    p = pod(cluster, "p")
+    cluster.api.inject(method="POST", plural="pods", subresource="binding", **fault)
+    if conflict:
+        with pytest.raises(BindConflict):
+            await client.bind(p, "n1")
+        assert cluster.api.bindings == []
+    else:
+        await client.bind(p, "n1")
+        await asyncio.sleep(0.6)  # let a delayed request land
+        assert [b[2] for b in cluster.api.bindings] == ["n1"]
+
+
+async def test_bind_conflicts_when_bound_elsewhere_or_gone_or_replaced(cluster, client):
+    p = pod(cluster, "p")
+    cluster.api.patch("pods", "p", {"spec": {"nodeName": "n2"}}, namespace="default")
+    with pytest.raises(BindConflict, match="already assigned"):
+        await client.bind(p, "n1")
+    cluster.api.delete("pods", "p", namespace="default", grace=False)
+    with pytest.raises(BindConflict, match="gone"):
+        await client.bind(p, "n1")
+    pod(cluster, "p")  # same name, another pod (UID)
+    with pytest.raises(BindConflict, match="UID"):
+        await client.bind(p, "n1")
+
+
+async def test_bind_gives_up_after_the_retry_budget(cluster, client):
+    p = pod(cluster, "p")
+    cluster.api.inject(method="POST", plural="pods", subresource="binding", status=500, times=None)
+    with pytest.raises(ApiUnavailable):
+        await client.bind(p, "n1")
+    assert len(cluster.api.requests("POST", "pods", "binding")) == FAST.attempts
+
+
+async def test_unschedulable_condition_and_nomination(cluster, client):
+    p = pod(cluster, "p")
+    await client.set_unschedulable(p, "0/2 nodes are available: 2 Insufficient cpu.")
+    await client.set_nominated_node(p, "n2")
+    status = cluster.api.get("pods", "p", "default")["status"]
+    assert status["nominatedNodeName"] == "n2"
+    [cond] = status["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
+    assert cond["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    # Nothing new to say: no request (upstream's podConditionHaveUpdate).
+    fresh = Pod(cluster.api.get("pods", "p", "default"))
+    before = len(cluster.api.log)
+    await client.set_unschedulable(fresh, "0/2 nodes are available: 2 Insufficient cpu.")
+    await client.set_nominated_node(fresh, "n2")
+    assert len(cluster.api.log) == before
+    await client.set_nominated_node(fresh, "")
+    assert "nominatedNodeName" not in cluster.api.get("pods", "p", "default")["status"]
+    assert cluster.api.requests("PATCH", "pods", "status")[-1].content_type.startswith(
+        "application/strategic-merge-patch+json")
+
+
+async def test_delete_victim_with_uid_precondition(cluster, client):
+    victim = pod(cluster, "victim", node="n1")
+    await client.delete_pod(victim)
+    obj = cluster.api.get("pods", "victim", "default")
+    assert obj["metadata"]["deletionTimestamp"]  # bound: it terminates gracefully
+    assert [c["type"] for c in obj["status"]["conditions"]] == ["DisruptionTarget"]
+    assert obj["status"]["conditions"][0]["reason"] == "PreemptionByScheduler"
+    await asyncio.sleep(0.3)
+    assert cluster.api.get("pods", "victim", "default") is None
+    await client.delete_pod(victim)  # already gone: fine
+
+    replaced = pod(cluster, "victim", node="n1")
+    await client.delete_pod(victim)  # the old UID: the new pod of that name is not touched
+    assert cluster.api.get("pods", "victim", "default")["metadata"]["uid"] == replaced.uid
+    assert "deletionTimestamp" not in cluster.api.get("pods", "victim", "default")["metadata"]
+
+
+async def test_events_are_deduplicated_and_counted(cluster, client):
+    p = pod(cluster, "p")
+    for _ in range(3):
+        await client.record_event(p, "Warning", "FailedScheduling", "0/2 nodes are available: 2 Insufficient cpu.")
+    await client.record_event(p, "Normal", "Scheduled", "Successfully assigned default/p to n1")
+    await client.events.flush()
+    [failed] = events_for(cluster.api, "p", "FailedScheduling")
+    assert failed["count"] == 3
+    assert failed["source"] == {"component": "default-scheduler"}
+    assert failed["reportingComponent"] == "default-scheduler"
+    assert failed["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "p",
+                                        "uid": p.uid}
+    [scheduled] = events_for(cluster.api, "p", "Scheduled")
+    assert scheduled["action"] == "Binding" and scheduled["count"] == 1
+    assert len(cluster.api.requests("POST", "events")) == 2
+
+
+async def test_a_storm_of_failures_is_rate_limited(cluster):
+    clock = FakeClock()
+    async with ApiClient(Configuration(host=cluster.url)) as api_client:
+        client = KubernetesClusterClient(api_client, retry=FAST, clock=clock)
+        client.events = EventRecorder(client.api, clock=clock, per_object_burst=5, overall_burst=20, overall_qps=1)
+        await client.start()
+        pods = [pod(cluster, f"p{i}") for i in range(10)]
+        for i in range(100):  # 100 distinct failures per pod, in no time
+            for p in pods:
+                await client.record_event(p, "Warning", "FailedScheduling", f"attempt {i}")
+        await client.events.flush()
+        writes = len(cluster.api.requests("POST", "events")) + len(cluster.api.requests("PATCH", "events"))
+        assert writes == 20  # the overall burst; each pod also capped at 5
+        assert client.events.dropped == 1000 - 20
+        clock.advance(300)  # five minutes later each pod may report again
+        await client.record_event(pods[0], "Warning", "FailedScheduling", "later")
+        await client.events.flush()
+        assert events_for(cluster.api, "p0", "FailedScheduling")[-1]["message"] in ("later", "attempt 4") or \
+            any(e["message"] == "later" for e in events_for(cluster.api, "p0"))
+        await client.close()
+
+
+async def test_event_failures_never_reach_the_scheduler(cluster, client):
+    p = pod(cluster, "p")
+    cluster.api.inject(method="POST", plural="events", status=500, times=None)
+    await client.record_event(p, "Normal", "Scheduled", "Successfully assigned default/p to n1")
+    await client.events.flush()  # retried, then dropped with a warning
+    assert events_for(cluster.api, "p") == []
+
+
+def test_token_bucket():
+    bucket = TokenBucket(burst=2, rate=0.5, now=0.0)
+    assert [bucket.take(0.0) for _ in range(3)] == [True, True, False]
+    assert bucket.take(1.0) is False
+    assert bucket.take(2.0) is True
+
+
+def test_retry_policy_delays_grow_and_cap():
+    delays = list(RetryPolicy(attempts=6, initial=0.1, maximum=0.5, jitter=0.0).delays())
+    assert delays == pytest.approx([0.1, 0.2, 0.4, 0.5, 0.5])
