@@ -12,9 +12,20 @@ import logging
 from collections.abc import Iterable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 
 logger = logging.getLogger(__name__)
+
+# kube-scheduler exposes no *_created series; neither do we (a process-wide prometheus-client switch).
+disable_created_metrics()
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:

@@ -340,13 +340,17 @@ class Scheduler:
         cached = self.cache.get_pod(uid)
         if pod.node_name:
             if pod.is_terminal:
-                # A finished pod frees its node: as upstream, it leaves the cache like a deleted one.
+                # A finished pod frees its node: upstream's informers do not even list Succeeded and
+                # Failed pods, so it leaves the cache like a deleted one.
                 if pending_old is not None:
                     del self._pending[uid]
                     self.queue.delete(pending_old)
                 if cached is not None:
                     self.cache.remove_pod(cached)
                     self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, cached, None)
+                if pod.key not in self.outcomes:
+                    rec = self._record(pod)
+                    rec.status, rec.node = EXISTING, pod.node_name
                 return
             fresh = pod.key not in self.outcomes
             rec = self._record(pod)
@@ -378,6 +382,9 @@ class Scheduler:
             if pending_old is not None:
                 del self._pending[uid]
                 self.queue.delete(pending_old)
+            rec = self._record(pod)
+            if rec.status in (PENDING, UNSCHEDULABLE):
+                rec.status, rec.message = IGNORED, f"pod phase is {pod.phase}"
             return
         self._pending[uid] = pod
         rec = self._record(pod)

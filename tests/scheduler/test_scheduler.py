@@ -388,3 +388,20 @@ async def test_record_victims_is_offered_to_plugins() -> None:
     sched.ctx.extras["record_victims"](preemptor, [victim])
     assert sched.outcomes["default/hi"].victims == ["default/lo"]
     assert (sched.outcomes["default/lo"].status, sched.outcomes["default/lo"].preempted_by) == (EVICTED, "default/hi")
+
+
+async def test_finished_pods_hold_no_room() -> None:
+    sched, _, _ = scheduler()
+    done = pod_dict("done", cpu="2", node="n1")
+    done["status"]["phase"] = "Succeeded"
+    sched.on_pod_add(done)
+    running = pod_dict("job", cpu="2", node="n1")
+    sched.on_pod_add(running)
+    p = add_pod(sched, "p")
+    await sched.run_until_idle()
+    assert where(sched, p) == UNSCHEDULABLE
+    running["status"]["phase"] = "Failed"
+    sched.on_pod_update(None, running)  # finishing frees the node like a deletion
+    await sched.run_until_idle()
+    assert sched.outcomes["default/p"].status == SCHEDULED
+    assert sched.outcomes["default/done"].status == EXISTING and sched.cache.pod_count() == 1
