@@ -44,10 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
                                      "bind pending pods of the served scheduler names.")
     add_run_arguments(run)
     run.set_defaults(func=_run)
+    # Parsed by convert_policy.main itself (see main below); listed here for --help.
+    sub.add_parser("convert-policy", add_help=False,
+                   help="convert an old kube-scheduler Policy file (JSON/YAML) into a SchedulingProfile")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["convert-policy"]:
+        from .convert_policy import main as convert_main
+
+        return convert_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

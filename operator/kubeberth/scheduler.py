@@ -61,6 +61,7 @@ from .model import ModelError, Node, Pod
 from .queue import events as ev
 from .queue.nominator import Nominator
 from .queue.scheduling_queue import PriorityQueue
+from .schedule_one import NoNodesAvailable, SchedulingError, schedule_pod
 
 log = logging.getLogger(__name__)
 
@@ -539,8 +540,6 @@ class Scheduler:
         self.cache.update_snapshot(self.snapshot)
         self.ctx.snapshot = self.snapshot
         state = CycleState()
-        from .schedule_one import NoNodesAvailable, SchedulingError, schedule_pod
-
         try:
             result = await schedule_pod(fw, state, pod)
         except FitError as fit:

@@ -122,3 +122,23 @@ async def test_cli_simulate_against_the_example(example_url: str, tmp_path: Path
     assert pods == {"default/web-1": "node-b", "default/web-2": "node-b", "default/web-3": "node-b",
                     "default/web-4": "node-c"}
     assert b"Unclosed" not in err, err.decode()
+
+
+async def test_converted_sample_policy_runs_in_simulate_against_the_example_extender(
+        example_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """convert-policy round trip: the design doc's sample policy (with its extender) becomes a
+    SchedulingProfile that simulate accepts and schedules with."""
+    from kubeberth.cli import main
+
+    policy = json.loads((ROOT / "examples" / "policy.json").read_text())
+    policy["extenders"][0]["urlPrefix"] = example_url
+    (tmp_path / "policy.json").write_text(json.dumps(policy))
+    profile = tmp_path / "profile.yaml"
+    assert main(["convert-policy", str(tmp_path / "policy.json"), "-o", str(profile)]) == 0
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["simulate", str(ROOT / "examples" / "cluster.yaml"), str(profile),
+                                          "-o", "json"])
+    out = capsys.readouterr()
+    assert code == 0 and "rejected" not in out.err
+    pods = {p["pod"]: p for p in json.loads(out.out)["pods"]}
+    assert pods["shop/web-1"]["status"] == "Scheduled", pods["shop/web-1"]

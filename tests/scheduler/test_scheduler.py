@@ -369,6 +369,7 @@ async def test_run_until_idle_gives_up_on_a_pod_that_keeps_failing() -> None:
     assert where(sched, sched.pending_pod(rec.uid)) == "absent"
 
 
+@pytest.mark.looptime
 async def test_run_and_stop() -> None:
     sched, client, _ = scheduler()
     task = asyncio.ensure_future(sched.run())

@@ -12,8 +12,8 @@ class Heap(Generic[T]):
     """Items ordered by `less`; `key` identifies an item for update/delete.
 
     Items that `less` does not order either way keep their insertion order (a
-    sequence number taken on add and on every update), so a heap of equal items
-    is FIFO and the order is deterministic.
+    sequence number taken when added; an update keeps it), so a heap of equal
+    items is FIFO and the order is deterministic.
     """
 
     __slots__ = ("_index", "_items", "_key", "_less", "_seq", "_seqs")
@@ -74,14 +74,14 @@ class Heap(Generic[T]):
     # ---- operations ----------------------------------------------------------------
     def add_or_update(self, item: T) -> None:
         k = self._key(item)
-        self._seq += 1
         i = self._index.get(k)
         if i is not None:
+            # Updated in place: it keeps its place among equals.
             self._items[i] = item
-            self._seqs[i] = self._seq
             self._up(i)
             self._down(self._index[k])
             return
+        self._seq += 1
         self._items.append(item)
         self._seqs.append(self._seq)
         i = len(self._items) - 1

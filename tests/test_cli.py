@@ -1,0 +1,37 @@
+"""The command line: subcommands, exit codes, and the convert-policy → simulate round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubeberth.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_demo_cluster_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(ROOT / "examples" / "cluster.yaml"), "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["POD", "STATUS", "NODE", "REASON"]
+    for status in ("Existing", "Scheduled", "Unschedulable", "Ignored"):
+        assert status in out
+    assert "0/12 nodes are available" in out
+
+
+@pytest.mark.parametrize(("argv", "code", "text"), [
+    (["simulate", "does-not-exist.yaml"], 2, "does-not-exist.yaml"),
+    (["convert-policy", "does-not-exist.json"], 2, "does-not-exist.json"),
+])
+def test_errors_exit_2_and_name_the_file(argv: list[str], code: int, text: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == code
+    assert text in capsys.readouterr().err
+
+
+def test_bad_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [unclosed\n")
+    assert main(["simulate", str(bad)]) == 2
+    assert "invalid YAML" in capsys.readouterr().err
