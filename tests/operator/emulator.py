@@ -295,6 +295,7 @@ class Logged:
     content_type: str = ""
     user_agent: str = ""
     fault: bool = False
+    watch: bool = False
 
 
 @dataclass
@@ -657,7 +658,8 @@ class Emulator(kmock.KubernetesScaffold):
         raw = request._raw_request
         content_type = (raw.headers.get("Content-Type", "") if raw is not None else "")
         user_agent = (raw.headers.get("User-Agent", "") if raw is not None else "")
-        entry = Logged(method, kind.plural, namespace, name, subresource, 0, request.data, content_type, user_agent)
+        entry = Logged(method, kind.plural, namespace, name, subresource, 0, request.data, content_type, user_agent,
+                       watch=request.params.get("watch") in ("true", "1"))
         self.log.append(entry)
 
         fault = next((f for f in self.faults if f.matches(method, kind, subresource, name)), None)
@@ -672,7 +674,7 @@ class Emulator(kmock.KubernetesScaffold):
                                             fault.message))
 
         try:
-            if method == "GET" and request.params.get("watch") in ("true", "1"):
+            if method == "GET" and entry.watch:
                 entry.status = 200
                 return await self._watch(request, kind, namespace)
             result, status = self._dispatch(method, kind, namespace, name, subresource, request.data,

@@ -1,0 +1,50 @@
+"""The ClusterRole in manifests/ grants exactly what the operator uses: observed against the emulator."""
+
+from __future__ import annotations
+
+import pathlib
+
+import yaml
+
+from .conftest import wait_for
+from .emulator import KINDS, Logged, events_for, make_node, make_pod
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def cluster_role() -> set[tuple[str, str, str]]:
+    docs = [d for d in yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()) if d]
+    [role] = [d for d in docs if d["kind"] == "ClusterRole"]
+    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+            for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def verb(r: Logged) -> str:
+    if r.method == "GET":
+        return "get" if r.name else ("watch" if r.watch else "list")
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[r.method]
+
+
+def used(log: list[Logged]) -> set[tuple[str, str, str]]:
+    groups = {k.plural: k.group for k in KINDS}
+    return {(groups[r.plural], f"{r.plural}/{r.subresource}" if r.subresource else r.plural, verb(r)) for r in log}
+
+
+async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start_operator):
+    api = cluster.api
+    api.pod_grace_seconds = 0.1
+    api.create("clusterkopfpeerings", {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
+                                       "metadata": {"name": "kubeberth"}})
+    api.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    api.create("nodes", make_node("n1", cpu="2"))
+    api.create("pods", make_pod("low", cpu="2", node="n1"))
+    api.create("schedulingprofiles", {"metadata": {"name": "bad"}, "spec": {"schedulerName": "x", "foo": 1}})
+    api.inject(method="POST", plural="pods", subresource="binding", status=500, after_apply=True)  # read back
+    await start_operator(peering="kubeberth")
+    api.create("pods", make_pod("huge", cpu="64"))  # FailedScheduling, again and again: an event patch
+    api.create("pods", make_pod("vip", cpu="1", priority_class="high"))  # preemption: a delete
+    await wait_for(lambda: api.get("pods", "vip", "default")["spec"].get("nodeName"), timeout=15)
+    await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
+                   timeout=15, message="a repeated event")
+    print([(r.method, r.name, r.subresource, r.status) for r in api.log if r.plural == "pods" and r.method != "GET" or (r.plural=="pods" and r.name)])
+    assert used(api.log) == cluster_role()
