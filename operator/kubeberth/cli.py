@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from . import sim_io
@@ -10,6 +11,11 @@ from . import sim_io
 
 def _simulate(args: argparse.Namespace) -> int:
     from .simulate import simulate
+
+    # simulate reports rejected profiles, bad nodes and bad pods itself; the scheduler's log
+    # repeats them, so it is shown only with --verbose.
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
 
     try:
         objects = sim_io.load_files(args.files)
@@ -36,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML or kind: List")
     sim.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
     sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
+    sim.add_argument("--verbose", "-v", action="store_true", help="log each scheduling step to stderr")
     sim.set_defaults(func=_simulate)
     from .operator.run import add_run_arguments
 

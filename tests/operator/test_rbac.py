@@ -43,8 +43,7 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
     await start_operator(peering="kubeberth")
     api.create("pods", make_pod("huge", cpu="64"))  # FailedScheduling, again and again: an event patch
     api.create("pods", make_pod("vip", cpu="1", priority_class="high"))  # preemption: a delete
-    await wait_for(lambda: api.get("pods", "vip", "default")["spec"].get("nodeName"), timeout=15)
+    await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)
     await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
                    timeout=15, message="a repeated event")
-    print([(r.method, r.name, r.subresource, r.status) for r in api.log if r.plural == "pods" and r.method != "GET" or (r.plural=="pods" and r.name)])
     assert used(api.log) == cluster_role()
