@@ -154,12 +154,8 @@ class MetricsServer:
             app.router.add_get(path, self._serve_ok)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
+        await web.TCPSite(self._runner, self.host, self.port).start()
+        self.port = int(self._runner.addresses[0][1])
         logger.info("Serving metrics on http://%s:%d/metrics", self.host, self.port)
         return self.port
 

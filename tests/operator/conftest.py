@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import kmock
-import pytest
 import pytest_asyncio
 
 from kubeberth.operator.app import OperatorApp

@@ -293,7 +293,6 @@ class Logged:
     status: int
     body: Any = None
     content_type: str = ""
-    user_agent: str = ""
     fault: bool = False
     watch: bool = False
 
@@ -656,9 +655,8 @@ class Emulator(kmock.KubernetesScaffold):
         name = request.name
         namespace = request.namespace if kind.namespaced else None
         raw = request._raw_request
-        content_type = (raw.headers.get("Content-Type", "") if raw is not None else "")
-        user_agent = (raw.headers.get("User-Agent", "") if raw is not None else "")
-        entry = Logged(method, kind.plural, namespace, name, subresource, 0, request.data, content_type, user_agent,
+        content_type = raw.headers.get("Content-Type", "") if raw is not None else ""
+        entry = Logged(method, kind.plural, namespace, name, subresource, 0, request.data, content_type,
                        watch=request.params.get("watch") in ("true", "1"))
         self.log.append(entry)
 

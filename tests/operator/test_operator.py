@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .conftest import stays, wait_for
-from .emulator import events_for, make_node, make_pod, pods_on
+from .emulator import events_for, make_node, make_pod
 
 
 def node_of(api: Any, name: str, namespace: str = "default") -> str:
@@ -195,11 +195,11 @@ async def test_bind_conflicts_and_server_errors_recover_without_double_binding(c
                       after_apply=True)
     # 500 twice before anything happened: retried with backoff.
     flaky = api.inject(method="POST", plural="pods", subresource="binding", name="flaky", status=503, times=2)
-    # A timeout: the answer comes after the client gave up (request timeout 2s in the tests).
-    slow = api.inject(method="POST", plural="pods", subresource="binding", name="slow", status=None, delay=2.5)
+    # A timeout: the answer comes after the client gave up (and is applied then).
+    slow = api.inject(method="POST", plural="pods", subresource="binding", name="slow", status=None, delay=0.8)
     for name in ("raced", "lost", "flaky", "slow"):
         api.create("pods", make_pod(name))
-    await start_operator()
+    await start_operator(request_timeout=0.5)
 
     await wait_for(lambda: all(node_of(api, n) == "n1" for n in ("raced", "lost", "flaky", "slow")), timeout=15,
                    message="all pods bound")

@@ -88,7 +88,7 @@ async def test_never_policy_does_not_preempt():
     result, status = await env.post_filter(pod("p", cpu="1", prio=10, policy="Never"))
     assert result is None
     assert status.code == Code.UNSCHEDULABLE
-    assert status.reasons == ["preemption: not eligible due to preemptionPolicy=Never"]
+    assert status.reasons == ["preemption: not eligible due to preemptionPolicy=Never."]
     assert env.client.calls == []
     assert env.metrics.attempts == 1
 
@@ -98,7 +98,7 @@ async def test_equal_priority_pods_are_not_victims():
     result, status = await env.post_filter(pod("p", cpu="1", prio=10))
     assert result is not None and result.nominated_node_name == ""
     assert status.reasons == [
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod"]
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."]
     assert env.client.of("delete") == []
 
 

@@ -18,19 +18,19 @@ from tests.preemption.fakes import Env, node, pod
         pytest.param([node("n1"), node("n2", labels={"fake/off": "true"}), node("n3", labels={"fake/off": "true"})],
                      [pod("same", cpu="4", prio=10, node="n1")], pod("p", cpu="1", prio=10),
                      "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-                     "2 Preemption is not helpful for scheduling", id="issue-example"),
+                     "2 Preemption is not helpful for scheduling.", id="issue-example"),
         pytest.param([node("n1", labels={"fake/off": "true"}), node("n2", labels={"fake/off": "true"})], [],
                      pod("p", cpu="1", prio=10),
-                     "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling",
+                     "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
                      id="nothing-resolvable"),
         pytest.param([node("n1"), node("n2")],
                      [pod("big", cpu="3", prio=100, node="n1"), pod("l", cpu="1", prio=1, node="n1"),
                       pod("big2", cpu="4", prio=100, node="n2")],
                      pod("p", cpu="2", prio=10),
                      "preemption: 0/2 nodes are available: 1 Insufficient cpu, "
-                     "1 No preemption victims found for incoming pod", id="filter-reason-after-removal"),
+                     "1 No preemption victims found for incoming pod.", id="filter-reason-after-removal"),
         pytest.param([node("n1", "1")], [], pod("p", cpu="2", prio=10),
-                     "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod",
+                     "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
                      id="empty-node-too-small"),
     ],
 )
@@ -56,7 +56,7 @@ async def test_fit_error_reads_as_upstream():
     assert str(err) == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling.")
+        "2 Preemption is not helpful for scheduling..")
 
 
 # ---- args -------------------------------------------------------------------------

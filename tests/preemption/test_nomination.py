@@ -30,7 +30,7 @@ async def test_room_is_held_for_the_nominated_preemptor():
     # and it cannot preempt the nominated preemptor (nominated pods are not victims)
     _, status = await env.post_filter(other)
     assert status.code == Code.UNSCHEDULABLE
-    assert status.reasons == ["preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod"]
+    assert status.reasons == ["preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."]
     # the preemptor itself fits
     state = env.state_for(p)
     assert env.fw.run_filter_with_nominated_pods(state, p, env.ctx.snapshot.get("n1")) is None
@@ -53,7 +53,7 @@ async def test_does_not_preempt_again_while_victims_terminate():
     env.client.calls.clear()
     result, status = await env.post_filter(p)
     assert result is None
-    assert status.reasons == ["preemption: not eligible due to a terminating pod on the nominated node"]
+    assert status.reasons == ["preemption: not eligible due to a terminating pod on the nominated node."]
     assert env.client.calls == []
     assert env.nominator.nominated_node_for(p) == first
 
@@ -66,7 +66,7 @@ async def test_lower_priority_preemptor_accounts_for_nominated_pod():
     mid = pod("mid", cpu="2", prio=50)
     _, status = await env.post_filter(mid)
     assert status.code == Code.UNSCHEDULABLE
-    assert status.reasons == ["preemption: 0/1 nodes are available: 1 Insufficient cpu"]
+    assert status.reasons == ["preemption: 0/1 nodes are available: 1 Insufficient cpu."]
     assert env.client.of("delete") == []
     assert env.nominator.nominated_node_for(high) == "n1"
 

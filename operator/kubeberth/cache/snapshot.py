@@ -3,18 +3,93 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any, SupportsIndex
 
 from ..model import Node, NodeInfo, Pod
+from .node_arrays import NodeArrays
+
+
+class _TrackedList(list):  # type: ignore[type-arg]
+    """The snapshot's node list. Replacing one entry (what the cache does for a changed node)
+    is remembered so that the node arrays update that row only; any other change to the list
+    makes them re-read it."""
+
+    __slots__ = ("dirty", "reordered")
+
+    def __init__(self, items: Iterable[NodeInfo] = ()) -> None:
+        super().__init__(items)
+        self.dirty: set[int] = set()
+        self.reordered = True
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        super().__setitem__(index, value)
+        if isinstance(index, int):
+            self.dirty.add(index if index >= 0 else index + len(self))
+        else:
+            self.reordered = True
+
+    def _changed(self) -> None:
+        self.reordered = True
+
+    def append(self, value: Any) -> None:
+        super().append(value)
+        self.reordered = True
+
+    def extend(self, values: Iterable[Any]) -> None:
+        super().extend(values)
+        self.reordered = True
+
+    def insert(self, index: SupportsIndex, value: Any) -> None:
+        super().insert(index, value)
+        self.reordered = True
+
+    def pop(self, index: SupportsIndex = -1) -> Any:
+        self.reordered = True
+        return super().pop(index)
+
+    def remove(self, value: Any) -> None:
+        super().remove(value)
+        self.reordered = True
+
+    def clear(self) -> None:
+        super().clear()
+        self.reordered = True
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        super().sort(*args, **kwargs)
+        self.reordered = True
+
+    def reverse(self) -> None:
+        super().reverse()
+        self.reordered = True
+
+    def __delitem__(self, index: Any) -> None:
+        super().__delitem__(index)
+        self.reordered = True
+
+    def __iadd__(self, values: Iterable[Any]) -> _TrackedList:  # type: ignore[override,misc]
+        super().__iadd__(values)
+        self.reordered = True
+        return self
 
 
 class Snapshot:
-    __slots__ = ("by_name", "generation", "have_pods_with_affinity",
-                 "have_pods_with_required_anti_affinity", "node_infos")
+    __slots__ = ("_arrays", "_node_infos", "by_name", "generation", "have_pods_with_affinity",
+                 "have_pods_with_required_anti_affinity")
 
     def __init__(self, node_infos: Iterable[NodeInfo] = (), generation: int = 0) -> None:
-        self.node_infos: list[NodeInfo] = list(node_infos)
+        self._arrays: NodeArrays | None = None
+        self.node_infos = list(node_infos)
         self.generation = generation
         self.refresh()
+
+    @property
+    def node_infos(self) -> list[NodeInfo]:
+        return self._node_infos
+
+    @node_infos.setter
+    def node_infos(self, infos: Iterable[NodeInfo]) -> None:
+        self._node_infos = _TrackedList(infos)
 
     def refresh(self) -> None:
         """Recompute the derived lists after node_infos changed."""
@@ -30,6 +105,25 @@ class Snapshot:
                 counts[name] = counts.get(name, 0) + 1
         for ni in self.node_infos:
             ni.image_num_nodes = counts
+        self._node_infos.reordered = True
+
+    def arrays(self) -> NodeArrays:
+        """The node arrays of this snapshot, brought up to date with its node list.
+
+        Only replaced entries of `node_infos` (and reorders) are seen: a NodeInfo of a
+        snapshot is not changed in place (the cache hands out clones), so neither are rows."""
+        infos = self._node_infos
+        arrays = self._arrays
+        if arrays is None:
+            arrays = self._arrays = NodeArrays(infos)
+        elif infos.reordered:
+            arrays.rebuild(infos)
+        elif infos.dirty:
+            for i in infos.dirty:
+                arrays.update(i, infos[i])
+        infos.dirty.clear()
+        infos.reordered = False
+        return arrays
 
     @classmethod
     def from_objects(cls, nodes: Iterable[Node], pods: Iterable[Pod]) -> Snapshot:

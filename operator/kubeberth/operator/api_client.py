@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import socket
@@ -468,8 +469,6 @@ class KubernetesClusterClient:
 
 
 def _message(exc: ApiException) -> str:
-    import json
-
     try:
         return str(json.loads(exc.body or "{}").get("message") or exc.reason)
     except (ValueError, AttributeError):

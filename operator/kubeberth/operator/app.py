@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import random
@@ -165,8 +166,6 @@ class OperatorApp:
         settings.posting.level = logging.WARNING
         settings.networking.request_timeout = max(self.config.request_timeout * 6, 60.0)
         settings.peering.mandatory = self.config.peering is not None
-        if self.config.batch_window is not None:
-            settings.batching.batch_window = self.config.batch_window
         for path, value in self.config.extra_settings.items():
             target: Any = settings
             *parents, last = path.split(".")
@@ -179,7 +178,7 @@ class OperatorApp:
         cfg = self.configuration
         assert cfg is not None
         header = cfg.get_api_key_with_prefix("BearerToken")
-        if asyncio.iscoroutine(header) or isinstance(header, asyncio.Future):
+        if inspect.isawaitable(header):  # kubernetes-asyncio >= 33.3 refreshes tokens asynchronously
             header = await header
         parts = header.split(" ", 1) if header else []
         scheme, token = ((None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1]))
@@ -204,6 +203,8 @@ class OperatorApp:
         await self.scheduler.run()
 
     async def stop(self, timeout: float = 5.0) -> None:
+        if self._stop is not None:
+            self._stop.set()  # stopping anyway (e.g. on a signal): release kopf's wait on the flag
         if self._scheduler is not None:
             self._scheduler.stop()
         if self._loop_task is not None:

@@ -41,8 +41,7 @@ class OperatorConfig:
     verbose: bool = False
     debug: bool = False
     log_format: str = "plain"
-    # Tests: how long kopf batches events of one object, and its retry backoffs.
-    batch_window: float | None = None
+    # kopf settings by dotted path, e.g. {"networking.error_backoffs": [0.1, 0.5]} (tests).
     extra_settings: dict[str, Any] = field(default_factory=dict)
 
     def effective_priority(self) -> int:
@@ -114,6 +113,8 @@ def configure_logging(config: OperatorConfig) -> None:
     kopf.configure(debug=config.debug, verbose=config.verbose, log_format=formats[config.log_format])
     if not (config.debug or config.verbose):
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+        # kopf reports every handled watch event per object at INFO: thousands of lines per minute here.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
 
 
 async def run_operator(config: OperatorConfig, *, stop_flag: asyncio.Event | None = None,

@@ -1,0 +1,455 @@
+"""Run the scheduler_perf-style workloads and report throughput, latency and memory.
+
+    python -m benchmarks.run                      # the default set (see workloads.DEFAULT)
+    python -m benchmarks.run --quick              # small variants, under a minute
+    python -m benchmarks.run -w SchedulingBasic/5000Nodes_10000Pods -w 'TopologySpreading*'
+    python -m benchmarks.run -w SchedulingBasic/500Nodes --nodes 2000 --pods 5000
+    python -m benchmarks.run --scale              # SchedulingBasic at 500..15000 nodes
+    python -m benchmarks.run --rss                # 5000 nodes, 50000 pods: peak RSS
+    python -m benchmarks.run --per-node           # without the vectorised filter/score path
+    python -m benchmarks.run --profile cprofile   # profile the measured phase (or: pyinstrument)
+    python -m benchmarks.run --e2e                # through the operator and the API emulator
+
+In-process mode drives the real `Scheduler` (queue, cache, snapshot, framework, preemption,
+binding cycle) with the in-memory cluster client `kubeberth simulate` uses, under a fake clock
+(backoffs elapse instantly, as nothing else would happen meanwhile). Each workload runs in a
+fresh interpreter, so that its peak RSS is its own.
+
+Per workload: measured pods/s (measured pods / wall time from their creation to the last one
+bound), p50/p90/p99 of the scheduling-attempt latency (upstream's
+scheduler_scheduling_attempt_duration_seconds: algorithm + binding, every attempt of the
+measured phase), and the peak RSS. Results are written as JSON to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import workloads as wl
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- machine ----------------------------------------------------------------------------------
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import numpy
+
+        np_version = numpy.__version__
+    except ImportError:  # pragma: no cover
+        np_version = ""
+    mem_gib = 0.0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {"cpu": model or platform.processor(), "nproc": os.cpu_count(), "mem_gib": mem_gib,
+            "python": platform.python_version(), "numpy": np_version, "platform": platform.platform()}
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of already sorted values."""
+    if not sorted_values:
+        return 0.0
+    k = max(0, min(len(sorted_values) - 1, int(round(q / 100.0 * len(sorted_values) + 0.5)) - 1))
+    return sorted_values[k]
+
+
+# ---- in-process -------------------------------------------------------------------------------
+
+class Recorder:
+    """The metrics the Scheduler reports, kept for the measured phase only."""
+
+    def __init__(self) -> None:
+        self.attempts: list[tuple[str, float]] = []
+        self.recording = False
+
+    def schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
+        if self.recording:
+            self.attempts.append((result, seconds))
+
+    def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
+        pass
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}}
+
+
+class Bench:
+    """One workload on one Scheduler."""
+
+    def __init__(self, w: wl.Workload, seed: int = 0, vectorise: bool = True) -> None:
+        from kubeberth.clock import FakeClock
+        from kubeberth.config import default_spec
+        from kubeberth.framework import build_framework
+        from kubeberth.plugins import in_tree_registry
+        from kubeberth.scheduler import Scheduler
+        from kubeberth.simulate import InMemoryClient
+
+        self.w = w
+        self.recorder = Recorder()
+        self.sched = Scheduler(clock=FakeClock(), seed=seed, metrics=self.recorder)
+        self.client = InMemoryClient(self.sched)
+        self.sched.ctx.client = self.client
+        self.fw = build_framework(default_spec(), in_tree_registry(), self.sched.ctx)
+        if hasattr(self.fw, "vectorise"):
+            self.fw.vectorise = vectorise
+        self.sched.set_profile(self.fw)
+        self._churn_round = 0
+        self._churn_live: list[tuple[str, Any]] = []
+        self._churn_pods = 0
+
+    # -- setup --
+    def setup(self) -> dict[str, float]:
+        w, sched = self.w, self.sched
+        t0 = time.perf_counter()
+        for ns in w.namespaces:
+            sched.on_object("Namespace", _namespace(ns))
+        for obj in w.node_objects():
+            sched.on_node_add(obj)
+        t1 = time.perf_counter()
+        for i in range(w.init_pods):
+            sched.on_pod_add(w.init_template(f"init-{i:06d}", w.init_namespace))
+        asyncio.run(sched.run_until_idle())
+        t2 = time.perf_counter()
+        return {"nodes_s": t1 - t0, "init_pods_s": t2 - t1,
+                "init_scheduled": float(self._count_scheduled("init-"))}
+
+    def _count_scheduled(self, prefix: str) -> int:
+        from kubeberth.scheduler import SCHEDULED
+
+        return sum(1 for k, r in self.sched.outcomes.items()
+                   if r.status == SCHEDULED and k.split("/", 1)[1].startswith(prefix))
+
+    # -- churn --
+    def _churn(self) -> None:
+        c = self.w.churn
+        assert c is not None
+        sched = self.sched
+        self._churn_round += 1
+        r = self._churn_round
+        if c.mode == "recreate":
+            for kind, key in self._churn_live:
+                if kind == "Node":
+                    sched.on_node_delete(key)
+                elif kind == "Pod":
+                    sched.on_pod_delete(key)
+                else:
+                    sched.on_object_delete(kind, key)
+            self._churn_live = []
+            if c.nodes:
+                name = f"node-churn-{r:05d}"
+                sched.on_node_add(wl.node_churn(name))
+                self._churn_live.append(("Node", name))
+            for tmpl in c.pods:
+                raw = tmpl(f"churn-{r:05d}", "default")
+                sched.on_pod_add(raw)
+                self._churn_live.append(("Pod", f"default/churn-{r:05d}"))
+            if c.services:
+                sched.on_object("Service", wl.service_churn(f"service-churn-{r:05d}"))
+                self._churn_live.append(("Service", f"default/service-churn-{r:05d}"))
+        else:
+            for tmpl in c.pods:
+                sched.on_pod_add(tmpl(f"churn-{r:05d}", "default"))
+                self._churn_pods += 1
+
+    # -- measured phase --
+    async def _measure(self) -> int:
+        w, sched = self.w, self.sched
+        for i in range(w.measure_pods):
+            sched.on_pod_add(w.measure_template(f"pod-{i:06d}", w.measure_namespace))
+        cycles = 0
+        if w.churn is None:
+            cycles = await sched.run_until_idle()
+        else:
+            while True:
+                n = await sched.run_until_idle(max_cycles=w.churn.every)
+                cycles += n
+                if n < w.churn.every:
+                    break
+                self._churn()
+        return cycles
+
+    def measure(self, profiler: str | None = None, profile_out: Path | None = None) -> dict[str, Any]:
+        from kubeberth.scheduler import SCHEDULED
+
+        gc.collect()
+        self.recorder.recording = True
+        prof: Any = None
+        if profiler == "cprofile":
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+        elif profiler == "pyinstrument":
+            from pyinstrument import Profiler
+
+            prof = Profiler(interval=0.0005)
+            prof.start()
+        t0 = time.perf_counter()
+        cycles = asyncio.run(self._measure())
+        elapsed = time.perf_counter() - t0
+        if prof is not None and profile_out is not None:
+            profile_out.parent.mkdir(parents=True, exist_ok=True)
+            if profiler == "cprofile":
+                import pstats
+
+                prof.disable()
+                prof.dump_stats(str(profile_out.with_suffix(".prof")))
+                with profile_out.with_suffix(".txt").open("w") as f:
+                    pstats.Stats(prof, stream=f).sort_stats("cumulative").print_stats(60)
+                    pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(60)
+            else:
+                prof.stop()
+                profile_out.with_suffix(".txt").write_text(prof.output_text(unicode=False, color=False))
+                profile_out.with_suffix(".html").write_text(prof.output_html())
+        self.recorder.recording = False
+        scheduled = sum(1 for k, r in self.sched.outcomes.items()
+                        if r.status == SCHEDULED and k.split("/", 1)[1].startswith("pod-"))
+        lat = sorted(s for _, s in self.recorder.attempts)
+        results: dict[str, int] = {}
+        for res, _ in self.recorder.attempts:
+            results[res] = results.get(res, 0) + 1
+        return {
+            "scheduled": scheduled,
+            "elapsed_s": round(elapsed, 3),
+            "pods_per_s": round(scheduled / elapsed, 1) if elapsed > 0 else 0.0,
+            "cycles": cycles,
+            "attempts": results,
+            "latency_ms": {f"p{q}": round(percentile(lat, q) * 1000, 3) for q in (50, 90, 99)},
+            "churn_rounds": self._churn_round,
+        }
+
+
+def run_workload(w: wl.Workload, *, seed: int = 0, vectorise: bool = True, profiler: str | None = None,
+                 profile_out: Path | None = None) -> dict[str, Any]:
+    b = Bench(w, seed=seed, vectorise=vectorise)
+    setup = b.setup()
+    m = b.measure(profiler, profile_out)
+    out = describe(w)
+    out.update(m)
+    out["setup_s"] = {k: round(v, 3) for k, v in setup.items() if k.endswith("_s")}
+    out["init_scheduled"] = int(setup["init_scheduled"])
+    out["peak_rss_mib"] = round(peak_rss_mib(), 1)
+    out["vectorised"] = vectorise
+    out["mode"] = "in-process"
+    return out
+
+
+def describe(w: wl.Workload) -> dict[str, Any]:
+    return {"workload": w.id, "name": w.name, "variant": w.variant, "nodes": w.nodes, "init_pods": w.init_pods,
+            "measure_pods": w.measure_pods, "threshold": w.threshold, "target": w.target,
+            "rss_target_mib": w.rss_target_mib}
+
+
+# ---- driver -----------------------------------------------------------------------------------
+
+def _child_args(w: wl.Workload, args: argparse.Namespace) -> list[str]:
+    base = wl.find(w.id) if "custom" not in w.tags else None
+    out = [sys.executable, "-m", "benchmarks.run", "--child", w.id, "--seed", str(args.seed)]
+    if base is None:
+        # A resized workload: name the original and the sizes.
+        original = next(x for x in [*wl.WORKLOADS, *wl.scale_workloads()] if x.name == w.name)
+        out = [sys.executable, "-m", "benchmarks.run", "--child", original.id, "--seed", str(args.seed),
+               "--nodes", str(w.nodes), "--init", str(w.init_pods), "--pods", str(w.measure_pods)]
+    if args.per_node:
+        out.append("--per-node")
+    if args.profile:
+        out += ["--profile", args.profile]
+    return out
+
+
+def _run_child(w: wl.Workload, args: argparse.Namespace) -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
+    proc = subprocess.run(_child_args(w, args), cwd=ROOT, env=env, capture_output=True, text=True)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])  # type: ignore[no-any-return]
+    sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+    out = describe(w)
+    out["error"] = f"exit {proc.returncode}"
+    return out
+
+
+def _profile_path(w: wl.Workload, profiler: str) -> Path:
+    safe = w.id.replace("/", "_")
+    return RESULTS_DIR / "profiles" / f"{safe}-{profiler}"
+
+
+def _status(r: dict[str, Any]) -> str:
+    if r.get("error"):
+        return "ERROR"
+    if r.get("scheduled", 0) < r.get("measure_pods", 0):
+        return "INCOMPLETE"
+    notes = []
+    if r.get("target"):
+        notes.append("met" if r["pods_per_s"] >= r["target"] else f"MISSED by {r['target'] - r['pods_per_s']:.0f}")
+    if r.get("rss_target_mib"):
+        ok = r["peak_rss_mib"] <= r["rss_target_mib"]
+        notes.append("rss ok" if ok else f"RSS over by {r['peak_rss_mib'] - r['rss_target_mib']:.0f} MiB")
+    return ", ".join(notes)
+
+
+def print_table(results: list[dict[str, Any]], out: Any = sys.stdout) -> None:
+    header = (f"{'workload':<50} {'pods/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'RSS MiB':>8} "
+              f"{'target':>7} {'upstr.':>7}  status")
+    out.write(header + "\n" + "-" * len(header) + "\n")
+    for r in results:
+        lat = r.get("latency_ms", {})
+        out.write(f"{r['workload']:<50} {r.get('pods_per_s', 0):>8.1f} {lat.get('p50', 0):>8.2f} "
+                  f"{lat.get('p90', 0):>8.2f} {lat.get('p99', 0):>8.2f} {r.get('peak_rss_mib', 0):>8.0f} "
+                  f"{r.get('target') or '':>7} {r.get('threshold') or '':>7}  {_status(r)}\n")
+    out.flush()
+
+
+def _write(results: list[dict[str, Any]], args: argparse.Namespace, mode: str) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    doc = {"timestamp": stamp, "commit": git_commit(), "machine": machine(), "mode": mode,
+           "seed": args.seed, "vectorised": not args.per_node, "results": results}
+    path = RESULTS_DIR / f"{stamp}-{mode}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    (RESULTS_DIR / f"latest-{mode}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    return path
+
+
+def _selected(args: argparse.Namespace) -> list[wl.Workload]:
+    chosen: list[wl.Workload] = []
+    if args.workload:
+        chosen = wl.select(args.workload)
+        if not chosen:
+            raise SystemExit(f"no workload matches {args.workload}; try --list")
+    if args.quick:
+        chosen += wl.select([wl.QUICK])
+    if args.rss:
+        chosen += wl.select([wl.RSS])
+    if args.all:
+        chosen += list(wl.WORKLOADS)
+    if args.scale:
+        chosen += wl.scale_workloads(measure_pods=args.pods or wl.SCALE_MEASURE_PODS)
+    if not chosen:
+        chosen = wl.select([wl.DEFAULT])
+    seen: set[str] = set()
+    out = []
+    for w in chosen:
+        if w.id in seen:
+            continue
+        seen.add(w.id)
+        if not args.scale or "scale" not in w.tags:
+            w = w.resized(nodes=args.nodes, init_pods=args.init, measure_pods=args.pods)
+        out.append(w)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-w", "--workload", action="append", default=[],
+                   help="workload id, name or tag (glob; repeatable), e.g. 'SchedulingBasic/500Nodes'")
+    p.add_argument("--quick", action="store_true", help="the small (500-node) variants")
+    p.add_argument("--all", action="store_true", help="every variant")
+    p.add_argument("--rss", action="store_true", help="the 5000-node / 50000-pod memory run")
+    p.add_argument("--scale", action="store_true", help="SchedulingBasic at 500, 1000, 2000, 5000, 15000 nodes")
+    p.add_argument("--nodes", type=int, help="override the number of nodes")
+    p.add_argument("--init", type=int, help="override the number of init pods")
+    p.add_argument("--pods", type=int, help="override the number of measured pods")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--per-node", action="store_true", help="disable the vectorised filter/score path")
+    p.add_argument("--profile", choices=["cprofile", "pyinstrument"],
+                   help="profile the measured phase; writes benchmarks/results/profiles/")
+    p.add_argument("--same-process", action="store_true", help="run every workload in this process")
+    p.add_argument("--e2e", action="store_true", help="through the operator and the API emulator (loopback)")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--no-write", action="store_true", help="do not write JSON results")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if args.list:
+        for w in [*wl.WORKLOADS, *wl.scale_workloads()]:
+            print(f"{w.id:<50} nodes={w.nodes:<6} init={w.init_pods:<6} measured={w.measure_pods:<6} "
+                  f"tags={','.join(w.tags)}")
+        return 0
+
+    if args.child:
+        w = wl.find(args.child).resized(nodes=args.nodes, init_pods=args.init, measure_pods=args.pods)
+        prof_out = _profile_path(w, args.profile) if args.profile else None
+        r = run_workload(w, seed=args.seed, vectorise=not args.per_node, profiler=args.profile,
+                         profile_out=prof_out)
+        print("RESULT " + json.dumps(r))
+        return 0
+
+    selected = _selected(args)
+    if args.e2e:
+        from .e2e import run_e2e
+
+        results = [run_e2e(w, seed=args.seed) for w in selected]
+        print_table(results)
+        if not args.no_write:
+            print(f"\nwrote {_write(results, args, 'e2e')}")
+        return 0
+
+    m = machine()
+    print(f"kubeberth bench: {m['cpu']}, {m['nproc']} cpu, Python {m['python']}, numpy {m['numpy']}; "
+          f"{'per-node' if args.per_node else 'vectorised'} path, seed {args.seed}\n")
+    results = []
+    for w in selected:
+        sys.stderr.write(f"running {w.id} ({w.nodes} nodes, {w.init_pods} init, {w.measure_pods} measured)...\n")
+        if args.same_process:
+            prof_out = _profile_path(w, args.profile) if args.profile else None
+            r = run_workload(w, seed=args.seed, vectorise=not args.per_node, profiler=args.profile,
+                             profile_out=prof_out)
+        else:
+            r = _run_child(w, args)
+        results.append(r)
+    print_table(results)
+    if args.profile:
+        print(f"\nprofiles in {RESULTS_DIR / 'profiles'}")
+    if not args.no_write:
+        print(f"\nwrote {_write(results, args, 'in-process')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

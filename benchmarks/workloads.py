@@ -1,0 +1,311 @@
+"""Workloads after upstream's scheduler_perf (test/integration/scheduler_perf/*/performance-config.yaml).
+
+Names, sizes, templates and node labels are upstream's; each workload is a list of steps:
+
+- nodes from upstream's `node-default.yaml` (110 pods, 4 cpu, 32Gi), optionally labelled by
+  upstream's `labelNodePrepareStrategy` (a zone label, values assigned round-robin here
+  instead of at random, so every run is the same);
+- init pods, scheduled through the scheduler and not measured;
+- measured pods, all created at once (upstream's client creates them at a high QPS, so the
+  active queue fills up much faster than the scheduler drains it);
+- optional churn, as upstream's `churn` opcode: "interleave" creates one pod of a template every
+  `every` measured pods (upstream: one every 200 ms); "recreate" deletes what the previous round
+  created and creates one of each template (upstream: every 1000 ms). Rounds are counted in
+  scheduling cycles rather than wall time, so that runs stay deterministic.
+
+One deliberate difference: nodes carry `kubernetes.io/hostname` (= their name), as a kubelet
+sets it. Upstream's API-created nodes have no such label, so its anti-affinity pods (topology key
+`kubernetes.io/hostname`) never conflict; here they do, which is the harder case.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+Obj = dict[str, Any]
+PodTemplate = Callable[[str, str], Obj]  # (name, namespace) -> pod
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+# ---- templates (upstream's test/integration/scheduler_perf/templates/) -------------------------
+
+def node_default(name: str, labels: dict[str, str] | None = None) -> Obj:
+    """templates/node-default.yaml."""
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-node-{name}", "labels": {HOSTNAME: name, **(labels or {})}},
+        "spec": {},
+        "status": {
+            "capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
+    }
+
+
+def node_churn(name: str) -> Obj:
+    """templates/churn/node-default.yaml: a node with room for no pod."""
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-node-{name}", "labels": {HOSTNAME: name}},
+        "status": {"capacity": {"pods": "0"}, "conditions": [{"type": "Ready", "status": "True"}],
+                   "phase": "Running"},
+    }
+
+
+def service_churn(name: str, namespace: str = "default") -> Obj:
+    """templates/churn/service-default.yaml."""
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"app": "foo"}, "ports": [{"protocol": "TCP", "port": 8080, "targetPort": 8080}]},
+    }
+
+
+def _container(cpu: str, memory: str = "500Mi", *, limits: bool = True, image: str = "registry.k8s.io/pause:3.10"
+               ) -> Obj:
+    resources: Obj = {"requests": {"cpu": cpu, "memory": memory}}
+    if limits:
+        resources["limits"] = {"cpu": cpu, "memory": memory}
+    return {"image": image, "name": "pause", "ports": [{"containerPort": 80}], "resources": resources}
+
+
+def _pod(name: str, namespace: str, spec: Obj, labels: dict[str, str] | None = None) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def pod_default(name: str, namespace: str) -> Obj:
+    """templates/pod-default.yaml: 100m cpu, 500Mi."""
+    return _pod(name, namespace, {"containers": [_container("100m")]})
+
+
+def pod_low_priority(name: str, namespace: str) -> Obj:
+    """templates/pod-low-priority.yaml: 900m cpu, no priority (0)."""
+    return _pod(name, namespace, {"terminationGracePeriodSeconds": 0, "containers": [_container("900m")]})
+
+
+def pod_high_priority(name: str, namespace: str) -> Obj:
+    """templates/pod-high-priority.yaml: priority 10, 3000m cpu."""
+    return _pod(name, namespace, {"priority": 10, "containers": [_container("3000m")]})
+
+
+def pod_large_cpu(name: str, namespace: str) -> Obj:
+    """templates/pod-large-cpu.yaml: 9 cpu, more than any node has."""
+    return _pod(name, namespace, {"containers": [_container("9", limits=False)]})
+
+
+def pod_high_priority_large_cpu(name: str, namespace: str) -> Obj:
+    """templates/pod-high-priority-large-cpu.yaml: priority 10, 9 cpu (unschedulable, even by preemption)."""
+    return _pod(name, namespace, {"priority": 10, "containers": [_container("9", limits=False)]})
+
+
+def pod_with_pod_anti_affinity(name: str, namespace: str) -> Obj:
+    """templates/pod-with-pod-anti-affinity.yaml: color=green, required anti-affinity to green pods
+    of sched-0 and sched-1 per hostname."""
+    return _pod(name, namespace, {
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"color": "green"}},
+            "topologyKey": HOSTNAME,
+            "namespaces": ["sched-1", "sched-0"],
+        }]}},
+        "containers": [_container("100m")],
+    }, {"color": "green"})
+
+
+def pod_with_pod_affinity(name: str, namespace: str) -> Obj:
+    """templates/pod-with-pod-affinity.yaml: color=blue, required affinity to blue pods per zone."""
+    return _pod(name, namespace, {
+        "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+            "topologyKey": ZONE,
+            "namespaces": ["sched-1", "sched-0"],
+        }]}},
+        "containers": [_container("100m")],
+    }, {"color": "blue"})
+
+
+def pod_with_node_affinity(name: str, namespace: str) -> Obj:
+    """templates/pod-with-node-affinity.yaml: required zone In [zone1, zone2]."""
+    return _pod(name, namespace, {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}]}}},
+        "containers": [_container("100m")],
+    })
+
+
+def pod_with_topology_spreading(name: str, namespace: str) -> Obj:
+    """templates/pod-with-topology-spreading.yaml: color=blue, maxSkew 5 per zone, DoNotSchedule."""
+    return _pod(name, namespace, {
+        "topologySpreadConstraints": [{
+            "maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }],
+        "containers": [_container("100m")],
+    }, {"color": "blue"})
+
+
+# ---- workloads -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Churn:
+    mode: str                      # "interleave" | "recreate"
+    every: int                     # measured pods (interleave) / scheduling cycles (recreate) per round
+    pods: tuple[PodTemplate, ...] = ()
+    nodes: bool = False            # recreate: a churn node each round
+    services: bool = False         # recreate: a churn service each round
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str                      # upstream's test case, e.g. "SchedulingBasic"
+    variant: str                   # upstream's workload name, e.g. "5000Nodes_10000Pods"
+    nodes: int
+    init_pods: int
+    measure_pods: int
+    init_template: PodTemplate = pod_default
+    measure_template: PodTemplate = pod_default
+    zone_values: tuple[str, ...] = ()
+    init_namespace: str = "default"
+    measure_namespace: str = "default"
+    namespaces: tuple[str, ...] = ()
+    churn: Churn | None = None
+    threshold: float | None = None   # upstream's CI threshold (pods/s, with an API server)
+    target: float | None = None      # kubeberth's target (pods/s, in-process)
+    rss_target_mib: float | None = None
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}/{self.variant}"
+
+    def node_objects(self) -> Iterable[Obj]:
+        zones = self.zone_values
+        for i in range(self.nodes):
+            labels = {ZONE: zones[i % len(zones)]} if zones else None
+            yield node_default(f"scheduler-perf-{i:05d}", labels)
+
+    def resized(self, *, nodes: int | None = None, init_pods: int | None = None,
+                measure_pods: int | None = None) -> Workload:
+        """The same workload at another size (named after it, as upstream names its variants)."""
+        n = self.nodes if nodes is None else nodes
+        i = self.init_pods if init_pods is None else init_pods
+        m = self.measure_pods if measure_pods is None else measure_pods
+        if (n, i, m) == (self.nodes, self.init_pods, self.measure_pods):
+            return self
+        return replace(self, variant=f"{n}Nodes_{i}Init_{m}Pods", nodes=n, init_pods=i, measure_pods=m,
+                       threshold=None, target=None, rss_target_mib=None, tags=("custom",))
+
+
+DEFAULT = "default"   # what `make bench` runs without arguments (the issue's list)
+QUICK = "quick"       # small variants, a smoke test in well under a minute
+RSS = "rss"           # the 5000-node / 50000-pod memory run
+
+
+def _basic(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    return Workload("SchedulingBasic", variant, n, i, m, **kw)
+
+
+def _anti(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    return Workload("SchedulingPodAntiAffinity", variant, n, i, m, pod_with_pod_anti_affinity,
+                    pod_with_pod_anti_affinity, init_namespace="sched-0", measure_namespace="sched-1",
+                    namespaces=("sched-0", "sched-1"), **kw)
+
+
+def _node_affinity(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    return Workload("SchedulingNodeAffinity", variant, n, i, m, pod_with_node_affinity, pod_with_node_affinity,
+                    zone_values=("zone1",), **kw)
+
+
+def _spreading(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    return Workload("TopologySpreading", variant, n, i, m, pod_default, pod_with_topology_spreading,
+                    zone_values=("moon-1", "moon-2", "moon-3"), **kw)
+
+
+def _affinity(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    return Workload("SchedulingPodAffinity", variant, n, i, m, pod_with_pod_affinity, pod_with_pod_affinity,
+                    zone_values=("zone1",), init_namespace="sched-0", measure_namespace="sched-1",
+                    namespaces=("sched-0", "sched-1"), **kw)
+
+
+def _preemption(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    return Workload("PreemptionBasic", variant, n, i, m, pod_low_priority, pod_high_priority, **kw)
+
+
+_UNSCHEDULABLE_CHURN = Churn("interleave", every=100, pods=(pod_high_priority_large_cpu,))
+
+
+def _unschedulable(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    return Workload("Unschedulable", variant, n, i, m, pod_default, pod_default, churn=_UNSCHEDULABLE_CHURN, **kw)
+
+
+_MIXED_CHURN = Churn("recreate", every=100, pods=(pod_high_priority_large_cpu,), nodes=True, services=True)
+
+
+def _mixed_churn(variant: str, n: int, m: int, **kw: Any) -> Workload:
+    return Workload("SchedulingWithMixedChurn", variant, n, 0, m, pod_default, pod_default, churn=_MIXED_CHURN, **kw)
+
+
+WORKLOADS: list[Workload] = [
+    _basic("500Nodes", 500, 500, 1000, target=2000, tags=(DEFAULT, QUICK)),
+    _basic("5000Nodes", 5000, 1000, 1000),
+    _basic("5000Nodes_10000Pods", 5000, 1000, 10000, threshold=680, target=1000, tags=(DEFAULT,)),
+    _basic("5000Nodes_50000Pods", 5000, 5000, 50000, threshold=810, rss_target_mib=1536, tags=(RSS,)),
+    _anti("500Nodes", 500, 100, 400, tags=(QUICK,)),
+    _anti("5000Nodes", 5000, 1000, 1000, target=300, tags=(DEFAULT,)),
+    _anti("5000Nodes_2000Pods", 5000, 1000, 2000, threshold=60),
+    _node_affinity("500Nodes", 500, 500, 1000, tags=(QUICK,)),
+    _node_affinity("5000Nodes", 5000, 5000, 1000, tags=(DEFAULT,)),
+    _node_affinity("5000Nodes_10000Pods", 5000, 5000, 10000, threshold=220),
+    _spreading("500Nodes", 500, 1000, 1000, tags=(QUICK,)),
+    _spreading("5000Nodes", 5000, 5000, 2000, target=300, tags=(DEFAULT,)),
+    _spreading("5000Nodes_5000Pods", 5000, 5000, 5000, threshold=460),
+    _affinity("500Nodes", 500, 500, 1000, tags=(QUICK,)),
+    _affinity("5000Nodes", 5000, 5000, 1000, tags=(DEFAULT,)),
+    _affinity("5000Nodes_5000Pods", 5000, 5000, 5000, threshold=35),
+    _preemption("500Nodes", 500, 2000, 500, tags=(QUICK,)),
+    _preemption("1000Nodes", 1000, 4000, 1000, target=200, tags=(DEFAULT,)),
+    _unschedulable("500Nodes/10Init/1kPods", 500, 10, 1000, tags=(QUICK,)),
+    _unschedulable("5kNodes/100Init/1kPods", 5000, 100, 1000),
+    _unschedulable("5kNodes/100Init/10kPods", 5000, 100, 10000, threshold=590, tags=(DEFAULT,)),
+    _mixed_churn("1000Nodes", 1000, 1000, tags=(DEFAULT, QUICK)),
+    _mixed_churn("5000Nodes", 5000, 2000),
+    _mixed_churn("5000Nodes_10000Pods", 5000, 10000, threshold=710),
+]
+
+# How cost grows with the cluster: SchedulingBasic at these sizes (`--scale`).
+SCALE_NODES = (500, 1000, 2000, 5000, 15000)
+SCALE_INIT_PODS = 1000
+SCALE_MEASURE_PODS = 5000
+
+
+def scale_workloads(nodes: Iterable[int] = SCALE_NODES, init_pods: int = SCALE_INIT_PODS,
+                    measure_pods: int = SCALE_MEASURE_PODS) -> list[Workload]:
+    return [_basic(f"{n}Nodes_{measure_pods}Pods", n, init_pods, measure_pods, tags=("scale",)) for n in nodes]
+
+
+def select(patterns: Iterable[str]) -> list[Workload]:
+    """Workloads whose id (`Name/Variant`), name or tag matches one of the patterns (shell globs,
+    case-insensitive); in the order of WORKLOADS."""
+    pats = [p.lower() for p in patterns]
+    out = []
+    for w in WORKLOADS:
+        keys = [w.id.lower(), w.name.lower(), *(t.lower() for t in w.tags)]
+        if any(fnmatch.fnmatchcase(k, p) for p in pats for k in keys):
+            out.append(w)
+    return out
+
+
+def find(workload_id: str) -> Workload:
+    for w in [*WORKLOADS, *scale_workloads()]:
+        if w.id == workload_id:
+            return w
+    raise KeyError(workload_id)

@@ -1,0 +1,67 @@
+"""`kubeberth run`: its options, and the real command against the emulated API server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from kubeberth.cli import build_parser
+from kubeberth.operator.run import DEFAULT_METRICS_PORT, add_run_arguments, config_from_args
+
+from .conftest import free_port, wait_for
+from .emulator import events_for, make_node, make_pod
+
+
+def test_help_documents_every_option(capsys):
+    parser = build_parser()
+    try:
+        parser.parse_args(["run", "--help"])
+    except SystemExit as exc:
+        assert exc.code == 0
+    text = capsys.readouterr().out
+    run_parser = add_run_arguments(argparse.ArgumentParser())
+    for action in run_parser._actions:
+        for flag in action.option_strings:
+            assert flag in text
+        if action.option_strings and action.dest != "help":
+            assert action.help, f"{action.option_strings} has no help"
+    for option in ("--kubeconfig", "--in-cluster", "--peering", "--liveness", "--metrics-port", "--verbose"):
+        assert option in text
+
+
+def test_defaults_and_options():
+    parser = add_run_arguments(argparse.ArgumentParser())
+    cfg = config_from_args(parser.parse_args([]))
+    assert (cfg.peering, cfg.liveness, cfg.default_profile) == (None, None, True)
+    assert cfg.metrics_port == DEFAULT_METRICS_PORT
+    cfg = config_from_args(parser.parse_args([
+        "--kubeconfig", "/k", "--context", "c", "--peering", "--priority", "7", "--liveness",
+        "http://0.0.0.0:8080/healthz", "--metrics-port", "0", "--no-default-profile", "-v"]))
+    assert (cfg.kubeconfig, cfg.context, cfg.peering, cfg.priority) == ("/k", "c", "kubeberth", 7)
+    assert cfg.metrics_port is None and cfg.default_profile is False and cfg.verbose
+    assert cfg.effective_priority() == 7
+    assert config_from_args(parser.parse_args(["--peering", "mine"])).peering == "mine"
+    older = config_from_args(parser.parse_args([])).effective_priority()
+    assert older >= config_from_args(parser.parse_args([])).effective_priority()  # older replicas win
+
+
+async def test_the_command_schedules_and_stops_on_sigterm(cluster):
+    api = cluster.api
+    api.create("nodes", make_node("n1"))
+    api.create("pods", make_pod("p"))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kubeberth.cli", "run", "--server", cluster.url,
+        "--metrics-port", str(free_port()), "--metrics-host", "127.0.0.1", "--seed", "1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        await wait_for(lambda: events_for(api, "p", "Scheduled"), timeout=30)
+        assert api.get("pods", "p", "default")["spec"]["nodeName"] == "n1"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, out.decode()
