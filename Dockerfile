@@ -1,5 +1,5 @@
 # kubeberth: the scheduler operator image.
-#   docker build -t ghcr.io/kubeberth/kubeberth:0.1.0 .
+#   docker build -t kubeberth/kubeberth:0.1.0 .
 FROM python:3.11-slim AS build
 WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1

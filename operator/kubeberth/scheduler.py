@@ -193,7 +193,10 @@ class Scheduler:
         name = fw.scheduler_name
         if fw.ctx is not self.ctx:
             raise ValueError(f"framework for {name} was built on another SchedulerContext")
+        old = self.profiles.get(name)
         self.profiles[name] = fw
+        if old is not None and old is not fw:
+            self._retire(old)
         self.queue.set_profile(fw)
         for pod in list(self._pending.values()):
             if pod.scheduler_name == name and self.queue.get(pod.uid) is None \
@@ -206,10 +209,19 @@ class Scheduler:
 
     def remove_profile(self, scheduler_name: str) -> None:
         """Stop scheduling for `scheduler_name`; its pending pods become Ignored."""
-        self.profiles.pop(scheduler_name, None)
+        old = self.profiles.pop(scheduler_name, None)
+        if old is not None:
+            self._retire(old)
         for q in self.queue.remove_profile(scheduler_name):
             rec = self._record(q.pod)
             rec.status, rec.message = IGNORED, self._ignored_message(q.pod)
+
+    def _retire(self, fw: Framework) -> None:
+        """Release what a replaced framework holds: its extenders' connection pools."""
+        if fw.extenders:
+            from .extender import close_extenders
+
+            self._spawn(close_extenders(fw.extenders))
 
     @staticmethod
     def _ignored_message(pod: Pod) -> str:

@@ -58,7 +58,7 @@ class TestValidation:
         assert (name, spec.schedulerName) == ("binpack", "b")
         with pytest.raises(ConfigError, match="apiVersion"):
             parse_profile_object({"apiVersion": "v1", "metadata": {"name": "x"}})
-        with pytest.raises(ConfigError, match="metadata.name"):
+        with pytest.raises(ConfigError, match=r"metadata\.name"):
             parse_profile_object({"metadata": {}})
 
     @pytest.mark.parametrize(("text", "seconds"), [("5s", 5), ("500ms", 0.5), ("1m30s", 90), ("2h", 7200), (3, 3)])

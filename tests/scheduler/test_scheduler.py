@@ -406,3 +406,28 @@ async def test_finished_pods_hold_no_room() -> None:
     await sched.run_until_idle()
     assert sched.outcomes["default/p"].status == SCHEDULED
     assert sched.outcomes["default/done"].status == EXISTING and sched.cache.pod_count() == 1
+
+
+async def test_replacing_or_removing_a_profile_closes_its_extenders() -> None:
+    from kubeberth.config import parse_spec
+    from kubeberth.scheduler import Scheduler
+
+    closed: list[str] = []
+
+    class Ext:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def close(self) -> None:
+            closed.append(self.name)
+
+    sched = Scheduler()
+    first = sched.add_profile_spec(parse_spec({}))
+    first.extenders = [Ext("first")]
+    second = sched.add_profile_spec(parse_spec({}))
+    second.extenders = [Ext("second")]
+    await asyncio.gather(*sched._background)
+    assert closed == ["first"]
+    sched.remove_profile("default-scheduler")
+    await asyncio.gather(*sched._background)
+    assert closed == ["first", "second"]

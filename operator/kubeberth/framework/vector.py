@@ -1,0 +1,272 @@
+"""The vectorised filter/score path: node views over the snapshot's arrays and shared helpers.
+
+A plugin may implement, next to its per-node methods:
+
+- `filter_all(state, pod, nodes: NodeView) -> np.ndarray | None`: a bool array, True where
+  `filter` would return success, for every node of the view (None: not vectorisable for this
+  pod; the runner then calls `filter` per node). Statuses are never built here: for the nodes
+  that fail, the runner calls `filter` to get the exact status upstream reports.
+- `score_all(state, pod, nodes: NodeView) -> np.ndarray | None`: the raw `score` of every node
+  (int64), or None for the per-node path.
+- `normalize_all(state, pod, nodes: NodeView, scores: np.ndarray) -> np.ndarray | None`: what
+  `normalize_score` would make of `scores`, or None to go through `normalize_score`.
+
+They must decide exactly as the per-node methods do; tests/framework/test_vectorised.py
+compares both paths on random clusters and pods.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..cache.node_arrays import NodeArrays
+from ..model import NodeInfo, NodeSelector, NodeSelectorTerm, Requirement
+from ..model.selectors import _parse_int64
+from .types import NodePluginScores
+
+OBJECT_NAME_FIELD = "metadata.name"
+
+
+class NodeView(list):  # type: ignore[type-arg]
+    """NodeInfos (a list, as the per-node methods expect) that also know their rows in the
+    snapshot's NodeArrays: `idx[k]` is the row of `self[k]`, or `idx` is None when the view is
+    the whole snapshot in order."""
+
+    __slots__ = ("arrays", "idx")
+
+    def __init__(self, items: Iterable[NodeInfo], arrays: NodeArrays, idx: np.ndarray | None = None) -> None:
+        super().__init__(items)
+        self.arrays = arrays
+        self.idx = idx
+
+    def take(self, column: np.ndarray) -> np.ndarray:
+        """`column` (one entry per snapshot node) restricted to this view, in its order."""
+        return column if self.idx is None else column[self.idx]
+
+
+class ScoreTable:
+    """The scores of a vectorised Score phase: totals and weighted per-plugin arrays, aligned
+    with `names`. `to_list()` gives the NodePluginScores the per-node path returns."""
+
+    __slots__ = ("_list", "names", "per_plugin", "totals")
+
+    def __init__(self, names: list[str], totals: np.ndarray, per_plugin: dict[str, np.ndarray]) -> None:
+        self.names = names
+        self.totals = totals
+        self.per_plugin = per_plugin
+        self._list: list[NodePluginScores] | None = None
+
+    def to_list(self) -> list[NodePluginScores]:
+        if self._list is None:
+            cols = {name: arr.tolist() for name, arr in self.per_plugin.items()}
+            totals = self.totals.tolist()
+            out = []
+            for k, name in enumerate(self.names):
+                out.append(NodePluginScores(name, {p: col[k] for p, col in cols.items()}, totals[k]))
+            self._list = out
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+# ---- scores --------------------------------------------------------------------------------
+
+def default_normalize_all(max_priority: int, reverse: bool, scores: np.ndarray) -> np.ndarray:
+    """plugins/_helper.default_normalize_score on an array."""
+    max_count = int(scores.max()) if scores.size else 0
+    if max_count <= 0:
+        if reverse:
+            return np.full(scores.shape, max_priority, dtype=np.int64)
+        return scores
+    out = max_priority * scores // max_count
+    return max_priority - out if reverse else out
+
+
+def _is_plain_random(rng: Any) -> bool:
+    t = type(rng)
+    return (t is random.Random and t.randrange is random.Random.randrange
+            and getattr(t, "_randbelow", None) is random.Random._randbelow_with_getrandbits)  # type: ignore[attr-defined]
+
+
+def select_index(totals: np.ndarray, rng: Any) -> int:
+    """The index select_host would pick among `totals`, drawing exactly the same random numbers.
+
+    select_host keeps the best so far and, for each later node equal to it, draws
+    `rng.randrange(ties)`; the k-th node tying with the running maximum replaces the best when
+    that draw is 0. The draws happen at the positions equal to the running maximum of the
+    nodes before them, with `ties` = how many nodes so far equal that maximum."""
+    m = int(totals.shape[0])
+    if m == 1:
+        return 0
+    running = np.maximum.accumulate(totals)
+    tie_pos = np.flatnonzero(totals[1:] == running[:-1]) + 1
+    best = int(np.argmax(totals))  # first node with the final maximum
+    if tie_pos.size == 0:
+        return best
+    vals = running[tie_pos]
+    k = np.arange(tie_pos.size)
+    starts = np.flatnonzero(np.r_[True, vals[1:] != vals[:-1]])
+    group_start = np.repeat(starts, np.diff(np.r_[starts, tie_pos.size]))
+    ties = (k - group_start + 2).tolist()
+    final = float(totals[best])
+    first_final = int(np.searchsorted(vals, final)) if vals[-1] == final else len(ties)
+    positions = tie_pos.tolist()
+    if _is_plain_random(rng):
+        getrandbits = rng.getrandbits
+        for j, c in enumerate(ties):
+            bits = c.bit_length()
+            r = getrandbits(bits)
+            while r >= c:
+                r = getrandbits(bits)
+            if r == 0 and j >= first_final:
+                best = positions[j]
+    else:
+        randrange = rng.randrange
+        for j, c in enumerate(ties):
+            if randrange(c) == 0 and j >= first_final:
+                best = positions[j]
+    return best
+
+
+# ---- node selectors over label columns -------------------------------------------------------
+
+def _lut_mask(arrays: NodeArrays, key: str, when_absent: bool, pick: Any) -> np.ndarray:
+    """A per-node mask from a per-value verdict: `pick(value) -> bool` for each known value."""
+    codes = arrays.label_codes(key)
+    values = arrays.label_values(key)
+    lut = np.empty(len(values), dtype=bool)
+    lut[0] = when_absent
+    for c in range(1, len(values)):
+        lut[c] = pick(values[c])
+    return lut[codes]
+
+
+def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
+    """Requirement.matches(node labels) for every node."""
+    n = arrays.n
+    if r.invalid:
+        return np.zeros(n, dtype=bool)
+    op = r.operator
+    if op == "Exists" or op == "DoesNotExist":
+        present = arrays.label_codes(r.key) != 0
+        return present if op == "Exists" else ~present
+    if op == "In" or op == "NotIn":
+        codes = arrays.label_codes(r.key)
+        size = len(arrays.label_values(r.key))
+        lut = np.zeros(size, dtype=bool) if op == "In" else np.ones(size, dtype=bool)
+        for v in r.values:
+            c = arrays.label_code_of(r.key, v)
+            if c:
+                lut[c] = op == "In"
+        return lut[codes]
+    bound = r.int_value
+    assert bound is not None
+    if op == "Gt":
+        def pick(v: str) -> bool:
+            have = _parse_int64(v)
+            return have is not None and have > bound
+    else:
+        def pick(v: str) -> bool:
+            have = _parse_int64(v)
+            return have is not None and have < bound
+    return _lut_mask(arrays, r.key, False, pick)
+
+
+def name_field_mask(arrays: NodeArrays, f: Requirement) -> np.ndarray:
+    """A matchFields requirement on metadata.name (In / NotIn) for every node."""
+    mask = np.zeros(arrays.n, dtype=bool)
+    pos = arrays.pos
+    for v in f.values:
+        i = pos.get(v)
+        if i is not None:
+            mask[i] = True
+    if f.operator == "In":
+        return mask
+    return ~mask
+
+
+def term_mask(arrays: NodeArrays, term: NodeSelectorTerm) -> np.ndarray:
+    """NodeSelectorTerm.matches for every node (an empty term matches nothing)."""
+    n = arrays.n
+    if not term.requirements and not term.fields:
+        return np.zeros(n, dtype=bool)
+    mask = np.ones(n, dtype=bool)
+    for r in term.requirements:
+        mask &= requirement_mask(arrays, r)
+    for f in term.fields:
+        if f.key != OBJECT_NAME_FIELD:
+            # Only metadata.name is supported (NodeSelectorTerm.from_dict refuses the rest).
+            return np.zeros(n, dtype=bool)
+        if f.invalid:
+            return np.zeros(n, dtype=bool)
+        mask &= name_field_mask(arrays, f)
+    return mask
+
+
+def selector_mask(arrays: NodeArrays, selector: NodeSelector) -> np.ndarray:
+    """NodeSelector.matches (terms ORed) for every node."""
+    mask = np.zeros(arrays.n, dtype=bool)
+    for t in selector.terms:
+        mask |= term_mask(arrays, t)
+    return mask
+
+
+def labels_mask(arrays: NodeArrays, labels: Mapping[str, str]) -> np.ndarray:
+    """Every node whose labels include all of `labels` (a nodeSelector)."""
+    mask = np.ones(arrays.n, dtype=bool)
+    for k, v in labels.items():
+        c = arrays.label_code_of(k, v)
+        if not c:
+            return np.zeros(arrays.n, dtype=bool)
+        mask &= arrays.label_codes(k) == c
+    return mask
+
+
+def requirement_key(r: Requirement) -> tuple[Any, ...]:
+    return (r.key, r.operator, tuple(sorted(r.values)), r.int_value, r.invalid)
+
+
+def term_key(t: NodeSelectorTerm) -> tuple[Any, ...]:
+    return (tuple(requirement_key(r) for r in t.requirements), tuple(requirement_key(f) for f in t.fields))
+
+
+def selector_key(selector: NodeSelector | None) -> tuple[Any, ...] | None:
+    if selector is None:
+        return None
+    return tuple(term_key(t) for t in selector.terms)
+
+
+class MaskCache:
+    """Masks keyed by a structural key, valid for one `label_version` of one NodeArrays."""
+
+    __slots__ = ("_arrays", "_masks", "_version", "limit")
+
+    def __init__(self, limit: int = 256) -> None:
+        self._arrays: Any = None
+        self._version = -1
+        self._masks: dict[Any, np.ndarray] = {}
+        self.limit = limit
+
+    def get(self, arrays: NodeArrays, key: Any) -> np.ndarray | None:
+        if self._arrays is not arrays or self._version != arrays.label_version:
+            self._arrays = arrays
+            self._version = arrays.label_version
+            self._masks = {}
+            return None
+        return self._masks.get(key)
+
+    def put(self, key: Any, mask: np.ndarray) -> np.ndarray:
+        if len(self._masks) >= self.limit:
+            self._masks.clear()
+        mask.flags.writeable = False
+        self._masks[key] = mask
+        return mask
+
+
+def per_node(values: Sequence[int]) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
