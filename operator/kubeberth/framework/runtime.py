@@ -168,18 +168,13 @@ class Framework:
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod,
                                node_info: NodeInfo) -> Status | None:
-        for p in self.pre_filter_plugins:
-            if p.name in state.skip_filter_plugins:
-                continue
-            ext = p.pre_filter_extensions()
-            if ext is None:
-                continue
-            s = ext.add_pod(state, pod, pod_to_add, node_info)
-            if s is not None and not s.is_success():
-                return Status.error(f"running AddPod on PreFilter plugin {p.name!r}: {s.message()}", p.name)
-        return None
+        return self._run_pre_filter_extension("AddPod", state, pod, pod_to_add, node_info)
 
     def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod,
+                                  node_info: NodeInfo) -> Status | None:
+        return self._run_pre_filter_extension("RemovePod", state, pod, pod_to_remove, node_info)
+
+    def _run_pre_filter_extension(self, which: str, state: CycleState, pod: Pod, other: Pod,
                                   node_info: NodeInfo) -> Status | None:
         for p in self.pre_filter_plugins:
             if p.name in state.skip_filter_plugins:
@@ -187,9 +182,10 @@ class Framework:
             ext = p.pre_filter_extensions()
             if ext is None:
                 continue
-            s = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            call = ext.add_pod if which == "AddPod" else ext.remove_pod
+            s = call(state, pod, other, node_info)
             if s is not None and not s.is_success():
-                return Status.error(f"running RemovePod on PreFilter plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f"running {which} on PreFilter plugin {p.name!r}: {s.message()}", p.name)
         return None
 
     def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

@@ -87,10 +87,25 @@ def default_normalize_all(max_priority: int, reverse: bool, scores: np.ndarray) 
     return max_priority - out if reverse else out
 
 
+def _draw_inline(getrandbits: Any, c: int) -> int:
+    bits = c.bit_length()
+    r = getrandbits(bits)
+    while r >= c:
+        r = getrandbits(bits)
+    return int(r)
+
+
+def _inline_draws_match() -> bool:
+    """Whether drawing inline (below) gives what random.Random.randrange(c) gives on this Python."""
+    a, b = random.Random(20240601), random.Random(20240601)
+    return all(a.randrange(c) == _draw_inline(b.getrandbits, c) for c in [*range(1, 300), 1 << 40, 12345678901])
+
+
+_INLINE_OK = _inline_draws_match()
+
+
 def _is_plain_random(rng: Any) -> bool:
-    t = type(rng)
-    return (t is random.Random and t.randrange is random.Random.randrange
-            and getattr(t, "_randbelow", None) is random.Random._randbelow_with_getrandbits)  # type: ignore[attr-defined]
+    return _INLINE_OK and type(rng) is random.Random
 
 
 def select_index(totals: np.ndarray, rng: Any) -> int:

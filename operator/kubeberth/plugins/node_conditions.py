@@ -44,49 +44,46 @@ def _best_effort(pod: Pod) -> bool:
     return bool(cached)
 
 
-class CheckNodeMemoryPressure(FilterPlugin):
+class _PressureFilter(FilterPlugin):
+    """Rejects pods (those `affected`) from nodes whose `condition` is True."""
+
+    condition = ""
+    reason = ""
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def affected(self, pod: Pod) -> bool:
+        return True
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.error("node not found")
+        if node.conditions.get(self.condition) == "True" and self.affected(pod):
+            return Status.unresolvable(self.reason)
+        return None
+
+
+class CheckNodeMemoryPressure(_PressureFilter):
     name = "CheckNodeMemoryPressure"
+    condition = "MemoryPressure"
+    reason = ERR_NODE_UNDER_MEMORY_PRESSURE
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        self.handle = handle
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        node = node_info.node
-        if node is None:
-            return Status.error("node not found")
-        if node.conditions.get("MemoryPressure") == "True" and _best_effort(pod):
-            return Status.unresolvable(ERR_NODE_UNDER_MEMORY_PRESSURE)
-        return None
+    def affected(self, pod: Pod) -> bool:
+        return _best_effort(pod)
 
 
-class CheckNodeDiskPressure(FilterPlugin):
+class CheckNodeDiskPressure(_PressureFilter):
     name = "CheckNodeDiskPressure"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        self.handle = handle
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        node = node_info.node
-        if node is None:
-            return Status.error("node not found")
-        if node.conditions.get("DiskPressure") == "True":
-            return Status.unresolvable(ERR_NODE_UNDER_DISK_PRESSURE)
-        return None
+    condition = "DiskPressure"
+    reason = ERR_NODE_UNDER_DISK_PRESSURE
 
 
-class CheckNodePIDPressure(FilterPlugin):
+class CheckNodePIDPressure(_PressureFilter):
     name = "CheckNodePIDPressure"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        self.handle = handle
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        node = node_info.node
-        if node is None:
-            return Status.error("node not found")
-        if node.conditions.get("PIDPressure") == "True":
-            return Status.unresolvable(ERR_NODE_UNDER_PID_PRESSURE)
-        return None
+    condition = "PIDPressure"
+    reason = ERR_NODE_UNDER_PID_PRESSURE
 
 
 class CheckNodeCondition(FilterPlugin):
