@@ -28,6 +28,7 @@ import asyncio
 import datetime as _dt
 import gc
 import json
+import math
 import os
 import platform
 import resource
@@ -90,7 +91,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank percentile of already sorted values."""
     if not sorted_values:
         return 0.0
-    k = max(0, min(len(sorted_values) - 1, int(round(q / 100.0 * len(sorted_values) + 0.5)) - 1))
+    k = max(0, min(len(sorted_values) - 1, math.ceil(q / 100.0 * len(sorted_values)) - 1))
     return sorted_values[k]
 
 
@@ -116,11 +117,44 @@ def _namespace(name: str) -> dict[str, Any]:
             "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}}
 
 
-class Bench:
-    """One workload on one Scheduler."""
+class _CountingClient:
+    """The simulate InMemoryClient, counting the binds of the pods whose name has a prefix."""
 
-    def __init__(self, w: wl.Workload, seed: int = 0, vectorise: bool = True) -> None:
-        from kubeberth.clock import FakeClock
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.prefix = ""
+        self.target = 0
+        self.bound = 0
+        self.done: asyncio.Event | None = None
+
+    def expect(self, prefix: str, target: int) -> asyncio.Event:
+        self.prefix, self.target, self.bound = prefix, target, 0
+        self.done = asyncio.Event()
+        if target <= 0:
+            self.done.set()
+        return self.done
+
+    async def bind(self, pod: Any, node_name: str) -> None:
+        await self.inner.bind(pod, node_name)
+        if self.prefix and pod.name.startswith(self.prefix):
+            self.bound += 1
+            if self.bound >= self.target and self.done is not None:
+                self.done.set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class Bench:
+    """One workload on one Scheduler.
+
+    loop "operator" (default): the operator's `Scheduler.run()` under a real clock, as in
+    production: backoffs take their real time and backoffQ is flushed every second, churn
+    happens at upstream's intervals (200 ms / 1 s). loop "sim": simulate's `run_until_idle()`
+    under a fake clock (no waiting, every run the same), churn every `Churn.every` cycles."""
+
+    def __init__(self, w: wl.Workload, seed: int = 0, vectorise: bool = True, loop: str = "operator") -> None:
+        from kubeberth.clock import FakeClock, RealClock
         from kubeberth.config import default_spec
         from kubeberth.framework import build_framework
         from kubeberth.plugins import in_tree_registry
@@ -128,9 +162,11 @@ class Bench:
         from kubeberth.simulate import InMemoryClient
 
         self.w = w
+        self.loop = loop
         self.recorder = Recorder()
-        self.sched = Scheduler(clock=FakeClock(), seed=seed, metrics=self.recorder)
-        self.client = InMemoryClient(self.sched)
+        clock = RealClock() if loop == "operator" else FakeClock()
+        self.sched = Scheduler(clock=clock, seed=seed, metrics=self.recorder)
+        self.client = _CountingClient(InMemoryClient(self.sched))
         self.sched.ctx.client = self.client
         self.fw = build_framework(default_spec(), in_tree_registry(), self.sched.ctx)
         if hasattr(self.fw, "vectorise"):
@@ -138,7 +174,6 @@ class Bench:
         self.sched.set_profile(self.fw)
         self._churn_round = 0
         self._churn_live: list[tuple[str, Any]] = []
-        self._churn_pods = 0
 
     # -- setup --
     def setup(self) -> dict[str, float]:
@@ -183,8 +218,7 @@ class Bench:
                 sched.on_node_add(wl.node_churn(name))
                 self._churn_live.append(("Node", name))
             for tmpl in c.pods:
-                raw = tmpl(f"churn-{r:05d}", "default")
-                sched.on_pod_add(raw)
+                sched.on_pod_add(tmpl(f"churn-{r:05d}", "default"))
                 self._churn_live.append(("Pod", f"default/churn-{r:05d}"))
             if c.services:
                 sched.on_object("Service", wl.service_churn(f"service-churn-{r:05d}"))
@@ -192,29 +226,55 @@ class Bench:
         else:
             for tmpl in c.pods:
                 sched.on_pod_add(tmpl(f"churn-{r:05d}", "default"))
-                self._churn_pods += 1
+
+    async def _churn_every(self, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            self._churn()
 
     # -- measured phase --
-    async def _measure(self) -> int:
+    def _create_measured(self) -> None:
         w, sched = self.w, self.sched
         for i in range(w.measure_pods):
             sched.on_pod_add(w.measure_template(f"pod-{i:06d}", w.measure_namespace))
+
+    async def _measure_operator(self, timeout: float) -> int:
+        sched = self.sched
+        done = self.client.expect("pod-", self.w.measure_pods)
+        self._create_measured()
+        runner = asyncio.get_running_loop().create_task(sched.run())
+        churn = None
+        if self.w.churn is not None:
+            churn = asyncio.get_running_loop().create_task(self._churn_every(self.w.churn.interval_s))
+        try:
+            await asyncio.wait_for(done.wait(), timeout)
+        except asyncio.TimeoutError:
+            sys.stderr.write(f"{self.w.id}: timed out after {timeout:.0f}s\n")
+        finally:
+            if churn is not None:
+                churn.cancel()
+            sched.stop()
+            await runner
+        return sched.queue.scheduling_cycle
+
+    async def _measure_sim(self) -> int:
+        sched = self.sched
+        self._create_measured()
         cycles = 0
-        if w.churn is None:
-            cycles = await sched.run_until_idle()
-        else:
-            while True:
-                n = await sched.run_until_idle(max_cycles=w.churn.every)
-                cycles += n
-                if n < w.churn.every:
-                    break
-                self._churn()
-        return cycles
+        if self.w.churn is None:
+            return await sched.run_until_idle()
+        while True:
+            n = await sched.run_until_idle(max_cycles=self.w.churn.every)
+            cycles += n
+            if n < self.w.churn.every:
+                return cycles
+            self._churn()
 
     def measure(self, profiler: str | None = None, profile_out: Path | None = None) -> dict[str, Any]:
         from kubeberth.scheduler import SCHEDULED
 
         gc.collect()
+        cycles_before = self.sched.queue.scheduling_cycle
         self.recorder.recording = True
         prof: Any = None
         if profiler == "cprofile":
@@ -228,7 +288,11 @@ class Bench:
             prof = Profiler(interval=0.0005)
             prof.start()
         t0 = time.perf_counter()
-        cycles = asyncio.run(self._measure())
+        if self.loop == "operator":
+            timeout = max(120.0, self.w.measure_pods / 20.0)
+            asyncio.run(self._measure_operator(timeout))
+        else:
+            asyncio.run(self._measure_sim())
         elapsed = time.perf_counter() - t0
         if prof is not None and profile_out is not None:
             profile_out.parent.mkdir(parents=True, exist_ok=True)
@@ -255,16 +319,17 @@ class Bench:
             "scheduled": scheduled,
             "elapsed_s": round(elapsed, 3),
             "pods_per_s": round(scheduled / elapsed, 1) if elapsed > 0 else 0.0,
-            "cycles": cycles,
+            "cycles": self.sched.queue.scheduling_cycle - cycles_before,
             "attempts": results,
             "latency_ms": {f"p{q}": round(percentile(lat, q) * 1000, 3) for q in (50, 90, 99)},
             "churn_rounds": self._churn_round,
+            "loop": self.loop,
         }
 
 
 def run_workload(w: wl.Workload, *, seed: int = 0, vectorise: bool = True, profiler: str | None = None,
-                 profile_out: Path | None = None) -> dict[str, Any]:
-    b = Bench(w, seed=seed, vectorise=vectorise)
+                 profile_out: Path | None = None, loop: str = "operator") -> dict[str, Any]:
+    b = Bench(w, seed=seed, vectorise=vectorise, loop=loop)
     setup = b.setup()
     m = b.measure(profiler, profile_out)
     out = describe(w)
@@ -295,6 +360,7 @@ def _child_args(w: wl.Workload, args: argparse.Namespace) -> list[str]:
                "--nodes", str(w.nodes), "--init", str(w.init_pods), "--pods", str(w.measure_pods)]
     if args.per_node:
         out.append("--per-node")
+    out += ["--loop", args.loop]
     if args.profile:
         out += ["--profile", args.profile]
     return out
@@ -346,7 +412,7 @@ def print_table(results: list[dict[str, Any]], out: Any = sys.stdout) -> None:
 
 def _write(results: list[dict[str, Any]], args: argparse.Namespace, mode: str) -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     doc = {"timestamp": stamp, "commit": git_commit(), "machine": machine(), "mode": mode,
            "seed": args.seed, "vectorised": not args.per_node, "results": results}
     path = RESULTS_DIR / f"{stamp}-{mode}.json"
@@ -397,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pods", type=int, help="override the number of measured pods")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-node", action="store_true", help="disable the vectorised filter/score path")
+    p.add_argument("--loop", choices=["operator", "sim"], default="operator",
+                   help="operator: Scheduler.run() in real time (default); sim: simulate's loop, fake clock")
     p.add_argument("--profile", choices=["cprofile", "pyinstrument"],
                    help="profile the measured phase; writes benchmarks/results/profiles/")
     p.add_argument("--same-process", action="store_true", help="run every workload in this process")
@@ -416,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         w = wl.find(args.child).resized(nodes=args.nodes, init_pods=args.init, measure_pods=args.pods)
         prof_out = _profile_path(w, args.profile) if args.profile else None
         r = run_workload(w, seed=args.seed, vectorise=not args.per_node, profiler=args.profile,
-                         profile_out=prof_out)
+                         profile_out=prof_out, loop=args.loop)
         print("RESULT " + json.dumps(r))
         return 0
 
@@ -439,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.same_process:
             prof_out = _profile_path(w, args.profile) if args.profile else None
             r = run_workload(w, seed=args.seed, vectorise=not args.per_node, profiler=args.profile,
-                             profile_out=prof_out)
+                             profile_out=prof_out, loop=args.loop)
         else:
             r = _run_child(w, args)
         results.append(r)

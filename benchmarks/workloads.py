@@ -8,10 +8,11 @@ Names, sizes, templates and node labels are upstream's; each workload is a list 
 - init pods, scheduled through the scheduler and not measured;
 - measured pods, all created at once (upstream's client creates them at a high QPS, so the
   active queue fills up much faster than the scheduler drains it);
-- optional churn, as upstream's `churn` opcode: "interleave" creates one pod of a template every
-  `every` measured pods (upstream: one every 200 ms); "recreate" deletes what the previous round
-  created and creates one of each template (upstream: every 1000 ms). Rounds are counted in
-  scheduling cycles rather than wall time, so that runs stay deterministic.
+- optional churn, as upstream's `churn` opcode: "interleave" (upstream's mode `create`) creates
+  one pod of each template every `interval_s` (Unschedulable: a pod no node can take, every
+  200 ms); "recreate" deletes what the previous round created and creates one of each
+  template (SchedulingWithMixedChurn: a node, an unschedulable pod, a service, every second).
+  Under the deterministic `--loop sim`, rounds happen every `every` scheduling cycles instead.
 
 One deliberate difference: nodes carry `kubernetes.io/hostname` (= their name), as a kubelet
 sets it. Upstream's API-created nodes have no such label, so its anti-affinity pods (topology key
@@ -158,7 +159,8 @@ def pod_with_topology_spreading(name: str, namespace: str) -> Obj:
 @dataclass(frozen=True)
 class Churn:
     mode: str                      # "interleave" | "recreate"
-    every: int                     # measured pods (interleave) / scheduling cycles (recreate) per round
+    interval_s: float              # upstream's intervalMilliseconds (the operator loop, real time)
+    every: int                     # scheduling cycles per round (the sim loop, fake time)
     pods: tuple[PodTemplate, ...] = ()
     nodes: bool = False            # recreate: a churn node each round
     services: bool = False         # recreate: a churn service each round
@@ -240,14 +242,14 @@ def _preemption(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
     return Workload("PreemptionBasic", variant, n, i, m, pod_low_priority, pod_high_priority, **kw)
 
 
-_UNSCHEDULABLE_CHURN = Churn("interleave", every=100, pods=(pod_high_priority_large_cpu,))
+_UNSCHEDULABLE_CHURN = Churn("interleave", 0.2, every=100, pods=(pod_high_priority_large_cpu,))
 
 
 def _unschedulable(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
     return Workload("Unschedulable", variant, n, i, m, pod_default, pod_default, churn=_UNSCHEDULABLE_CHURN, **kw)
 
 
-_MIXED_CHURN = Churn("recreate", every=100, pods=(pod_high_priority_large_cpu,), nodes=True, services=True)
+_MIXED_CHURN = Churn("recreate", 1.0, every=500, pods=(pod_high_priority_large_cpu,), nodes=True, services=True)
 
 
 def _mixed_churn(variant: str, n: int, m: int, **kw: Any) -> Workload:

@@ -6,8 +6,13 @@ selectHost. The loop around it (queue, assume, binding) is in scheduler.py.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
 
 from .framework import (
     CycleState,
@@ -18,6 +23,7 @@ from .framework import (
     Status,
 )
 from .framework.status import Code, PluginError
+from .framework.vector import AllNodes, NodeView, ScoreTable, select_index
 from .model import NodeInfo, Pod
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -39,14 +45,24 @@ class NoNodesAvailable(SchedulingError):
 
 
 class ScheduleResult:
-    __slots__ = ("evaluated_nodes", "feasible_nodes", "scores", "suggested_host")
+    __slots__ = ("_scores", "evaluated_nodes", "feasible_nodes", "suggested_host")
 
     def __init__(self, suggested_host: str, evaluated_nodes: int, feasible_nodes: int,
-                 scores: list[NodePluginScores] | None = None) -> None:
+                 scores: list[NodePluginScores] | ScoreTable | None = None) -> None:
         self.suggested_host = suggested_host
         self.evaluated_nodes = evaluated_nodes
         self.feasible_nodes = feasible_nodes
-        self.scores = scores or []
+        self._scores = scores
+
+    @property
+    def scores(self) -> list[NodePluginScores]:
+        """Per feasible node, its weighted plugin scores (built on first use on the vectorised path)."""
+        s = self._scores
+        if s is None:
+            return []
+        if isinstance(s, ScoreTable):
+            s = self._scores = s.to_list()
+        return s
 
     def __repr__(self) -> str:
         return (f"ScheduleResult({self.suggested_host}, evaluated={self.evaluated_nodes}, "
@@ -76,6 +92,17 @@ def _record(diagnosis: Diagnosis, name: str, status: Status) -> None:
         diagnosis.unschedulable_plugins.add(status.plugin)
 
 
+def _use_vectors(fw: Framework, nodes: Sequence[NodeInfo]) -> Any:
+    """The snapshot's NodeArrays when this cycle takes the vectorised path over `nodes`, else None."""
+    if not fw.vectorise or len(nodes) < fw.vector_min_nodes:
+        return None
+    snapshot = fw.snapshot
+    if getattr(snapshot, "node_infos", None) is not nodes:
+        return None
+    arrays = getattr(snapshot, "arrays", None)
+    return arrays() if arrays is not None else None
+
+
 def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
                                  nodes: Sequence[NodeInfo], *, rotate: bool = True) -> list[NodeInfo]:
     num_all = len(nodes)
@@ -90,6 +117,13 @@ def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, dia
         if rotate:
             ctx.next_start_node_index = (start + len(feasible)) % num_all
         return feasible
+    arrays = _use_vectors(fw, nodes)
+    if arrays is not None:
+        view, processed = _pass_filters_vectorised(fw, state, pod, diagnosis, nodes, arrays, to_find, start)
+        if view is not None:
+            if rotate:
+                ctx.next_start_node_index = (start + processed) % num_all
+            return view
     processed = 0
     run = fw.run_filter_with_nominated_pods
     for i in range(num_all):
@@ -107,6 +141,127 @@ def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, dia
     if rotate:
         ctx.next_start_node_index = (start + processed) % num_all
     return feasible
+
+
+def _nominated_rows(fw: Framework, pod: Pod, arrays: Any) -> list[int] | None:
+    """Rows of the nodes where run_filter_with_nominated_pods would add nominated pods for `pod`
+    (a pod of equal or higher priority, not `pod` itself); None when the nominator cannot list
+    its nodes."""
+    nominator = fw.ctx.nominator
+    if nominator is None:
+        return []
+    names_of = getattr(nominator, "nominated_node_names", None)
+    if names_of is None:
+        return None
+    rows = []
+    pos = arrays.pos
+    for name in names_of():
+        i = pos.get(name)
+        if i is None:
+            continue
+        for other in nominator.nominated_pods_for_node(name):
+            if other.priority >= pod.priority and other.uid != pod.uid:
+                rows.append(i)
+                break
+    return rows
+
+
+def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
+                             nodes: Sequence[NodeInfo], arrays: Any, to_find: int, start: int
+                             ) -> tuple[NodeView | None, int]:
+    """find_nodes_that_pass_filters over the node arrays: the same feasible nodes (the first
+    `to_find` from `start` on, in order), the same statuses for the nodes that failed before
+    the last of them, and how many nodes that took (upstream's processedNodes).
+
+    Plugins with `filter_all` decide for every node at once. For a node one of them rejects, the
+    plugins are walked in order, skipping those whose mask passed it, until one rejects it with
+    its own per-node `filter` (the status upstream reports). Nodes with nominated pods take the
+    per-node path; the other nodes need only the plugins without `filter_all`."""
+    n = len(nodes)
+    skip = state.skip_filter_plugins
+    view_all = AllNodes(nodes, arrays)
+    passed = np.ones(n, dtype=bool)
+    chain: list[tuple[Any, Any]] = []  # (plugin, its mask or None), in filter order
+    per_node: list[Any] = []
+    for p in fw.filter_plugins:
+        if skip and p.name in skip:
+            continue
+        filter_all = getattr(p, "filter_all", None)
+        mask = filter_all(state, pod, view_all) if filter_all is not None else None
+        chain.append((p, mask))
+        if mask is None:
+            per_node.append(p)
+        else:
+            passed &= mask
+    nominated = _nominated_rows(fw, pod, arrays)
+    if nominated is None:
+        return None, 0
+    special = arrays.missing
+    if nominated:
+        special = special.copy()
+        special[nominated] = True
+
+    def rejected(ni: NodeInfo, i: int) -> Status:
+        """The status of a node some filter_all rejected: the first plugin that fails it."""
+        for p, mask in chain:
+            if mask is not None and mask[i]:
+                continue
+            st = p.filter(state, pod, ni)
+            if st is not None and st.code != Code.SUCCESS:
+                if st.code == Code.ERROR:
+                    return Status.error(f"running {p.name!r} filter plugin: {st.message()}", p.name)
+                return st.with_plugin(p.name)
+            if mask is not None:
+                break
+        raise SchedulingError(Status.error(
+            f"filter plugins disagree on node {ni.name!r}: vectorised filters rejected it"))
+
+    if not per_node and not special.any():
+        order = np.arange(start, start + n)
+        order[n - start:] -= n
+        ok = passed[order]
+        cum = np.cumsum(ok)
+        processed = int(np.searchsorted(cum, to_find)) + 1 if int(cum[-1]) >= to_find else n
+        head = order[:processed]
+        ok_head = ok[:processed]
+        feasible_idx = head[ok_head]
+        for i in head[~ok_head].tolist():
+            ni = nodes[i]
+            status = rejected(ni, i)
+            if status.code == Code.ERROR:
+                raise SchedulingError(status)
+            _record(diagnosis, ni.name, status)
+        picked = feasible_idx.tolist()
+        items = [nodes[picked[0]]] if len(picked) == 1 else itemgetter(*picked)(nodes) if picked else ()
+        return NodeView(items, arrays, feasible_idx), processed
+    passed_l = passed.tolist()
+    special_l = special.tolist()
+    run_all = fw.run_filter_with_nominated_pods
+    run_some = fw.run_filter_plugins
+    feasible: list[NodeInfo] = []
+    feasible_pos: list[int] = []
+    processed = 0
+    for i in itertools.chain(range(start, n), range(start)):
+        ni = nodes[i]
+        processed += 1
+        if special_l[i]:
+            status = run_all(state, pod, ni)
+        elif not passed_l[i]:
+            status = rejected(ni, i)
+        elif per_node:
+            status = run_some(per_node, state, pod, ni)
+        else:
+            status = None
+        if status is None or status.code == Code.SUCCESS:
+            feasible.append(ni)
+            feasible_pos.append(i)
+            if len(feasible) >= to_find:
+                break
+        elif status.code == Code.ERROR:
+            raise SchedulingError(status)
+        else:
+            _record(diagnosis, ni.name, status)
+    return NodeView(feasible, arrays, np.asarray(feasible_pos, dtype=np.intp)), processed
 
 
 async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
@@ -159,12 +314,17 @@ async def _pass_extenders(fw: Framework, pod: Pod, feasible: list[NodeInfo],
 
 
 async def prioritize_nodes(fw: Framework, state: CycleState, pod: Pod,
-                           nodes: list[NodeInfo]) -> list[NodePluginScores]:
+                           nodes: list[NodeInfo]) -> list[NodePluginScores] | ScoreTable:
     if not fw.has_score_plugins() and not fw.extenders:
         return [NodePluginScores(ni.name, total=1) for ni in nodes]
     status = fw.run_pre_score(state, pod, nodes)
     if status is not None and not status.is_success():
         raise SchedulingError(status)
+    if isinstance(nodes, NodeView) and fw.vectorise and not fw.extenders:
+        try:
+            return fw.run_score_vectorised(state, pod, nodes)
+        except PluginError as exc:
+            raise SchedulingError(Status.error(str(exc), exc.plugin)) from exc
     try:
         scores = fw.run_score(state, pod, nodes)
     except PluginError as exc:
@@ -178,10 +338,12 @@ async def prioritize_nodes(fw: Framework, state: CycleState, pod: Pod,
     return scores
 
 
-def select_host(scores: list[NodePluginScores], rng: random.Random) -> str:
+def select_host(scores: list[NodePluginScores] | ScoreTable, rng: random.Random) -> str:
     """The highest total; ties broken uniformly at random (reservoir sampling)."""
-    if not scores:
+    if not len(scores):
         raise SchedulingError(Status.error("empty priorityList"))
+    if isinstance(scores, ScoreTable):
+        return scores.name(select_index(scores.totals, rng))
     best = scores[0]
     ties = 1
     for s in scores[1:]:

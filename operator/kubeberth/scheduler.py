@@ -749,7 +749,9 @@ class Scheduler:
         self._periodic = asyncio.get_running_loop().create_task(self._flush_periodically())
         try:
             while await self.schedule_one():
-                pass
+                # Yield once per cycle: pop() returns at once while activeQ has pods, and the
+                # binding cycles, watch events and the periodic flush must run meanwhile.
+                await asyncio.sleep(0)
         finally:
             self._periodic.cancel()
             with contextlib.suppress(asyncio.CancelledError):

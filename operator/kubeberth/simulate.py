@@ -157,9 +157,33 @@ def _by_creation(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [obj for _, _, obj in keyed]
 
 
+# Rounds of upstream's flushUnschedulablePodsLeftover run once the queue is idle (see _run_settled).
+SETTLE_ROUNDS = 3
+
+
+def _settled_state(sched: Scheduler) -> dict[str, tuple[Any, ...]]:
+    return {k: (r.status, r.node, r.message, r.nominated_node, tuple(r.victims)) for k, r in sched.outcomes.items()}
+
+
+async def _run_settled(sched: Scheduler, clock: FakeClock) -> None:
+    """Run the loop until idle, then let the clock pass upstream's podMaxInUnschedulablePodsDuration
+    so that pods left unschedulable are retried (flushUnschedulablePodsLeftover): a diagnosis made
+    before later pods were bound is refreshed, as upstream does within minutes. Stops once a round
+    changes no outcome."""
+    await sched.run_until_idle()
+    for _ in range(SETTLE_ROUNDS):
+        before = _settled_state(sched)
+        clock.advance(sched.queue.pod_max_in_unschedulable + 1.0)
+        sched.queue.flush_unschedulable_leftover()
+        await sched.run_until_idle()
+        if _settled_state(sched) == before:
+            return
+
+
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order."""
-    sched = Scheduler(clock=FakeClock(), seed=seed)
+    clock = FakeClock()
+    sched = Scheduler(clock=clock, seed=seed)
     client = InMemoryClient(sched)
     sched.ctx.client = client
     for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
@@ -179,5 +203,5 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
             order.append(key)
     for obj in _by_creation(pods):
         sched.on_pod_add(obj)
-    asyncio.run(sched.run_until_idle())
+    asyncio.run(_run_settled(sched, clock))
     return [_outcome(key, sched.outcomes.get(key), sched) for key in order]

@@ -104,3 +104,19 @@ def test_events() -> None:
     assert NodePorts(None, None).events_to_register() == [
         ClusterEvent(POD, ActionType.DELETE),
         ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
+
+
+def test_host_network_defaults_host_port_to_container_port() -> None:
+    """With hostNetwork the API server sets a missing hostPort to the containerPort, so two
+    hostNetwork pods exposing the same containerPort conflict; without hostNetwork they do not."""
+    def pod(name: str, host_network: bool, node: str = "") -> Pod:
+        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 9100}]}]}
+        if host_network:
+            spec["hostNetwork"] = True
+        return make_pod(name, node=node, **spec)
+
+    assert [(p.protocol, p.port) for p in pod("p", True).host_ports] == [("TCP", 9100)]
+    assert pod("p", False).host_ports == []
+    ni = NodeInfo(make_node("n1"), [pod("existing", True, node="n1")])
+    assert not fits(pod("p", True), ni)
+    assert fits(pod("p", False), ni)

@@ -33,16 +33,21 @@ def iso(t: float) -> str:
 
 def pod(name: str, *, cpu: str = "1", prio: int = 0, node: str = "", start: float | None = None,
         labels: dict[str, str] | None = None, deleting: bool = False, nominated: str = "",
-        policy: str | None = None, namespace: str = "default", pods: int | None = None) -> Pod:
-    """A pod; `start` is seconds after T0 for status.startTime; `deleting` sets deletionTimestamp."""
+        policy: str | None = None, namespace: str = "default", pods: int | None = None,
+        preempted: bool = False) -> Pod:
+    """A pod; `start` is seconds after T0 for status.startTime; `deleting` sets deletionTimestamp;
+    `preempted` also sets the DisruptionTarget condition the scheduler adds to its victims."""
     extra: dict[str, Any] = {}
     if policy is not None:
         extra["preemptionPolicy"] = policy
     raw = pod_dict(name, namespace, cpu=cpu, priority=prio, node=node, labels=labels, **extra)
     if start is not None:
         raw["status"]["startTime"] = iso(T0 + start)
-    if deleting:
+    if deleting or preempted:
         raw["metadata"]["deletionTimestamp"] = iso(T0)
+    if preempted:
+        raw["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
+                                        "reason": "PreemptionByScheduler"}]
     if nominated:
         raw["status"]["nominatedNodeName"] = nominated
     return Pod(raw)

@@ -18,25 +18,27 @@ SYS = HIGHEST_USER_PRIORITY
         pytest.param(pod("p", prio=10, policy="PreemptLowerPriority"), [], None, True, "", id="explicit-policy"),
         pytest.param(pod("p", prio=10, policy="Never"), [], None, False,
                      "not eligible due to preemptionPolicy=Never.", id="never"),
-        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1", deleting=True)], None,
+        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1", preempted=True)], None,
                      False, "not eligible due to a terminating pod on the nominated node.",
                      id="lower-priority-victim-terminating-on-nominated-node"),
         pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1")], None, True, "",
                      id="lower-priority-pod-not-terminating"),
-        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=10, node="n1", deleting=True)], None,
+        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1", deleting=True)], None,
+                     True, "", id="terminating-for-another-reason-does-not-block"),
+        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=10, node="n1", preempted=True)], None,
                      True, "", id="terminating-pod-of-equal-priority-is-no-victim"),
-        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=20, node="n1", deleting=True)], None,
+        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=20, node="n1", preempted=True)], None,
                      True, "", id="terminating-pod-of-higher-priority-is-no-victim"),
-        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1", deleting=True)],
+        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1", preempted=True)],
                      Status.unresolvable("node(s) didn't match Pod's node affinity/selector"), True, "",
                      id="nominated-node-now-unresolvable-preempts-again"),
-        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1", deleting=True)],
+        pytest.param(pod("p", prio=10, nominated="n1"), [pod("v", prio=1, node="n1", preempted=True)],
                      Status.unschedulable("Insufficient cpu"), False,
                      "not eligible due to a terminating pod on the nominated node.",
                      id="nominated-node-unschedulable-still-waits"),
-        pytest.param(pod("p", prio=10, nominated="gone"), [pod("v", prio=1, node="n1", deleting=True)], None,
+        pytest.param(pod("p", prio=10, nominated="gone"), [pod("v", prio=1, node="n1", preempted=True)], None,
                      True, "", id="nominated-node-not-in-snapshot"),
-        pytest.param(pod("p", prio=10), [pod("v", prio=1, node="n1", deleting=True)], None, True, "",
+        pytest.param(pod("p", prio=10), [pod("v", prio=1, node="n1", preempted=True)], None, True, "",
                      id="not-nominated-terminating-elsewhere-is-irrelevant"),
     ],
 )
@@ -48,7 +50,7 @@ def test_pod_eligible_to_preempt_others(preemptor, on_n1, nominated_status, want
 def test_nomination_known_only_to_the_nominator_counts():
     """The queue's nominator may know the nomination before the pod's status says so."""
     p = pod("p", prio=10)
-    env = Env([node("n1")], [pod("v", prio=1, node="n1", deleting=True)], nominated=[(p, "n1")])
+    env = Env([node("n1")], [pod("v", prio=1, node="n1", preempted=True)], nominated=[(p, "n1")])
     assert env.evaluator.nominated_node_of(p) == "n1"
     ok, msg = env.evaluator.pod_eligible_to_preempt_others(p, None, env.evaluator.nominated_node_of(p))
     assert (ok, msg) == (False, "not eligible due to a terminating pod on the nominated node.")

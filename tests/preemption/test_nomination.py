@@ -45,10 +45,10 @@ async def test_does_not_preempt_again_while_victims_terminate():
     first = result.nominated_node_name
     deleted = [c[1] for c in env.client.of("delete")]
     assert len(deleted) == 1
-    # the victim is terminating (deletionTimestamp set) but still on its node
+    # the victim is terminating (deletionTimestamp and DisruptionTarget set) but still on its node
     name = deleted[0].split("/")[1]
     nodes = [node("n1"), node("n2")]
-    pods = [pod(n, cpu="4", prio=1, node=f"n{i}", deleting=(n == name)) for i, n in ((1, "low"), (2, "low2"))]
+    pods = [pod(n, cpu="4", prio=1, node=f"n{i}", preempted=(n == name)) for i, n in ((1, "low"), (2, "low2"))]
     env.ctx.snapshot = Snapshot.from_objects(nodes, pods)
     env.client.calls.clear()
     result, status = await env.post_filter(p)
@@ -56,6 +56,15 @@ async def test_does_not_preempt_again_while_victims_terminate():
     assert status.reasons == ["preemption: not eligible due to a terminating pod on the nominated node."]
     assert env.client.calls == []
     assert env.nominator.nominated_node_for(p) == first
+
+
+async def test_pod_terminating_for_another_reason_does_not_block_preemption():
+    """Only victims of a preemption (DisruptionTarget/PreemptionByScheduler) make the nominated
+    pod wait, as upstream's podTerminatingByPreemption; a pod deleted for another reason does not."""
+    env = Env([node("n1")], [pod("low", cpu="4", prio=1, node="n1", deleting=True)])
+    p = pod("p", cpu="3", prio=10, nominated="n1")
+    result, status = await env.post_filter(p)
+    assert status.is_success() and result.nominated_node_name == "n1"
 
 
 async def test_lower_priority_preemptor_accounts_for_nominated_pod():

@@ -75,3 +75,14 @@ async def test_metrics_are_reported() -> None:
     assert sorted(metrics.attempts) == [("scheduled", "default-scheduler"), ("unschedulable", "default-scheduler")]
     assert metrics.scheduled == [1]
     assert metrics.pending == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
+
+
+def test_stale_diagnosis_is_refreshed_as_upstream_retries_leftover_pods() -> None:
+    """A pod that failed before a lower-priority pod took the node's last pod slot is retried once
+    upstream's podMaxInUnschedulablePodsDuration passes (no event of NodeResourcesFit's covers a
+    pod being added): its message reports the node as it ends up."""
+    objects = [node_dict("n1", cpu="4", pods="1"), pod_dict("big", cpu="5", priority=100),
+               pod_dict("small", cpu="100m")]
+    got = _by_pod(objects)
+    assert got["default/small"].status == "Scheduled"
+    assert got["default/big"].message.startswith("0/1 nodes are available: 1 Insufficient cpu, 1 Too many pods.")

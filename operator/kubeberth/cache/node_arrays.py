@@ -54,9 +54,10 @@ class _LabelColumn:
 
 
 class NodeArrays:
-    __slots__ = ("_labels", "_taint_index", "alloc", "generation", "hard_taints", "images", "infos",
-                 "label_version", "missing", "n", "names", "node_version", "nodes", "nz", "ports", "pos",
-                 "prefer_taints", "req", "scalar", "taint_id", "taint_sets", "unschedulable")
+    __slots__ = ("_exact", "_labels", "_taint_index", "alloc", "changes", "epoch", "generation",
+                 "hard_taints", "images", "infos", "label_version", "missing", "n", "names", "node_version",
+                 "nodes", "nz", "ports", "pos", "prefer_taints", "req", "scalar", "taint_id", "taint_sets",
+                 "unschedulable")
 
     _versions = 0
 
@@ -67,6 +68,11 @@ class NodeArrays:
         self.label_version = self._bump()
         self.node_version = self.label_version
         self.generation = 0  # bumped on every change (rows or order)
+        # Rows updated since the node list was last (re)ordered; a new epoch starts with each
+        # reorder. Caches of per-node values recompute only these rows (see RowCache).
+        self.epoch = 0
+        self.changes: list[int] = []
+        self._exact = (-1, False)
         self._alloc_columns(0)
         self.rebuild(infos)
 
@@ -135,12 +141,20 @@ class NodeArrays:
         self.label_version = self._bump()
         self.node_version = self.label_version
         self.generation += 1
+        self.epoch = self._bump()
+        self.changes = []
 
     def update(self, i: int, ni: NodeInfo) -> None:
         """NodeInfo `ni` replaced the one at position i."""
         self.infos[i] = ni
         self._read(i, ni, force_node=False)
         self.generation += 1
+        changes = self.changes
+        if len(changes) > 4 * self.n + 1024:
+            # Nobody needs that much history: start a new epoch (caches recompute everything).
+            self.epoch = self._bump()
+            changes.clear()
+        changes.append(i)
 
     def _read(self, i: int, ni: NodeInfo, *, force_node: bool) -> None:
         req = ni.requested
@@ -191,6 +205,20 @@ class NodeArrays:
             for key, col in self._labels.items():
                 col.codes[i] = col.code(labels.get(key))
             self.label_version = self._bump()
+
+    def small_values(self, limit: int) -> bool:
+        """Every allocatable and requested amount is below `limit` (checked once per generation)."""
+        gen, ok = self._exact
+        if gen != self.generation:
+            ok = self.n == 0 or bool(max(int(self.alloc.max()), int(self.req.max()), int(self.nz.max())) < limit)
+            self._exact = (self.generation, ok)
+        return ok
+
+    def changed_since(self, epoch: int, seen: int) -> list[int] | None:
+        """Rows updated since a cache saw `seen` changes of `epoch`; None: everything may have."""
+        if epoch != self.epoch or seen > len(self.changes):
+            return None
+        return self.changes[seen:]
 
     # ---- labels ----------------------------------------------------------------------------
     def _column(self, key: str) -> _LabelColumn:

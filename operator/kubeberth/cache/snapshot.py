@@ -11,37 +11,47 @@ from .node_arrays import NodeArrays
 
 class _TrackedList(list):  # type: ignore[type-arg]
     """The snapshot's node list. Replacing one entry (what the cache does for a changed node)
-    is remembered so that the node arrays update that row only; any other change to the list
-    makes them re-read it."""
+    and changing a NodeInfo of the list in place (tests do) are remembered, so that the node
+    arrays update those rows only; any other change to the list makes them re-read it."""
 
-    __slots__ = ("dirty", "reordered")
+    __slots__ = ("dirty", "reordered", "touched")
 
     def __init__(self, items: Iterable[NodeInfo] = ()) -> None:
         super().__init__(items)
         self.dirty: set[int] = set()
+        self.touched: list[NodeInfo] = []
         self.reordered = True
+        for ni in self:
+            ni.owner = self
+
+    def touch(self, ni: NodeInfo) -> None:
+        """`ni` changed in place (NodeInfo calls this)."""
+        self.touched.append(ni)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         super().__setitem__(index, value)
         if isinstance(index, int):
             self.dirty.add(index if index >= 0 else index + len(self))
+            value.owner = self
         else:
-            self.reordered = True
+            self._own()
 
-    def _changed(self) -> None:
+    def _own(self) -> None:
         self.reordered = True
+        for ni in self:
+            ni.owner = self
 
     def append(self, value: Any) -> None:
         super().append(value)
-        self.reordered = True
+        self._own()
 
     def extend(self, values: Iterable[Any]) -> None:
         super().extend(values)
-        self.reordered = True
+        self._own()
 
     def insert(self, index: SupportsIndex, value: Any) -> None:
         super().insert(index, value)
-        self.reordered = True
+        self._own()
 
     def pop(self, index: SupportsIndex = -1) -> Any:
         self.reordered = True
@@ -69,7 +79,7 @@ class _TrackedList(list):  # type: ignore[type-arg]
 
     def __iadd__(self, values: Iterable[Any]) -> _TrackedList:  # type: ignore[override,misc]
         super().__iadd__(values)
-        self.reordered = True
+        self._own()
         return self
 
 
@@ -108,10 +118,8 @@ class Snapshot:
         self._node_infos.reordered = True
 
     def arrays(self) -> NodeArrays:
-        """The node arrays of this snapshot, brought up to date with its node list.
-
-        Only replaced entries of `node_infos` (and reorders) are seen: a NodeInfo of a
-        snapshot is not changed in place (the cache hands out clones), so neither are rows."""
+        """The node arrays of this snapshot, brought up to date with its node list: replaced
+        entries, NodeInfos changed in place (they tell their list) and reorders."""
         infos = self._node_infos
         arrays = self._arrays
         if arrays is None:
@@ -121,6 +129,14 @@ class Snapshot:
         elif infos.dirty:
             for i in infos.dirty:
                 arrays.update(i, infos[i])
+        if infos.touched:
+            # Changed in place: same object, so rebuild() kept its row as it was.
+            pos = arrays.pos
+            for ni in dict.fromkeys(infos.touched):
+                i = pos.get(ni.name)
+                if i is not None and infos[i] is ni:
+                    arrays.update(i, ni)
+            infos.touched.clear()
         infos.dirty.clear()
         infos.reordered = False
         return arrays

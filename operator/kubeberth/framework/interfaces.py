@@ -2,9 +2,11 @@
 
 The framework finds a plugin's points with isinstance, so a plugin enabled at
 a point whose base it does not subclass is a configuration error.
-Filter and Score plugins may also implement `filter_all` / `score_all` to
-handle every node of a cycle at once (vectorised); the runner uses that when
-present and falls back to the per-node call otherwise.
+Filter and Score plugins may also implement `filter_all` / `score_all` (and
+`normalize_all`) to handle every node of a cycle at once over the snapshot's node
+arrays; the vectorised path uses them when present and falls back to the per-node
+call otherwise. Their contract is in framework/vector.py: decide exactly as the
+per-node methods do.
 """
 
 from __future__ import annotations

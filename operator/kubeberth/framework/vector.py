@@ -18,7 +18,7 @@ compares both paths on random clusters and pods.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,42 +36,113 @@ class NodeView(list):  # type: ignore[type-arg]
     snapshot's NodeArrays: `idx[k]` is the row of `self[k]`, or `idx` is None when the view is
     the whole snapshot in order."""
 
-    __slots__ = ("arrays", "idx")
+    __slots__ = ("_taken", "arrays", "idx")
 
     def __init__(self, items: Iterable[NodeInfo], arrays: NodeArrays, idx: np.ndarray | None = None) -> None:
         super().__init__(items)
         self.arrays = arrays
         self.idx = idx
+        self._taken: dict[int, np.ndarray] = {}
 
     def take(self, column: np.ndarray) -> np.ndarray:
-        """`column` (one entry per snapshot node) restricted to this view, in its order."""
-        return column if self.idx is None else column[self.idx]
+        """`column` (one entry per snapshot node) restricted to this view, in its order
+        (taken once per column: plugins share it and must not write to it)."""
+        if self.idx is None:
+            return column
+        got = self._taken.get(id(column))
+        if got is None:
+            got = self._taken[id(column)] = column[self.idx]
+        return got
+
+
+class AllNodes:
+    """The whole snapshot, in order, as filter_all sees it: like a NodeView with `idx` None,
+    without copying the node list (len, indexing and iteration go to the snapshot's list)."""
+
+    __slots__ = ("arrays", "idx", "items")
+
+    def __init__(self, items: Sequence[NodeInfo], arrays: NodeArrays) -> None:
+        self.items = items
+        self.arrays = arrays
+        self.idx = None
+
+    def take(self, column: np.ndarray) -> np.ndarray:
+        return column
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, k: int) -> NodeInfo:
+        return self.items[k]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self.items)
 
 
 class ScoreTable:
     """The scores of a vectorised Score phase: totals and weighted per-plugin arrays, aligned
-    with `names`. `to_list()` gives the NodePluginScores the per-node path returns."""
+    with `nodes`. `to_list()` gives the NodePluginScores the per-node path returns."""
 
-    __slots__ = ("_list", "names", "per_plugin", "totals")
+    __slots__ = ("_list", "nodes", "per_plugin", "totals")
 
-    def __init__(self, names: list[str], totals: np.ndarray, per_plugin: dict[str, np.ndarray]) -> None:
-        self.names = names
+    def __init__(self, nodes: Sequence[NodeInfo], totals: np.ndarray, per_plugin: dict[str, np.ndarray]) -> None:
+        self.nodes = nodes
         self.totals = totals
         self.per_plugin = per_plugin
         self._list: list[NodePluginScores] | None = None
+
+    def name(self, k: int) -> str:
+        return self.nodes[k].name
 
     def to_list(self) -> list[NodePluginScores]:
         if self._list is None:
             cols = {name: arr.tolist() for name, arr in self.per_plugin.items()}
             totals = self.totals.tolist()
             out = []
-            for k, name in enumerate(self.names):
-                out.append(NodePluginScores(name, {p: col[k] for p, col in cols.items()}, totals[k]))
+            for k, ni in enumerate(self.nodes):
+                out.append(NodePluginScores(ni.name, {p: col[k] for p, col in cols.items()}, totals[k]))
             self._list = out
         return self._list
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.nodes)
+
+
+class RowCache:
+    """Per-node values of functions of one node's state (say, a plugin's score for a given pod
+    request), for every row of a NodeArrays, kept current by recomputing only the rows updated
+    since: `compute_all(arrays)` fills a whole column (vectorised), `compute_row(node_info)` one
+    value (the per-node code). At most `limit` keys are kept."""
+
+    __slots__ = ("_arrays", "_entries", "limit")
+
+    def __init__(self, limit: int = 16) -> None:
+        self._arrays: Any = None
+        self._entries: dict[Any, list[Any]] = {}  # key -> [values, epoch, seen]
+        self.limit = limit
+
+    def get(self, arrays: NodeArrays, key: Any, compute_all: Any, compute_row: Any) -> np.ndarray | None:
+        if self._arrays is not arrays:
+            self._arrays = arrays
+            self._entries = {}
+        entry = self._entries.get(key)
+        if entry is not None:
+            rows = arrays.changed_since(entry[1], entry[2])
+            if rows is not None:
+                values = entry[0]
+                if rows:
+                    infos = arrays.infos
+                    for i in set(rows):
+                        values[i] = compute_row(infos[i])
+                    entry[2] = len(arrays.changes)
+                return values  # type: ignore[no-any-return]
+        values = compute_all(arrays)
+        if values is None:
+            return None
+        if len(self._entries) >= self.limit:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = [values, arrays.epoch, len(arrays.changes)]
+        return values
 
 
 # ---- scores --------------------------------------------------------------------------------
@@ -87,25 +158,70 @@ def default_normalize_all(max_priority: int, reverse: bool, scores: np.ndarray) 
     return max_priority - out if reverse else out
 
 
-def _draw_inline(getrandbits: Any, c: int) -> int:
-    bits = c.bit_length()
-    r = getrandbits(bits)
-    while r >= c:
-        r = getrandbits(bits)
-    return int(r)
+_BIT_LENGTHS = np.zeros(1, dtype=np.int64)
 
 
-def _inline_draws_match() -> bool:
-    """Whether drawing inline (below) gives what random.Random.randrange(c) gives on this Python."""
-    a, b = random.Random(20240601), random.Random(20240601)
-    return all(a.randrange(c) == _draw_inline(b.getrandbits, c) for c in [*range(1, 300), 1 << 40, 12345678901])
+def _bit_lengths(upto: int) -> np.ndarray:
+    """int.bit_length of 0..upto (at least), as an array."""
+    global _BIT_LENGTHS
+    if _BIT_LENGTHS.shape[0] <= upto:
+        size = max(upto + 1, 2 * _BIT_LENGTHS.shape[0], 1024)
+        _BIT_LENGTHS = np.array([i.bit_length() for i in range(size)], dtype=np.int64)
+    return _BIT_LENGTHS
 
 
-_INLINE_OK = _inline_draws_match()
+def _zero_draws_words(rng: random.Random, ties: list[int], bits: list[int]) -> list[bool]:
+    """For each c in `ties`, whether rng.randrange(c) would return 0, drawing exactly as it does.
+
+    CPython's randrange(c) is _randbelow_with_getrandbits: getrandbits(c.bit_length()), retried
+    while >= c; getrandbits(b) for b <= 32 is the next 32-bit Mersenne Twister output shifted
+    right by 32 - b, and getrandbits(32 * k) is the next k outputs, first one lowest. So the
+    outputs can be fetched k at a time (k = draws still to do, never more than are used)."""
+    total = len(ties)
+    out = [False] * total
+    j = 0
+    getrandbits = rng.getrandbits
+    while j < total:
+        need = total - j
+        words = np.frombuffer(getrandbits(32 * need).to_bytes(4 * need, "little"), dtype="<u4").tolist()
+        p = 0
+        while p < need and j < total:
+            c = ties[j]
+            shift = 32 - bits[j]
+            r = words[p] >> shift
+            p += 1
+            while r >= c:
+                if p < need:
+                    r = words[p] >> shift
+                    p += 1
+                else:
+                    r = getrandbits(bits[j])
+            out[j] = r == 0
+            j += 1
+    return out
+
+
+def _zero_draws_randrange(rng: Any, ties: list[int]) -> list[bool]:
+    randrange = rng.randrange
+    return [randrange(c) == 0 for c in ties]
+
+
+def _words_match_randrange() -> bool:
+    """Whether _zero_draws_words agrees with randrange on this Python (checked once)."""
+    ties = [2 + (i * 7919) % 600 for i in range(3000)] + [2, 3, 1 << 20, (1 << 31) - 1]
+    bits = [c.bit_length() for c in ties]
+    for seed in (1, 20240601):
+        a, b = random.Random(seed), random.Random(seed)
+        if _zero_draws_words(a, ties, bits) != _zero_draws_randrange(b, ties) or a.random() != b.random():
+            return False
+    return True
+
+
+_WORDS_OK = _words_match_randrange()
 
 
 def _is_plain_random(rng: Any) -> bool:
-    return _INLINE_OK and type(rng) is random.Random
+    return _WORDS_OK and type(rng) is random.Random
 
 
 def select_index(totals: np.ndarray, rng: Any) -> int:
@@ -124,27 +240,24 @@ def select_index(totals: np.ndarray, rng: Any) -> int:
     if tie_pos.size == 0:
         return best
     vals = running[tie_pos]
-    k = np.arange(tie_pos.size)
-    starts = np.flatnonzero(np.r_[True, vals[1:] != vals[:-1]])
-    group_start = np.repeat(starts, np.diff(np.r_[starts, tie_pos.size]))
-    ties = (k - group_start + 2).tolist()
-    final = float(totals[best])
-    first_final = int(np.searchsorted(vals, final)) if vals[-1] == final else len(ties)
-    positions = tie_pos.tolist()
-    if _is_plain_random(rng):
-        getrandbits = rng.getrandbits
-        for j, c in enumerate(ties):
-            bits = c.bit_length()
-            r = getrandbits(bits)
-            while r >= c:
-                r = getrandbits(bits)
-            if r == 0 and j >= first_final:
-                best = positions[j]
+    t = tie_pos.size
+    new_group = np.empty(t, dtype=bool)
+    new_group[0] = True
+    np.not_equal(vals[1:], vals[:-1], out=new_group[1:])
+    k = np.arange(t)
+    group_start = np.maximum.accumulate(np.where(new_group, k, 0))
+    ties_arr = k - group_start + 2
+    final = totals[best]
+    first_final = int(np.searchsorted(vals, final)) if vals[-1] == final else t
+    ties = ties_arr.tolist()
+    top = int(ties_arr.max())
+    if _is_plain_random(rng) and top < (1 << 31):
+        zeros = _zero_draws_words(rng, ties, _bit_lengths(top)[ties_arr].tolist())
     else:
-        randrange = rng.randrange
-        for j, c in enumerate(ties):
-            if randrange(c) == 0 and j >= first_final:
-                best = positions[j]
+        zeros = _zero_draws_randrange(rng, ties)
+    for j in range(t - 1, first_final - 1, -1):
+        if zeros[j]:
+            return int(tie_pos[j])
     return best
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .node import Node
 from .pod import HostPort, Pod
@@ -19,6 +20,18 @@ def _has_required_anti_affinity(pod: Pod) -> bool:
     return bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
 
 
+_FLAGS_KEY = "NodeInfo.flags"
+
+
+def _flags(pod: Pod) -> tuple[bool, bool, tuple[str, ...]]:
+    """(has pod (anti-)affinity, has required anti-affinity, its PVC keys), parsed once per pod."""
+    flags = pod.cache.get(_FLAGS_KEY)
+    if flags is None:
+        flags = pod.cache[_FLAGS_KEY] = (_has_affinity(pod), _has_required_anti_affinity(pod),
+                                         tuple(_pvc_names(pod)))
+    return flags  # type: ignore[no-any-return]
+
+
 class NodeInfo:
     """Aggregate state of one node.
 
@@ -27,13 +40,15 @@ class NodeInfo:
     node, on how many nodes of the cluster it is present.
     """
 
-    __slots__ = ("generation", "image_num_nodes", "node", "non_zero_requested", "pods",
+    __slots__ = ("generation", "image_num_nodes", "node", "owner", "non_zero_requested", "pods",
                  "pods_with_affinity", "pods_with_required_anti_affinity", "pvc_ref_counts",
                  "requested", "used_ports")
 
     _next_generation = 0
 
     def __init__(self, node: Node | None = None, pods: Iterable[Pod] = ()) -> None:
+        # The snapshot's node list holding this NodeInfo, told when it changes in place.
+        self.owner: Any = None
         self.node = node
         self.pods: list[Pod] = []
         self.pods_with_affinity: list[Pod] = []
@@ -63,45 +78,59 @@ class NodeInfo:
     def set_node(self, node: Node) -> None:
         self.node = node
         self.generation = self._bump()
+        if self.owner is not None:
+            self.owner.touch(self)
 
     def add_pod(self, pod: Pod) -> None:
         self.pods.append(pod)
-        if _has_affinity(pod):
+        affinity, anti, claims = _flags(pod)
+        if affinity:
             self.pods_with_affinity.append(pod)
-        if _has_required_anti_affinity(pod):
+        if anti:
             self.pods_with_required_anti_affinity.append(pod)
         self.requested.add(pod.requests)
-        self.non_zero_requested.milli_cpu += pod.non_zero_requests.milli_cpu
-        self.non_zero_requested.memory += pod.non_zero_requests.memory
-        self.used_ports.extend(pod.host_ports)
-        for claim in _pvc_names(pod):
+        nz = pod.non_zero_requests
+        self.non_zero_requested.milli_cpu += nz.milli_cpu
+        self.non_zero_requested.memory += nz.memory
+        if pod.host_ports:
+            self.used_ports.extend(pod.host_ports)
+        for claim in claims:
             self.pvc_ref_counts[claim] = self.pvc_ref_counts.get(claim, 0) + 1
         self.generation = self._bump()
+        if self.owner is not None:
+            self.owner.touch(self)
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with the same uid; False when it is not here."""
-        index = next((i for i, p in enumerate(self.pods) if p.uid == pod.uid), None)
+        uid = pod.uid
+        index = next((i for i, p in enumerate(self.pods) if p.uid == uid), None)
         if index is None:
             return False
         p = self.pods.pop(index)
-        self.pods_with_affinity = [q for q in self.pods_with_affinity if q.uid != p.uid]
-        self.pods_with_required_anti_affinity = [
-            q for q in self.pods_with_required_anti_affinity if q.uid != p.uid]
+        affinity, anti, claims = _flags(p)
+        if affinity:
+            self.pods_with_affinity = [q for q in self.pods_with_affinity if q.uid != uid]
+        if anti:
+            self.pods_with_required_anti_affinity = [
+                q for q in self.pods_with_required_anti_affinity if q.uid != uid]
         self.requested.sub(p.requests)
-        self.non_zero_requested.milli_cpu -= p.non_zero_requests.milli_cpu
-        self.non_zero_requested.memory -= p.non_zero_requests.memory
+        nz = p.non_zero_requests
+        self.non_zero_requested.milli_cpu -= nz.milli_cpu
+        self.non_zero_requested.memory -= nz.memory
         for hp in p.host_ports:
             for j, used in enumerate(self.used_ports):
                 if (used.host_ip, used.protocol, used.port) == (hp.host_ip, hp.protocol, hp.port):
                     del self.used_ports[j]
                     break
-        for claim in _pvc_names(p):
+        for claim in claims:
             left = self.pvc_ref_counts.get(claim, 0) - 1
             if left > 0:
                 self.pvc_ref_counts[claim] = left
             else:
                 self.pvc_ref_counts.pop(claim, None)
         self.generation = self._bump()
+        if self.owner is not None:
+            self.owner.touch(self)
         return True
 
     def clone(self) -> NodeInfo:
@@ -116,6 +145,7 @@ class NodeInfo:
         c.pvc_ref_counts = dict(self.pvc_ref_counts)
         c.image_num_nodes = self.image_num_nodes
         c.generation = self.generation
+        c.owner = None
         return c
 
     def __repr__(self) -> str:

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ModelError
-from .resources import pod_requests
+from .resources import Resource, pod_requests
 from .selectors import NodeSelector, PreferredTerm
 from .taints import Toleration
 
@@ -26,6 +26,31 @@ def parse_time(raw: Any) -> float | None:
         return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
     except ValueError as exc:
         raise ModelError(f"invalid timestamp {raw!r}") from exc
+
+
+_REQUESTS_MEMO: dict[str, tuple[Resource, Resource]] = {}
+_REQUESTS_MEMO_LIMIT = 4096
+
+
+def _requests(spec: Mapping[str, Any]) -> tuple[Resource, Resource]:
+    """(pod_requests(spec), pod_requests(spec, non_zero=True)), memoised by what they depend on.
+
+    Replicas share their containers' resources; the key is the repr of those fields (equal
+    reprs mean equal values, so a hit computes the same result), the results are cloned."""
+    try:
+        key = repr((
+            [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
+            [c.get("resources") for c in spec.get("containers") or ()],
+            spec.get("overhead"), spec.get("resources")))
+    except (AttributeError, TypeError):
+        return pod_requests(spec), pod_requests(spec, non_zero=True)
+    hit = _REQUESTS_MEMO.get(key)
+    if hit is None:
+        hit = (pod_requests(spec), pod_requests(spec, non_zero=True))
+        if len(_REQUESTS_MEMO) >= _REQUESTS_MEMO_LIMIT:
+            _REQUESTS_MEMO.clear()
+        _REQUESTS_MEMO[key] = hit
+    return hit[0].clone(), hit[1].clone()
 
 
 class HostPort:
@@ -85,8 +110,7 @@ class Pod:
             self.creation_timestamp = parse_time(meta.get("creationTimestamp"))
             self.deletion_timestamp = parse_time(meta.get("deletionTimestamp"))
             self.start_time = parse_time(status.get("startTime"))
-            self.requests = pod_requests(spec)
-            self.non_zero_requests = pod_requests(spec, non_zero=True)
+            self.requests, self.non_zero_requests = _requests(spec)
             self.tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or []]
             self._parse_node_affinity(spec)
         except ModelError as exc:
@@ -109,11 +133,15 @@ class Pod:
             if c.get("image"):
                 self.images.append(str(c["image"]))
         # Host ports of the containers and of the init containers that keep running
-        # (restartPolicy Always), as upstream's GetHostPorts.
+        # (restartPolicy Always), as upstream's GetHostPorts. With hostNetwork the API server
+        # defaults a missing hostPort to the containerPort.
+        host_network = bool(spec.get("hostNetwork"))
         sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
         for c in [*sidecars, *(spec.get("containers") or [])]:
             for p in c.get("ports") or []:
                 hp = p.get("hostPort")
+                if not hp and host_network:
+                    hp = p.get("containerPort")
                 if hp and int(hp) > 0:
                     self.host_ports.append(
                         HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), int(hp)))

@@ -34,9 +34,11 @@ def pod_sig(pod: Pod) -> Sig:
 
 
 class PodIndex:
-    __slots__ = ("_by_label", "_by_sig", "_labels", "_nodes")
+    __slots__ = ("_by_label", "_by_sig", "_labels", "_nodes", "_synced")
 
     def __init__(self) -> None:
+        # (node arrays, epoch, changes seen) of the last sync through a snapshot's arrays.
+        self._synced: tuple[Any, int, int] | None = None
         # node name -> (indexed generation, {sig: count})
         self._nodes: dict[str, tuple[int, dict[Sig, int]]] = {}
         # sig -> {node name: count}
@@ -47,31 +49,44 @@ class PodIndex:
         self._labels: dict[Sig, dict[str, str]] = {}
 
     # ---- maintenance -------------------------------------------------------------
-    def sync(self, node_infos: Sequence[NodeInfo]) -> None:
+    def sync(self, node_infos: Sequence[NodeInfo], arrays: Any = None) -> None:
+        """Re-index the nodes whose generation changed. With the snapshot's NodeArrays, only the
+        rows they report replaced since the last sync are looked at (else every node)."""
+        if arrays is not None and self._synced is not None and self._synced[0] is arrays:
+            rows = arrays.changed_since(self._synced[1], self._synced[2])
+            if rows is not None:
+                for i in set(rows):
+                    self._sync_one(node_infos[i])
+                self._synced = (arrays, arrays.epoch, len(arrays.changes))
+                return
         nodes = self._nodes
         for ni in node_infos:
-            name = ni.name
-            cur = nodes.get(name)
-            if cur is not None and cur[0] == ni.generation:
-                continue
-            counts: dict[Sig, int] = {}
-            labels: dict[Sig, Mapping[str, str]] = {}
-            for p in ni.pods:
-                s = pod_sig(p)
-                n = counts.get(s)
-                if n is None:
-                    counts[s] = 1
-                    labels[s] = p.labels
-                else:
-                    counts[s] = n + 1
-            if cur is not None:
-                self._remove(name, cur[1])
-            self._add(name, counts, labels)
-            nodes[name] = (ni.generation, counts)
+            self._sync_one(ni)
+        self._synced = (arrays, arrays.epoch, len(arrays.changes)) if arrays is not None else None
         if len(nodes) != len(node_infos):
             present = {ni.name for ni in node_infos}
             for name in [n for n in nodes if n not in present]:
                 self._remove(name, nodes.pop(name)[1])
+
+    def _sync_one(self, ni: NodeInfo) -> None:
+        name = ni.name
+        cur = self._nodes.get(name)
+        if cur is not None and cur[0] == ni.generation:
+            return
+        counts: dict[Sig, int] = {}
+        labels: dict[Sig, Mapping[str, str]] = {}
+        for p in ni.pods:
+            s = pod_sig(p)
+            n = counts.get(s)
+            if n is None:
+                counts[s] = 1
+                labels[s] = p.labels
+            else:
+                counts[s] = n + 1
+        if cur is not None:
+            self._remove(name, cur[1])
+        self._add(name, counts, labels)
+        self._nodes[name] = (ni.generation, counts)
 
     def _add(self, node: str, counts: Mapping[Sig, int], labels: Mapping[Sig, Mapping[str, str]]) -> None:
         for s, n in counts.items():
@@ -150,5 +165,7 @@ def index_for(handle: Any, fallback: PodIndex) -> PodIndex:
         index = extras.get(_EXTRAS_KEY)
         if not isinstance(index, PodIndex):
             index = extras[_EXTRAS_KEY] = PodIndex()
-    index.sync(handle.snapshot.node_infos)
+    snapshot = handle.snapshot
+    arrays = getattr(snapshot, "arrays", None)
+    index.sync(snapshot.node_infos, arrays() if arrays is not None else None)
     return index

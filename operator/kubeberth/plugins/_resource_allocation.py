@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..cache.node_arrays import CPU as _COL_CPU
+from ..cache.node_arrays import EPH as _COL_EPH
+from ..cache.node_arrays import MEM as _COL_MEM
 from ..framework.status import PluginError
+from ..framework.vector import AllNodes, RowCache
 from ..model import NodeInfo, Pod, Resource
 from ..model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 
@@ -59,6 +65,12 @@ def _kind(name: str) -> int | None:
 
 
 Scorer = Callable[[list[int], list[int]], int]
+# A scorer's vectorised twin, set as its `vector` attribute: (requested, allocatable), int64
+# arrays of shape (nodes, resources) with 0/0 for skipped resources -> int64 scores, or None.
+VectorScorer = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
+
+# Beyond this, int64 products or float64 conversions could differ from Python's ints.
+_EXACT_LIMIT = 1 << 52
 
 
 class ResourceAllocationScorer:
@@ -69,7 +81,7 @@ class ResourceAllocationScorer:
     True: the plain requests.
     """
 
-    __slots__ = ("kinds", "names", "scorer", "use_requested", "weights")
+    __slots__ = ("_rows", "kinds", "names", "scorer", "use_requested", "weights")
 
     def __init__(self, resources: Sequence[ResourceSpec], scorer: Scorer, *, use_requested: bool) -> None:
         self.names = [r.name for r in resources]
@@ -77,6 +89,8 @@ class ResourceAllocationScorer:
         self.kinds = [_kind(n) for n in self.names]
         self.scorer = scorer
         self.use_requested = use_requested
+        # Scores of every node per pod request, recomputed per node as nodes change.
+        self._rows = RowCache()
 
     def pod_requests(self, pod: Pod) -> list[int]:
         reqs: Resource = pod.requests if self.use_requested else pod.non_zero_requests
@@ -117,6 +131,74 @@ class ResourceAllocationScorer:
             allocatable[i] = alloc
             requested[i] = req
         return self.scorer(requested, allocatable)
+
+    def vector_inputs(self, nodes: Any, pod_requests: Sequence[int]) -> tuple[np.ndarray, np.ndarray] | None:
+        """`score`'s (requested, allocatable) for every node of a NodeView, as int64 arrays of shape
+        (nodes, resources); None when only the per-node path can tell (a scalar resource the pod
+        requests, a node without node, values too large for exact integer arithmetic)."""
+        if not self.names:
+            return None
+        a = nodes.arrays
+        if a.missing.any() and nodes.take(a.missing).any():
+            return None
+        alloc_cols = nodes.take(a.alloc)
+        req_all = nodes.take(a.req)
+        req_cm = req_all if self.use_requested else nodes.take(a.nz)
+        m = alloc_cols.shape[0]
+        n = len(self.names)
+        requested = np.zeros((m, n), dtype=np.int64)
+        allocatable = np.zeros((m, n), dtype=np.int64)
+        for i in range(n):
+            kind = self.kinds[i]
+            pod_req = pod_requests[i]
+            if kind == _KIND_CPU:
+                alloc, req = alloc_cols[:, _COL_CPU], req_cm[:, 0] + pod_req
+            elif kind == _KIND_MEMORY:
+                alloc, req = alloc_cols[:, _COL_MEM], req_cm[:, 1] + pod_req
+            elif kind == _KIND_EPHEMERAL:
+                alloc, req = alloc_cols[:, _COL_EPH], req_all[:, _COL_EPH] + pod_req
+            else:
+                name = self.names[i]
+                if pod_req == 0 and is_scalar_resource(name):
+                    continue
+                if not is_scalar_resource(name):
+                    continue  # never in a node's scalar resources
+                return None
+            valid = alloc != 0
+            allocatable[:, i] = np.where(valid, alloc, 0)
+            requested[:, i] = np.where(valid, req, 0)
+        if not a.small_values(_EXACT_LIMIT) or max(abs(r) for r in pod_requests) >= _EXACT_LIMIT:
+            return None
+        return requested, allocatable
+
+    def score_all(self, nodes: Any, pod_requests: Sequence[int]) -> np.ndarray | None:
+        """`score` for every node of a NodeView (None: use the per-node path).
+
+        The scores of all nodes for this pod request are kept between cycles: only the nodes
+        that changed since are scored again (with `score` itself)."""
+        vector = getattr(self.scorer, "vector", None)
+        if vector is None:
+            return None
+        a = nodes.arrays
+        if a.missing.any() and nodes.take(a.missing).any():
+            return None
+        reqs = list(pod_requests)
+
+        def compute_all(arrays: Any) -> np.ndarray | None:
+            inputs = self.vector_inputs(AllNodes(arrays.infos, arrays), reqs)
+            return vector(*inputs) if inputs is not None else None
+
+        def compute_row(ni: NodeInfo) -> int:
+            # A node without node is never scored from here (see the check above).
+            return self.score(ni, reqs) if ni.node is not None else 0
+
+        values = self._rows.get(a, tuple(reqs), compute_all, compute_row)
+        if values is not None:
+            return nodes.take(values)  # type: ignore[no-any-return]
+        inputs = self.vector_inputs(nodes, reqs)
+        if inputs is None:
+            return None
+        return vector(*inputs)  # type: ignore[no-any-return]
 
 
 def is_best_effort(pod_requests: Sequence[int]) -> bool:

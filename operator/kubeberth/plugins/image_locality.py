@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import ScorePlugin
 from ..framework.types import MAX_NODE_SCORE
@@ -90,6 +92,17 @@ class ImageLocality(ScorePlugin):
         images = _pod_images(pod)
         total = sum_image_scores(node_info, images, self._total_nodes())
         return calculate_priority(total, len(images))
+
+    def score_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray:
+        """Nodes listing no image all score calculate_priority(0, ...); the others per node."""
+        images = _pod_images(pod)
+        out = np.full(len(nodes), calculate_priority(0, len(images)), dtype=np.int64)
+        with_images = np.flatnonzero(nodes.take(nodes.arrays.images))
+        if with_images.size:
+            total_nodes = self._total_nodes()
+            for k in with_images.tolist():
+                out[k] = calculate_priority(sum_image_scores(nodes[k], images, total_nodes), len(images))
+        return out
 
 
 PLUGINS = [ImageLocality]

@@ -5,12 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
+from ..framework.vector import (
+    MaskCache,
+    default_normalize_all,
+    labels_mask,
+    selector_key,
+    selector_mask,
+    term_key,
+    term_mask,
+)
 from ..model import ModelError, NodeInfo, NodeSelector, Pod, PreferredTerm
 from ..queue.events import NODE, ActionType, ClusterEvent
 from ._helper import default_normalize_score
@@ -18,6 +28,7 @@ from ._helper import default_normalize_score
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+_VECTOR_KEY = NAME + ".vector"
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -109,6 +120,14 @@ def _node_names_from_terms(selector: NodeSelector) -> set[str] | None:
     return names
 
 
+def _required_key(s: RequiredNodeAffinity) -> tuple[Any, ...]:
+    return (tuple(sorted(s.node_selector.items())), selector_key(s.required))
+
+
+def _preferred_key(terms: Sequence[PreferredTerm]) -> tuple[Any, ...]:
+    return tuple((t.weight, term_key(t.term)) for t in terms)
+
+
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
     args_model = NodeAffinityArgs
@@ -116,6 +135,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def __init__(self, args: NodeAffinityArgs | None = None, handle: Any = None) -> None:
         self.handle = handle
+        # Matches of node selectors / preferred terms against every node, per node-label version.
+        self._masks = MaskCache()
         self.added_node_selector: NodeSelector | None = None
         self.added_pref_terms: list[PreferredTerm] | None = None
         added = args.addedAffinity if args is not None else None
@@ -159,6 +180,69 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if not s.matches(node.name, node.labels):
             return Status.unresolvable(ERR_REASON_POD)
         return None
+
+    def _memo_key(self, pod: Pod, what: str, obj: Any, make: Any) -> Any:
+        """A structural key for `obj` (a pod's selector or terms), memoised on the pod."""
+        memo = pod.cache.get(_VECTOR_KEY)
+        if memo is None:
+            memo = pod.cache[_VECTOR_KEY] = {}
+        entry = memo.get(what)
+        if entry is None or entry[0] is not obj:
+            entry = memo[what] = (obj, make(obj))
+        return entry[1]
+
+    def _required_mask(self, arrays: Any, s: RequiredNodeAffinity, key: Any) -> np.ndarray:
+        mask = self._masks.get(arrays, key)
+        if mask is None:
+            mask = labels_mask(arrays, s.node_selector)
+            if s.required is not None:
+                mask &= selector_mask(arrays, s.required)
+            mask = self._masks.put(key, mask)
+        return mask
+
+    def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray:
+        """`filter` for every node of a NodeView; the matches of a selector are cached until
+        some node's labels change."""
+        a = nodes.arrays
+        ok = ~a.missing
+        if self.added_node_selector is not None:
+            added = self._masks.get(a, "added")
+            if added is None:
+                added = self._masks.put("added", selector_mask(a, self.added_node_selector))
+            ok = ok & added
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, RequiredNodeAffinity):
+            s = RequiredNodeAffinity(pod)
+        key = ("required", self._memo_key(pod, "required", s.required, lambda _: _required_key(s)))
+        ok = ok & self._required_mask(a, s, key)
+        return nodes.take(ok)
+
+    def _preferred_scores(self, arrays: Any, terms: Sequence[PreferredTerm], key: Any) -> np.ndarray:
+        scores = self._masks.get(arrays, key)
+        if scores is None:
+            scores = np.zeros(arrays.n, dtype=np.int64)
+            for t in terms:
+                if t.weight:
+                    scores += t.weight * term_mask(arrays, t.term)
+            scores = self._masks.put(key, scores)
+        return scores
+
+    def score_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
+        a = nodes.arrays
+        if nodes.take(a.missing).any():
+            return None
+        total = np.zeros(a.n, dtype=np.int64)
+        if self.added_pref_terms:
+            total = total + self._preferred_scores(a, self.added_pref_terms, "added-preferred")
+        s = state.get(PRE_SCORE_STATE_KEY)
+        preferred = s.preferred if isinstance(s, _PreScoreState) else pod.preferred_node_terms
+        if preferred:
+            key = ("preferred", self._memo_key(pod, "preferred", preferred, _preferred_key))
+            total = total + self._preferred_scores(a, preferred, key)
+        return nodes.take(total)
+
+    def normalize_all(self, state: CycleState, pod: Pod, nodes: Any, scores: np.ndarray) -> np.ndarray:
+        return default_normalize_all(MAX_NODE_SCORE, False, scores)
 
     # ---- PreScore / Score ---------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
@@ -32,6 +34,17 @@ class NodeName(FilterPlugin):
         if not fits(pod, node_info):
             return Status.unresolvable(ERR_REASON)
         return None
+
+    def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray:
+        a = nodes.arrays
+        ok = ~nodes.take(a.missing)
+        if not pod.node_name:
+            return ok
+        only = np.zeros(a.n, dtype=bool)
+        i = a.pos.get(pod.node_name)
+        if i is not None:
+            only[i] = True
+        return ok & nodes.take(only)
 
 
 PLUGINS = [NodeName]

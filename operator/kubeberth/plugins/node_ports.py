@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
@@ -63,6 +65,16 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
         if not fits_ports(s.ports, node_info):
             return Status.unschedulable(ERR_REASON)
         return None
+
+    def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        used = nodes.take(nodes.arrays.ports)
+        ok = np.ones(len(nodes), dtype=bool)
+        for k in np.flatnonzero(used).tolist():
+            ok[k] = fits_ports(s.ports, nodes[k])
+        return ok
 
 
 def fits(pod: Pod, node_info: NodeInfo) -> bool:

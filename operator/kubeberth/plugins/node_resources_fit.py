@@ -6,8 +6,13 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..cache.node_arrays import CPU as COL_CPU
+from ..cache.node_arrays import EPH as COL_EPH
+from ..cache.node_arrays import MEM as COL_MEM
+from ..cache.node_arrays import PODS as COL_PODS
 from ..extender.cycle import ignored_resources
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
@@ -140,7 +145,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
     return requested * MAX_NODE_SCORE // capacity
 
 
-def _weighted(per_resource: Any, weights: Sequence[int]) -> Scorer:
+def _weighted(per_resource: Any, weights: Sequence[int], vector_per_resource: Any = None) -> Scorer:
     def scorer(requested: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
         for i, alloc in enumerate(allocatable):
@@ -149,15 +154,37 @@ def _weighted(per_resource: Any, weights: Sequence[int]) -> Scorer:
             node_score += per_resource(requested[i], alloc) * weights[i]
             weight_sum += weights[i]
         return node_score // weight_sum if weight_sum else 0
+
+    if vector_per_resource is not None:
+        w = np.asarray(weights, dtype=np.int64)
+
+        def vector(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+            valid = allocatable != 0
+            per = vector_per_resource(requested, np.where(valid, allocatable, 1))
+            node_score = np.where(valid, per * w, 0).sum(axis=1)
+            weight_sum = np.where(valid, w, 0).sum(axis=1)
+            return np.where(weight_sum > 0, node_score // np.maximum(weight_sum, 1), 0)
+
+        scorer.vector = vector  # type: ignore[attr-defined]
     return scorer
 
 
+def _least_requested_vector(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """least_requested_score per element (capacity > 0)."""
+    return np.where(requested > capacity, 0, (capacity - requested) * MAX_NODE_SCORE // capacity)
+
+
+def _most_requested_vector(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """most_requested_score per element (capacity > 0)."""
+    return np.minimum(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
 def least_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
-    return _weighted(least_requested_score, [r.weight for r in resources])
+    return _weighted(least_requested_score, [r.weight for r in resources], _least_requested_vector)
 
 
 def most_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
-    return _weighted(most_requested_score, [r.weight for r in resources])
+    return _weighted(most_requested_score, [r.weight for r in resources], _most_requested_vector)
 
 
 def broken_linear_function(shape: Sequence[tuple[int, int]]) -> Any:
@@ -173,11 +200,44 @@ def broken_linear_function(shape: Sequence[tuple[int, int]]) -> Any:
     return f
 
 
+def broken_linear_vector(shape: Sequence[tuple[int, int]], p: np.ndarray) -> np.ndarray:
+    """broken_linear_function(shape) applied to every element of `p`."""
+    out = np.full(p.shape, shape[-1][1], dtype=np.int64)
+    done = np.zeros(p.shape, dtype=bool)
+    for i, (u, s) in enumerate(shape):
+        hit = (p <= u) & ~done
+        if i == 0:
+            val = np.full(p.shape, s, dtype=np.int64)
+        else:
+            pu, ps = shape[i - 1]
+            num = (s - ps) * (p - pu)
+            q = np.abs(num) // (u - pu)
+            val = ps + np.where(num >= 0, q, -q)
+        out = np.where(hit, val, out)
+        done |= hit
+    return out
+
+
 def requested_to_capacity_ratio_scorer(resources: Sequence[ResourceSpec],
                                        shape: Sequence[UtilizationShapePoint]) -> Scorer:
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    raw = broken_linear_function([(p.utilization, p.score * scale) for p in shape])
+    points = [(p.utilization, p.score * scale) for p in shape]
+    raw = broken_linear_function(points)
     weights = [r.weight for r in resources]
+    w = np.asarray(weights, dtype=np.int64)
+    full_score = raw(MAX_UTILIZATION)
+
+    def vector(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+        valid = allocatable != 0
+        cap = np.where(valid, allocatable, 1)
+        over = requested > allocatable
+        util = np.where(over, MAX_UTILIZATION, requested * MAX_UTILIZATION // cap)
+        s = np.where(over, full_score, broken_linear_vector(points, util))
+        counted = valid & (s > 0)
+        node_score = np.where(counted, s * w, 0).sum(axis=1)
+        weight_sum = np.where(counted, w, 0).sum(axis=1)
+        safe = np.maximum(weight_sum, 1)
+        return np.where(weight_sum > 0, (2 * node_score + weight_sum) // (2 * safe), 0)
 
     def resource_score(requested: int, capacity: int) -> int:
         if capacity == 0 or requested > capacity:
@@ -197,6 +257,8 @@ def requested_to_capacity_ratio_scorer(resources: Sequence[ResourceSpec],
             return 0
         # math.Round of a non-negative ratio: half away from zero.
         return (2 * node_score + weight_sum) // (2 * weight_sum)
+
+    scorer.vector = vector  # type: ignore[attr-defined]
     return scorer
 
 
@@ -334,6 +396,29 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return Status.unresolvable(*reasons)
         return Status.unschedulable(*reasons)
 
+    def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
+        """`filter` for every node of a NodeView (None when the pod requests a scalar resource)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        request = s.request
+        for name, quant in request.scalar.items():
+            if quant == 0:
+                continue
+            if (s.ignored or s.ignored_groups) and is_extended_resource_name(name) and (
+                    name in s.ignored or name.split("/", 1)[0] in s.ignored_groups):
+                continue
+            return None
+        a = nodes.arrays
+        alloc = nodes.take(a.alloc)
+        used = nodes.take(a.req)
+        ok = used[:, COL_PODS] + 1 <= alloc[:, COL_PODS]
+        for col, want in ((COL_CPU, request.milli_cpu), (COL_MEM, request.memory),
+                          (COL_EPH, request.ephemeral_storage)):
+            if want > 0:
+                ok &= want <= alloc[:, col] - used[:, col]
+        return ok
+
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.scorer.pod_requests(pod)))
         return None
@@ -342,6 +427,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_SCORE_STATE_KEY)
         reqs = s.pod_requests if isinstance(s, _PreScoreState) else self.scorer.pod_requests(pod)
         return self.scorer.score(node_info, reqs)
+
+    def score_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        reqs = s.pod_requests if isinstance(s, _PreScoreState) else self.scorer.pod_requests(pod)
+        return self.scorer.score_all(nodes, reqs)
 
 
 class _PreScoreState:

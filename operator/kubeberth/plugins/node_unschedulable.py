@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
@@ -38,6 +40,13 @@ class NodeUnschedulable(FilterPlugin):
         if tolerated(_UNSCHEDULABLE_TAINT, pod.tolerations):
             return None
         return Status.unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray:
+        a = nodes.arrays
+        ok = ~nodes.take(a.missing)
+        if tolerated(_UNSCHEDULABLE_TAINT, pod.tolerations):
+            return ok
+        return ok & ~nodes.take(a.unschedulable)
 
 
 PLUGINS = [NodeUnschedulable]

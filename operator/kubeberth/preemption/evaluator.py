@@ -3,8 +3,8 @@ the DefaultPreemption plugin's victim selection.
 
 `Evaluator.preempt` runs once per pod that no node fits:
 
-1. eligibility: PreemptionPolicy Never, or victims still terminating on the node the
-   pod is already nominated to, stop it;
+1. eligibility: PreemptionPolicy Never, or victims of a preemption still terminating on the
+   node the pod is already nominated to, stop it;
 2. candidates: the nodes whose filters said Unschedulable (not Unresolvable), from a
    random offset, until enough candidates are found; each is dry-run on a clone of its
    NodeInfo and of the CycleState;
@@ -50,6 +50,18 @@ IsEligiblePodFunc = Callable[[NodeInfo, Pod, Pod], bool]
 def default_is_eligible_pod(node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
     """Pods of system priority are never victims of user pods."""
     return not (victim.priority >= HIGHEST_USER_PRIORITY > preemptor.priority)
+
+
+def terminating_by_preemption(pod: Pod) -> bool:
+    """Being deleted because the scheduler preempted it: deletionTimestamp set and the
+    DisruptionTarget condition True with reason PreemptionByScheduler (upstream's
+    podTerminatingByPreemption). A pod terminating for another reason does not count."""
+    if pod.deletion_timestamp is None:
+        return False
+    for cond in (pod.raw.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "DisruptionTarget":
+            return cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
+    return False
 
 
 def pod_start_time(pod: Pod, now: float) -> float:
@@ -193,7 +205,7 @@ class Evaluator:
             node_info = self.handle.snapshot.get(node)
             if node_info is not None:
                 for p in node_info.pods:
-                    if p.deletion_timestamp is not None and self.is_preemption_allowed(node_info, p, pod):
+                    if terminating_by_preemption(p) and self.is_preemption_allowed(node_info, p, pod):
                         return False, MSG_NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -345,8 +357,9 @@ class Evaluator:
         client = fw.client
         await self.nominate(pod, c.name)
         for victim in c.victims.pods:
-            if victim.deletion_timestamp is not None:
-                continue  # graceful deletion already started
+            # A victim already being deleted is evicted all the same, as upstream's PreemptPod does:
+            # it gets the DisruptionTarget condition, so the preemptor waits for it (see
+            # pod_eligible_to_preempt_others), and simulate, without grace periods, removes it.
             waiting = fw.waiting_pods.get(victim.uid) if fw.waiting_pods is not None else None
             try:
                 if waiting is not None:

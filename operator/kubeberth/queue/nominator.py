@@ -73,6 +73,10 @@ class Nominator:
             return []
         return [self._by_uid[u][0] for u in uids]
 
+    def nominated_node_names(self) -> list[str]:
+        """The nodes some pod is nominated to (the vectorised filter path checks these per node)."""
+        return list(self._by_node)
+
     def nominated_node_for(self, pod: Pod) -> str:
         entry = self._by_uid.get(pod.uid)
         return entry[1] if entry is not None else ""
