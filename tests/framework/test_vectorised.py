@@ -110,6 +110,51 @@ def node_selector_terms(draw: Any, n_nodes: int) -> list[dict[str, Any]]:
     return terms
 
 
+APPS = ["web", "db"]
+TOPOLOGY_KEYS = ["topology.kubernetes.io/zone", "kubernetes.io/hostname", "disk"]
+
+
+@st.composite
+def spread_constraints(draw: Any) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(draw(st.integers(1, 2))):
+        c: dict[str, Any] = {
+            "maxSkew": draw(st.integers(1, 3)),
+            "topologyKey": draw(st.sampled_from(TOPOLOGY_KEYS)),
+            "whenUnsatisfiable": draw(st.sampled_from(["DoNotSchedule", "ScheduleAnyway"])),
+            "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(APPS))}},
+        }
+        if draw(st.integers(0, 3)) == 0:
+            c["minDomains"] = draw(st.integers(1, 4))
+        if draw(st.integers(0, 3)) == 0:
+            c["nodeAffinityPolicy"] = draw(st.sampled_from(["Honor", "Ignore"]))
+        if draw(st.integers(0, 3)) == 0:
+            c["nodeTaintsPolicy"] = draw(st.sampled_from(["Honor", "Ignore"]))
+        out.append(c)
+    return out
+
+
+@st.composite
+def pod_affinity(draw: Any) -> dict[str, Any]:
+    def term() -> dict[str, Any]:
+        return {"labelSelector": {"matchLabels": {"app": draw(st.sampled_from(APPS))}},
+                "topologyKey": draw(st.sampled_from(TOPOLOGY_KEYS))}
+
+    out: dict[str, Any] = {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        if draw(st.integers(0, 2)) == 0:
+            continue
+        body: dict[str, Any] = {}
+        if draw(st.booleans()):
+            body["requiredDuringSchedulingIgnoredDuringExecution"] = [term()]
+        if draw(st.booleans()):
+            body["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": draw(st.integers(1, 100)), "podAffinityTerm": term()}]
+        if body:
+            out[kind] = body
+    return out
+
+
 @st.composite
 def pod_specs(draw: Any, name: str, n_nodes: int, big: bool) -> dict[str, Any]:
     requests: dict[str, Any] = {}
@@ -135,6 +180,11 @@ def pod_specs(draw: Any, name: str, n_nodes: int, big: bool) -> dict[str, Any]:
             {"weight": draw(st.integers(0, 100)), "preference": t} for t in draw(node_selector_terms(n_nodes))]
     if affinity:
         spec["affinity"] = {"nodeAffinity": affinity}
+    if draw(st.integers(0, 3)) == 0:
+        spec["topologySpreadConstraints"] = draw(spread_constraints())
+    if draw(st.integers(0, 4)) == 0:
+        spec.setdefault("affinity", {}).update(draw(pod_affinity()))
+    labels = {"app": draw(st.sampled_from(APPS))} if draw(st.integers(0, 3)) > 0 else None
     containers = [{"name": "c", "image": draw(st.sampled_from(["app:1", "app:2", "web:1"])),
                    **({"resources": {"requests": requests}} if requests else {})}]
     if not big and draw(st.integers(0, 6)) == 0:
@@ -142,8 +192,7 @@ def pod_specs(draw: Any, name: str, n_nodes: int, big: bool) -> dict[str, Any]:
     priority = draw(st.sampled_from([0, 0, 0, 10, 100]))
     if not big and draw(st.integers(0, 10)) == 0:
         spec["nodeName"] = f"n{draw(st.integers(0, n_nodes)):03d}"
-        return pod_dict(name, containers=containers, priority=priority, **spec)
-    return pod_dict(name, containers=containers, priority=priority, **spec)
+    return pod_dict(name, containers=containers, priority=priority, labels=labels, **spec)
 
 
 profiles = st.sampled_from([
@@ -215,13 +264,16 @@ def _same_decisions(sc: dict[str, Any]) -> None:
     assert vectorised["rng"] == per_node["rng"]
 
 
-@settings(max_examples=80 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
+@settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=_SLOW_OK)
 @given(scenarios())
 def test_same_decisions_small_clusters(sc: dict[str, Any]) -> None:
     _same_decisions(sc)
 
 
-@settings(max_examples=10 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=8 * SCALE, deadline=None, suppress_health_check=_SLOW_OK)
 @given(scenarios(big=True))
 def test_same_decisions_with_adaptive_node_count(sc: dict[str, Any]) -> None:
     """100+ nodes: only some are searched (percentageOfNodesToScore), from a rotating start."""

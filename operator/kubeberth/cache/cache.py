@@ -392,10 +392,8 @@ class SchedulerCache:
             self._snap_images_version = self._images_version
         if lists_dirty:
             # Only when a NodeInfo in (or entering) these lists changed: they hold the copies.
-            infos = snapshot.node_infos
-            snapshot.have_pods_with_affinity = [ni for ni in infos if ni.pods_with_affinity]
-            snapshot.have_pods_with_required_anti_affinity = [
-                ni for ni in infos if ni.pods_with_required_anti_affinity]
+            # Rebuilt on first use (the vectorised plugins do not read them).
+            snapshot.affinity_lists_changed()
         snapshot.generation = newest
         if len(snapshot.node_infos) != len(self._tree):
             log.error("snapshot inconsistent: %d NodeInfos for %d nodes; rebuilding",

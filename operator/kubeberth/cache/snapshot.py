@@ -84,14 +84,42 @@ class _TrackedList(list):  # type: ignore[type-arg]
 
 
 class Snapshot:
-    __slots__ = ("_arrays", "_node_infos", "by_name", "generation", "have_pods_with_affinity",
-                 "have_pods_with_required_anti_affinity")
+    __slots__ = ("_arrays", "_have_anti", "_have_pods_with_affinity", "_node_infos", "by_name", "generation")
 
     def __init__(self, node_infos: Iterable[NodeInfo] = (), generation: int = 0) -> None:
         self._arrays: NodeArrays | None = None
+        self._have_pods_with_affinity: list[NodeInfo] | None = None
+        self._have_anti: list[NodeInfo] | None = None
         self.node_infos = list(node_infos)
         self.generation = generation
         self.refresh()
+
+    @property
+    def have_pods_with_affinity(self) -> list[NodeInfo]:
+        """The NodeInfos with pods that have pod affinity or anti-affinity (built on first use)."""
+        if self._have_pods_with_affinity is None:
+            self._have_pods_with_affinity = [ni for ni in self._node_infos if ni.pods_with_affinity]
+        return self._have_pods_with_affinity
+
+    @have_pods_with_affinity.setter
+    def have_pods_with_affinity(self, infos: list[NodeInfo] | None) -> None:
+        self._have_pods_with_affinity = infos
+
+    @property
+    def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
+        """The NodeInfos with pods that have required anti-affinity (built on first use)."""
+        if self._have_anti is None:
+            self._have_anti = [ni for ni in self._node_infos if ni.pods_with_required_anti_affinity]
+        return self._have_anti
+
+    @have_pods_with_required_anti_affinity.setter
+    def have_pods_with_required_anti_affinity(self, infos: list[NodeInfo] | None) -> None:
+        self._have_anti = infos
+
+    def affinity_lists_changed(self) -> None:
+        """A NodeInfo entering or in have_pods_with_(required_anti_)affinity changed."""
+        self._have_pods_with_affinity = None
+        self._have_anti = None
 
     @property
     def node_infos(self) -> list[NodeInfo]:
@@ -104,9 +132,7 @@ class Snapshot:
     def refresh(self) -> None:
         """Recompute the derived lists after node_infos changed."""
         self.by_name = {ni.name: ni for ni in self.node_infos}
-        self.have_pods_with_affinity = [ni for ni in self.node_infos if ni.pods_with_affinity]
-        self.have_pods_with_required_anti_affinity = [
-            ni for ni in self.node_infos if ni.pods_with_required_anti_affinity]
+        self.affinity_lists_changed()
         counts: dict[str, int] = {}
         for ni in self.node_infos:
             if ni.node is None:

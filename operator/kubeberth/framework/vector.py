@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from ..cache.node_arrays import NodeArrays
-from ..model import NodeInfo, NodeSelector, NodeSelectorTerm, Requirement
+from ..model import LabelSelector, NodeInfo, NodeSelector, NodeSelectorTerm, Requirement
 from ..model.selectors import _parse_int64
+from ..model.taints import find_untolerated
 from .types import NodePluginScores
 
 OBJECT_NAME_FIELD = "metadata.name"
@@ -353,6 +354,60 @@ def labels_mask(arrays: NodeArrays, labels: Mapping[str, str]) -> np.ndarray:
             return np.zeros(arrays.n, dtype=bool)
         mask &= arrays.label_codes(k) == c
     return mask
+
+
+def label_selector_key(selector: LabelSelector | None) -> tuple[Any, ...] | None:
+    """A hashable form of a LabelSelector: equal keys, equal matches."""
+    if selector is None:
+        return None
+    return (tuple(sorted(selector.match_labels.items())), tuple(requirement_key(r) for r in selector.requirements))
+
+
+def untolerated_free_mask(arrays: NodeArrays, tolerations: Sequence[Any]) -> np.ndarray:
+    """Per node: no NoSchedule/NoExecute taint that `tolerations` leave untolerated
+    (find_untolerated(node.taints, tolerations) is None); decided once per distinct taint list."""
+    hard = arrays.hard_taints
+    if not hard.any():
+        return np.ones(arrays.n, dtype=bool)
+    ids = arrays.taint_id
+    lut = np.ones(len(arrays.taint_sets), dtype=bool)
+    for tid in np.unique(ids[hard]).tolist():
+        lut[tid] = find_untolerated(arrays.taint_sets[tid], tolerations) is None
+    return lut[ids]
+
+
+def required_node_affinity_mask(arrays: NodeArrays, node_selector: Mapping[str, str],
+                                required: NodeSelector | None) -> np.ndarray:
+    """Per node: nodeaffinity.GetRequiredNodeAffinity(pod).Match(node) (nodeSelector and the
+    required terms), for nodes that exist."""
+    mask = labels_mask(arrays, node_selector)
+    if required is not None:
+        mask &= selector_mask(arrays, required)
+    return mask
+
+
+def arrays_for(handle: Any, nodes: Sequence[NodeInfo]) -> NodeArrays | None:
+    """The snapshot's NodeArrays when a plugin may take its vectorised path over `nodes` (the
+    whole snapshot, on a framework that vectorises), else None."""
+    if not getattr(handle, "vectorise", False) or len(nodes) < getattr(handle, "vector_min_nodes", 0):
+        return None
+    snapshot = getattr(handle, "snapshot", None)
+    if snapshot is None or getattr(snapshot, "node_infos", None) is not nodes:
+        return None
+    arrays = getattr(snapshot, "arrays", None)
+    return arrays() if arrays is not None else None
+
+
+def snapshot_arrays(handle: Any) -> NodeArrays | None:
+    """The snapshot's NodeArrays when the framework vectorises this cycle, else None (for
+    plugins whose PreFilter/PreScore read the whole snapshot whatever nodes they are given)."""
+    snapshot = getattr(handle, "snapshot", None)
+    if snapshot is None or not getattr(handle, "vectorise", False):
+        return None
+    if len(snapshot) < getattr(handle, "vector_min_nodes", 0):
+        return None
+    arrays = getattr(snapshot, "arrays", None)
+    return arrays() if arrays is not None else None
 
 
 def requirement_key(r: Requirement) -> tuple[Any, ...]:

@@ -40,9 +40,19 @@ class NodeInfo:
     node, on how many nodes of the cluster it is present.
     """
 
-    __slots__ = ("generation", "image_num_nodes", "node", "owner", "non_zero_requested", "pods",
-                 "pods_with_affinity", "pods_with_required_anti_affinity", "pvc_ref_counts",
-                 "requested", "used_ports")
+    __slots__ = (
+        "generation",
+        "image_num_nodes",
+        "node",
+        "non_zero_requested",
+        "owner",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
+        "requested",
+        "used_ports",
+    )
 
     _next_generation = 0
 

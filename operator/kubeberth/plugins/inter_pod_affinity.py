@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..framework.cycle_state import CycleState
@@ -43,13 +44,16 @@ from ..framework.interfaces import (
 )
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
+from ..framework.vector import snapshot_arrays
 from ..model import LabelSelector, ModelError, NodeInfo, Pod, Requirement
+from ._affinity_vector import VECTOR_KEY, AffinityVectors, _ScoreVectors, filter_mask, score_values
 from ._labels import validate_selector
 from ._pod_index import PodIndex, Sig, index_for
 
 NAME = "InterPodAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME
 PRE_SCORE_KEY = "PreScore" + NAME
+SCORE_VECTOR_KEY = PRE_SCORE_KEY + ".vector"
 
 ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -332,6 +336,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.args = args if args is not None else InterPodAffinityArgs()
         self.handle = handle
         self._index = PodIndex()
+        self._vectors = AffinityVectors(pod_terms)  # the vectorised path's caches (_affinity_vector.py)
 
     def _objects(self) -> Any:
         return getattr(self.handle, "objects", None) if self.handle is not None else None
@@ -350,6 +355,16 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # Existing pods whose required anti-affinity matches the incoming pod.
         existing = s.existing_anti_affinity_counts
         const_ns: NsLabels = lambda _ns: own_ns_labels  # noqa: E731
+        arrays = snapshot_arrays(self.handle)
+        if arrays is not None:
+            vec = self._vectors.pre_filter_counts(
+                arrays, pod, s, ns_labels, const_ns, lambda: index_for(self.handle, self._index),
+                getattr(self._objects(), "generation", 0))
+            if not s.existing_anti_affinity_counts and not terms.required_affinity and not terms.required_anti:
+                return None, Status.skip()
+            state.write(PRE_FILTER_KEY, s)
+            state.write(VECTOR_KEY, vec)
+            return None, None
         # Per distinct set of terms (replicas share one): the topology keys whose term matches us.
         memo: dict[int, list[str]] = {}
         for ni in snapshot.have_pods_with_required_anti_affinity:
@@ -447,6 +462,15 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     return Status.unschedulable(ERR_EXISTING_ANTI_AFFINITY)
         return None
 
+    def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
+        """`filter` for every node of a NodeView, from what the vectorised PreFilter kept."""
+        s = state.get(PRE_FILTER_KEY)
+        vec = state.get(VECTOR_KEY)
+        if s is None or vec is None or vec.state is not s:
+            return None
+        return nodes.take(filter_mask(nodes.arrays, pod, s, vec,
+                                      lambda: _matches_all(s.terms.required_affinity, s.pod, s.ns_labels)))
+
     # ---- PreScore / Score -----------------------------------------------------
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         aff = pod.affinity or {}
@@ -462,6 +486,25 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         ns_labels = _NamespaceLabels(self._objects())
         own_ns_labels = ns_labels(pod.namespace)
         const_ns: NsLabels = lambda _ns: own_ns_labels  # noqa: E731
+        arrays = snapshot_arrays(self.handle)
+        if arrays is not None:
+            memo: dict[int, list[tuple[str, int]]] = {}
+
+            def contributions(et: PodAffinityTerms) -> list[tuple[str, int]]:
+                got = memo.get(id(et))
+                if got is None:
+                    got = memo[id(et)] = self._existing_contributions(et, pod, const_ns)
+                return got
+
+            topo, sums = self._vectors.pre_score_topology(
+                arrays, pod, terms, has_constraints, ns_labels, contributions,
+                lambda: index_for(self.handle, self._index), getattr(self._objects(), "generation", 0))
+            if not topo:
+                return Status.skip()
+            ps = _PreScoreState(topo)
+            state.write(PRE_SCORE_KEY, ps)
+            state.write(SCORE_VECTOR_KEY, _ScoreVectors(ps, sums))
+            return None
         topo: Counts = {}
 
         def add(key: str, node_labels: Mapping[str, str], w: int) -> None:
@@ -531,6 +574,25 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             if v is not None:
                 total += by_value.get(v, 0)
         return total
+
+    def score_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
+        s = state.get(PRE_SCORE_KEY)
+        vec = state.get(SCORE_VECTOR_KEY)
+        if s is None or vec is None or vec.state is not s:
+            return None
+        return nodes.take(score_values(nodes.arrays, vec.sums))
+
+    def normalize_all(self, state: CycleState, pod: Pod, nodes: Any, scores: np.ndarray) -> np.ndarray | None:
+        s: _PreScoreState | None = state.get(PRE_SCORE_KEY)
+        if s is None:
+            return None
+        if not s.topology_score or not scores.size:
+            return scores
+        lo, hi = int(scores.min()), int(scores.max())
+        diff = hi - lo
+        if diff <= 0:
+            return np.zeros(scores.shape, dtype=np.int64)
+        return np.trunc(MAX_NODE_SCORE * ((scores - lo) / diff)).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         s: _PreScoreState | None = state.get(PRE_SCORE_KEY)

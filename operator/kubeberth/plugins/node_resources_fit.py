@@ -388,7 +388,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return Status.error(f"error reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
-        insufficient = fits_request(s.request, node_info, s.ignored, s.ignored_groups)
+        request = s.request
+        if not request.scalar:
+            # The common case, without building InsufficientResource objects: it fits.
+            alloc = node_info.allocatable
+            used = node_info.requested
+            if (len(node_info.pods) < alloc.allowed_pod_number
+                    and request.milli_cpu <= alloc.milli_cpu - used.milli_cpu
+                    and request.memory <= alloc.memory - used.memory
+                    and request.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage):
+                return None
+        insufficient = fits_request(request, node_info, s.ignored, s.ignored_groups)
         if not insufficient:
             return None
         reasons = [r.reason for r in insufficient]

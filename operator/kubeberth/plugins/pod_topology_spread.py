@@ -30,6 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..framework.cycle_state import CycleState
@@ -42,9 +43,11 @@ from ..framework.interfaces import (
 )
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
+from ..framework.vector import arrays_for
 from ..model import LabelSelector, ModelError, Node, NodeInfo, Pod, Requirement, find_untolerated
 from ._labels import qualified_name_errors, validate_selector
 from ._pod_index import PodIndex, index_for
+from ._spread_vector import SpreadVectors, filter_mask
 
 NAME = "PodTopologySpread"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -466,6 +469,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             self.system_defaulted = False
         self._raw_defaults = raw_defaults
         self._index = PodIndex()
+        self._vectors = SpreadVectors()  # the vectorised path's caches (_spread_vector.py)
 
     # ---- constraints ----------------------------------------------------------
     def _objects(self) -> Any:
@@ -509,7 +513,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return None, Status.error(f"get constraints from pod: {exc}")
         if not constraints:
             return None, Status.skip()
-        counts: list[dict[str, int]] = [{} for _ in constraints]
+        arrays = arrays_for(self.handle, nodes)
+        if arrays is not None:
+            index = index_for(self.handle, self._index)
+            vec = self._vectors
+            counts = [vec.domain_counts(arrays, c.topology_key, eligible,
+                                        vec.matching_per_node(arrays, c.selector, pod.namespace, index,
+                                                              matching_counts))
+                      for c, eligible in zip(constraints, vec.eligible(arrays, pod, constraints))]
+            state.write(PRE_FILTER_KEY, _PreFilterState(constraints, counts))
+            return None, None
+        counts = [{} for _ in constraints]
         # Per constraint: eligible node name -> its domain (topology value).
         domains: list[dict[str, str]] = [{} for _ in constraints]
         for ni in nodes:
@@ -588,6 +602,15 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if skew > c.max_skew:
                 return Status.unschedulable(ERR_CONSTRAINTS_NOT_MATCH)
         return None
+
+    def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
+        """`filter` for every node of a NodeView (the vectorised path)."""
+        s: _PreFilterState | None = state.get(PRE_FILTER_KEY)
+        if s is None:
+            return None
+        if not s.constraints:
+            return np.ones(len(nodes), dtype=bool)
+        return nodes.take(filter_mask(nodes.arrays, pod, s.constraints, s.counts, s.min_match_num))
 
     # ---- PreScore / Score -----------------------------------------------------------
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
