@@ -280,7 +280,7 @@ WORKLOADS: list[Workload] = [
     _unschedulable("5kNodes/100Init/10kPods", 5000, 100, 10000, threshold=590, tags=(DEFAULT,)),
     _mixed_churn("1000Nodes", 1000, 1000, tags=(DEFAULT, QUICK)),
     _mixed_churn("5000Nodes", 5000, 2000),
-    _mixed_churn("5000Nodes_10000Pods", 5000, 10000, threshold=710),
+    _mixed_churn("5000Nodes_10000Pods", 5000, 10000, threshold=710, tags=(DEFAULT,)),
 ]
 
 # How cost grows with the cluster: SchedulingBasic at these sizes (`--scale`).

@@ -309,3 +309,12 @@ def test_snapshot_arrays_follow_replaced_and_reordered_nodes() -> None:
     assert a.names == ["n3", "n2", "n0"]
     assert a.req[:, 0].tolist() == [0, 1000, 0]
     assert a.label_codes("zone").tolist() == [2, 1, 1]
+
+
+def test_node_view_take_is_not_fooled_by_a_reused_id() -> None:
+    from kubeberth.framework.vector import NodeView
+
+    snap = Snapshot.from_objects([make_node(f"n{i}") for i in range(5)], [])
+    view = NodeView([snap.node_infos[3], snap.node_infos[1]], snap.arrays(), np.asarray([3, 1]))
+    for k in range(50):  # temporaries die at once: CPython hands their memory (and id) to the next
+        assert view.take(np.arange(5) * k).tolist() == [3 * k, k]

@@ -43,7 +43,7 @@ class NodeView(list):  # type: ignore[type-arg]
         super().__init__(items)
         self.arrays = arrays
         self.idx = idx
-        self._taken: dict[int, np.ndarray] = {}
+        self._taken: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def take(self, column: np.ndarray) -> np.ndarray:
         """`column` (one entry per snapshot node) restricted to this view, in its order
@@ -51,9 +51,10 @@ class NodeView(list):  # type: ignore[type-arg]
         if self.idx is None:
             return column
         got = self._taken.get(id(column))
-        if got is None:
-            got = self._taken[id(column)] = column[self.idx]
-        return got
+        if got is None or got[0] is not column:
+            # The entry holds the column itself, so that its id cannot be reused meanwhile.
+            got = self._taken[id(column)] = (column, column[self.idx])
+        return got[1]
 
 
 class AllNodes:
