@@ -231,7 +231,11 @@ async def _run(w: wl.Workload, seed: int, profile: bool) -> dict[str, Any]:
         latencies: list[float] = []
         try:
             await ask("create", "init")
-            init_bound = await _wait_bound(ask, "init-", w.init_pods, max(60.0, w.init_pods / 20))
+            init_timeout = max(60.0, w.init_pods / 20)
+            init_bound = await _wait_bound(ask, "init-", w.init_pods, init_timeout)
+            if init_bound < w.init_pods:
+                raise TimeoutError(f"only {init_bound}/{w.init_pods} init pods bound after {init_timeout:.0f}s "
+                                   "(the operator had not synced its cache)")
             metrics = op.app.metrics
             original = metrics.schedule_attempt
 
@@ -292,6 +296,7 @@ def run_e2e(w: wl.Workload, seed: int = 0) -> dict[str, Any]:
 
     out = describe(w)
     out["mode"] = "e2e"
+    out["target"] = out["rss_target_mib"] = None  # the targets are for the in-process mode
     try:
         out.update(asyncio.run(_run(w, seed, profile=False)))
         profiled = asyncio.run(_run(w, seed, profile=True))

@@ -23,7 +23,7 @@ from .framework import (
     Status,
 )
 from .framework.status import Code, PluginError
-from .framework.vector import AllNodes, NodeView, ScoreTable, select_index
+from .framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from .model import NodeInfo, Pod
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -92,17 +92,6 @@ def _record(diagnosis: Diagnosis, name: str, status: Status) -> None:
         diagnosis.unschedulable_plugins.add(status.plugin)
 
 
-def _use_vectors(fw: Framework, nodes: Sequence[NodeInfo]) -> Any:
-    """The snapshot's NodeArrays when this cycle takes the vectorised path over `nodes`, else None."""
-    if not fw.vectorise or len(nodes) < fw.vector_min_nodes:
-        return None
-    snapshot = fw.snapshot
-    if getattr(snapshot, "node_infos", None) is not nodes:
-        return None
-    arrays = getattr(snapshot, "arrays", None)
-    return arrays() if arrays is not None else None
-
-
 def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
                                  nodes: Sequence[NodeInfo], *, rotate: bool = True) -> list[NodeInfo]:
     num_all = len(nodes)
@@ -117,7 +106,7 @@ def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, dia
         if rotate:
             ctx.next_start_node_index = (start + len(feasible)) % num_all
         return feasible
-    arrays = _use_vectors(fw, nodes)
+    arrays = arrays_for(fw, nodes)
     if arrays is not None:
         view, processed = _pass_filters_vectorised(fw, state, pod, diagnosis, nodes, arrays, to_find, start)
         if view is not None:

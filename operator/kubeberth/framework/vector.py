@@ -450,7 +450,3 @@ class MaskCache:
         mask.flags.writeable = False
         self._masks[key] = mask
         return mask
-
-
-def per_node(values: Sequence[int]) -> np.ndarray:
-    return np.asarray(values, dtype=np.int64)

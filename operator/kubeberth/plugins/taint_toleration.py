@@ -11,7 +11,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.interfaces import FilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore
-from ..framework.vector import default_normalize_all
+from ..framework.vector import default_normalize_all, untolerated_free_mask
 from ..model import NodeInfo, Pod, Toleration
 from ..model.taints import PREFER_NO_SCHEDULE, find_untolerated, tolerated
 from ..queue.events import NODE, POD, ActionType, ClusterEvent
@@ -67,16 +67,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray:
         """`filter` for every node of a NodeView: decided once per distinct list of taints."""
         a = nodes.arrays
-        hard = nodes.take(a.hard_taints)
-        ok = ~nodes.take(a.missing)
-        if not hard.any():
-            return ok
-        ids = nodes.take(a.taint_id)
-        lut = np.ones(len(a.taint_sets), dtype=bool)
-        tolerations = pod.tolerations
-        for tid in np.unique(ids[hard]).tolist():
-            lut[tid] = find_untolerated(a.taint_sets[tid], tolerations) is None
-        return ok & lut[ids]
+        return nodes.take(~a.missing & untolerated_free_mask(a, pod.tolerations))
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         if not nodes:
