@@ -49,7 +49,9 @@ def register(registry: kopf.OperatorRegistry, app: OperatorApp) -> None:
 
 def _register_kind(registry: kopf.OperatorRegistry, app: OperatorApp, kind: WatchedKind) -> None:
     @kopf.index(kind.group, kind.version, kind.plural, registry=registry, id=kind.handler_id)
-    def listed(body: kopf.Body, **_: Any) -> None:
+    async def listed(body: kopf.Body, **_: Any) -> None:
+        # Async so it runs on the event loop with everything else the scheduler touches,
+        # not in kopf's thread pool (the ingest buffer is not thread-safe).
         app.ingest.indexed(kind, dict(body))
         return None
 
