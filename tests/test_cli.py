@@ -15,8 +15,9 @@ def test_demo_cluster_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(ROOT / "examples" / "cluster.yaml"), "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["POD", "STATUS", "NODE", "REASON"]
-    for status in ("Existing", "Scheduled", "Unschedulable", "Ignored"):
+    for status in ("Existing", "Scheduled", "Unschedulable", "Ignored", "Evicted"):
         assert status in out
+    assert "preempted shop/batch-" in out
     assert "0/12 nodes are available" in out
 
 
