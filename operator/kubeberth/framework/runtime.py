@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -201,21 +202,14 @@ class Framework:
 
     def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """Filters in order; the first that does not pass decides."""
-        skip = state.skip_filter_plugins
-        for p in self.filter_plugins:
-            if skip and p.name in skip:
-                continue
-            s = p.filter(state, pod, node_info)
-            if s is not None and s.code != Code.SUCCESS:
-                if s.code == Code.ERROR:
-                    return Status.error(f"running {p.name!r} filter plugin: {s.message()}", p.name)
-                return s.with_plugin(p.name)
-        return None
+        return self.run_filter_plugins(self.filter_plugins, state, pod, node_info, state.skip_filter_plugins)
 
     def run_filter_plugins(self, plugins: Sequence[FilterPlugin], state: CycleState, pod: Pod,
-                           node_info: NodeInfo) -> Status | None:
-        """run_filter restricted to `plugins` (a sub-list of filter_plugins, in their order)."""
+                           node_info: NodeInfo, skip: AbstractSet[str] = frozenset()) -> Status | None:
+        """Run `plugins` (filter_plugins or a sub-list of them, in their order), leaving out `skip`."""
         for p in plugins:
+            if skip and p.name in skip:
+                continue
             s = p.filter(state, pod, node_info)
             if s is not None and s.code != Code.SUCCESS:
                 if s.code == Code.ERROR:

@@ -106,24 +106,23 @@ def volume_is_for_pod(pod: Pod, pvc: Obj) -> str | None:
     return f"PVC {ns}/{name} was not created for pod {pod.namespace}/{pod.name} (pod is not owner)"
 
 
-def storage_request(pvc: Obj) -> int:
-    raw = ((spec(pvc).get("resources") or {}).get("requests") or {}).get("storage")
+def _storage(resources: Any) -> int:
+    """The `storage` quantity of a resource list in bytes; 0 when absent or unreadable."""
+    raw = (resources or {}).get("storage")
     if raw is None:
         return 0
     try:
         return quantity_value(raw)
     except ModelError:
         return 0
+
+
+def storage_request(pvc: Obj) -> int:
+    return _storage((spec(pvc).get("resources") or {}).get("requests"))
 
 
 def pv_capacity(pv: Obj) -> int:
-    raw = (spec(pv).get("capacity") or {}).get("storage")
-    if raw is None:
-        return 0
-    try:
-        return quantity_value(raw)
-    except ModelError:
-        return 0
+    return _storage(spec(pv).get("capacity"))
 
 
 def access_modes(obj: Obj) -> list[str]:
