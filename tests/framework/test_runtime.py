@@ -124,13 +124,13 @@ class TestBuild:
 class TestFilterAndDiagnosis:
     def test_fit_error_message_counts_and_sorts_reasons(self) -> None:
         spec = fakes.profile(filters=["Reject"], args={"Reject": {"nodes": {
-            "n1": "Insufficient cpu", "n2": "node(s) had untolerated taint {k: v}",
-            "n3": "node(s) had untolerated taint {k: v}"}}})
+            "n1": "Insufficient cpu", "n2": "node(s) had untolerated taint(s)",
+            "n3": "node(s) had untolerated taint(s)"}}})
         fw = build(spec)
         with pytest.raises(FitError) as err:
             run(schedule_pod(fw, CycleState(), make_pod()))
         assert str(err.value) == ("0/3 nodes are available: 1 Insufficient cpu, "
-                                  "2 node(s) had untolerated taint {k: v}.")
+                                  "2 node(s) had untolerated taint(s).")
 
     def test_first_failing_filter_decides(self) -> None:
         spec = fakes.profile(filters=["Reject", "Reject2"], args={

@@ -56,7 +56,7 @@ async def test_fit_error_reads_as_upstream():
     assert str(err) == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling..")
+        "2 Preemption is not helpful for scheduling.")
 
 
 # ---- args -------------------------------------------------------------------------

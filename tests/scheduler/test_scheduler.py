@@ -130,7 +130,7 @@ async def test_post_filter_failure_message_is_appended() -> None:
     add_pod(sched, "p", cpu="3")
     await sched.run_until_idle()
     assert sched.outcomes["default/p"].message == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: no victims.")
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: no victims")  # appended as written
 
 
 # ---- Reserve / Permit failures ------------------------------------------------------------------

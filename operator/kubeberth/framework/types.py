@@ -134,7 +134,8 @@ class FitError(Exception):
             if parts:
                 msg += f" {', '.join(parts)}."
         if self.diagnosis.post_filter_msg:
-            msg += f" {self.diagnosis.post_filter_msg}."
+            # Appended as the PostFilter plugins wrote it: upstream adds no period of its own here.
+            msg += f" {self.diagnosis.post_filter_msg}"
         return msg
 
 

@@ -60,8 +60,6 @@ class DefaultPreemption(PostFilterPlugin):
         result, status = await self.evaluator.preempt(state, pod, statuses)
         msg = status.message()
         if msg:
-            # Upstream prefixes "preemption: " and keeps the message's own closing period; the
-            # FitError adds one more, so upstream's events end in "..".
             return result, Status(status.code, "preemption: " + msg, plugin=NAME)
         return result, status
 

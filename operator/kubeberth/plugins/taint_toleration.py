@@ -19,6 +19,8 @@ from ._helper import default_normalize_score
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+# Since v1.34 one reason for every untolerated taint: no key or value, so nodes count under one reason.
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 class _PreScoreState:
@@ -59,10 +61,9 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         node = node_info.node
         if node is None:
             return Status.error("invalid nodeInfo")
-        taint = find_untolerated(node.taints, pod.tolerations)
-        if taint is None:
+        if find_untolerated(node.taints, pod.tolerations) is None:
             return None
-        return Status.unresolvable(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
+        return Status.unresolvable(ERR_REASON_UNTOLERATED)
 
     def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray:
         """`filter` for every node of a NodeView: decided once per distinct list of taints."""
