@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench conformance run clean
+.PHONY: install demo test test-cluster control-plane lint bench conformance run clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python >= 3.11)"; exit 1; }
@@ -20,6 +20,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks
 	$(BIN)/python -m pytest
+
+# kube-apiserver, etcd, kubectl and upstream kube-scheduler, built from Kubernetes' Go modules
+# (tools/k8s/, version pinned in its go.mod): minutes the first time, seconds with Go's caches warm.
+control-plane:
+	tools/k8s/build.sh .cache/k8s/bin
+
+# The real-control-plane suite alone (make test runs it too, when the binaries are built).
+test-cluster: $(STAMP) control-plane
+	$(BIN)/python -m pytest tests/cluster
 
 conformance: $(STAMP)
 	$(BIN)/python -m pytest tests/conformance

@@ -1,0 +1,160 @@
+"""A small async REST client for the real-cluster tests and the end-to-end benchmark.
+
+Deliberately not kubeberth's own API client: the tests observe the operator from outside,
+through the API server, as another client of the cluster would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import aiohttp
+
+T = TypeVar("T")
+
+CORE = "/api/v1"
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: Any, what: str) -> None:
+        self.status = status
+        self.body = body
+        message = body.get("message") if isinstance(body, dict) else body
+        super().__init__(f"{what}: HTTP {status}: {message}")
+
+
+def collection(kind: str, namespace: str | None = None) -> str:
+    """The collection path of a kind: 'pods', 'nodes', 'priorityclasses', 'poddisruptionbudgets', ..."""
+    group = {"priorityclasses": "/apis/scheduling.k8s.io/v1", "poddisruptionbudgets": "/apis/policy/v1",
+             "schedulingprofiles": "/apis/kubeberth.io/v1alpha1", "clusterkopfpeerings": "/apis/kopf.dev/v1",
+             "storageclasses": "/apis/storage.k8s.io/v1", "csinodes": "/apis/storage.k8s.io/v1",
+             "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
+             "replicasets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1"}.get(kind, CORE)
+    return f"{group}/namespaces/{namespace}/{kind}" if namespace else f"{group}/{kind}"
+
+
+class Kube:
+    """`async with Kube(url, token, ssl_context) as kube:` then get/list/create/patch/delete."""
+
+    def __init__(self, url: str, token: str, ssl_context: ssl.SSLContext, *, connections: int = 50) -> None:
+        self.url = url.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._ssl = ssl_context
+        self._connections = connections
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Kube:
+        connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._connections)
+        self._session = aiohttp.ClientSession(connector=connector, headers=self.headers,
+                                              timeout=aiohttp.ClientTimeout(total=60))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
+                      content_type: str = "application/json", ok: tuple[int, ...] = (200, 201, 202)) -> Any:
+        assert self._session is not None, "use `async with Kube(...)`"
+        async with self._session.request(method, self.url + path, json=body, params=params,
+                                         headers={"Content-Type": content_type}) as resp:
+            data = await resp.json(content_type=None) if resp.content_length != 0 else None
+            if resp.status not in ok:
+                raise ApiError(resp.status, data, f"{method} {path}")
+            return data
+
+    async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return dict(await self.request("GET", f"{collection(kind, namespace)}/{name}"))
+
+    async def get_or_none(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        try:
+            return await self.get(kind, name, namespace)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def list(self, kind: str, namespace: str | None = None, **params: str) -> list[dict[str, Any]]:
+        data = await self.request("GET", collection(kind, namespace), params=params or None)
+        return list(data.get("items") or [])
+
+    async def create(self, kind: str, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        if namespace is None and kind not in CLUSTER_SCOPED:
+            namespace = obj.get("metadata", {}).get("namespace") or "default"
+        return dict(await self.request("POST", collection(kind, namespace), body=obj))
+
+    async def patch(self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
+                    subresource: str = "", content_type: str = MERGE) -> dict[str, Any]:
+        path = f"{collection(kind, namespace)}/{name}" + (f"/{subresource}" if subresource else "")
+        return dict(await self.request("PATCH", path, body=patch, content_type=content_type))
+
+    async def delete(self, kind: str, name: str, namespace: str | None = None, *,
+                     grace_period: int | None = None, missing_ok: bool = True) -> None:
+        body = {"gracePeriodSeconds": grace_period} if grace_period is not None else None
+        ok = (200, 202, 404) if missing_ok else (200, 202)
+        await self.request("DELETE", f"{collection(kind, namespace)}/{name}", body=body, ok=ok)
+
+    async def delete_all(self, kind: str, namespace: str | None = None, *, grace_period: int | None = None) -> None:
+        body = {"gracePeriodSeconds": grace_period} if grace_period is not None else None
+        await self.request("DELETE", collection(kind, namespace), body=body)
+
+
+CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "schedulingprofiles", "clusterkopfpeerings",
+                  "storageclasses", "csinodes", "persistentvolumes", "customresourcedefinitions"}
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0,
+                     interval: float = 0.1, what: str = "condition") -> T:
+    """Polls `check` until it returns something truthy; its last value or error is in the failure."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = await check()
+        except ApiError as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f}s (last: {last!r})")
+        await asyncio.sleep(interval)
+
+
+def node(name: str, *, cpu: str = "4", memory: str = "32Gi", pods: str = "110",
+         labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """A Ready node as a kubelet would have registered it (scheduler_perf's node template)."""
+    capacity = {"cpu": cpu, "memory": memory, "pods": pods}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"taints": taints} if taints else {},
+        "status": {"capacity": capacity, "allocatable": capacity,
+                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                   "phase": "Running"},
+    }
+
+
+def pod(name: str, *, namespace: str = "default", cpu: str = "100m", memory: str = "500Mi",
+        scheduler: str | None = None, priority_class: str | None = None, node_name: str | None = None,
+        labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    """A pod with one pause container (scheduler_perf's pod template)."""
+    body: dict[str, Any] = {
+        "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        **spec,
+    }
+    if scheduler:
+        body["schedulerName"] = scheduler
+    if priority_class:
+        body["priorityClassName"] = priority_class
+    if node_name:
+        body["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}}, "spec": body}

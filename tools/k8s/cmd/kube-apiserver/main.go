@@ -1,0 +1,11 @@
+// Command kube-apiserver is upstream's API server, built from its Go module at the pinned release.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }
