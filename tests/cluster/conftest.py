@@ -180,3 +180,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def run_subprocess(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    missing = missing_binaries()
+    if missing:
+        terminalreporter.write_line(f"real-cluster suite (tests/cluster) skipped: {', '.join(missing)} not built "
+                                    "(make control-plane)")

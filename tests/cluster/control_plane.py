@@ -75,7 +75,7 @@ class Process:
     @classmethod
     def start(cls, name: str, argv: Sequence[str], log_dir: Path, env: dict[str, str] | None = None) -> Process:
         log_path = log_dir / f"{name}.log"
-        log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        log = open(log_path, "ab")  # closed in stop()
         popen = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  start_new_session=True, env=env)
         return cls(name, popen, log_path, log)

@@ -1,0 +1,116 @@
+"""The ClusterRole in manifests/rbac.yaml, judged by the API server's audit log.
+
+A full scheduling run (peering, profiles with a refused edit, binding, a repeated failure,
+preemption with a PodDisruptionBudget in the cluster) made with the kubeberth ServiceAccount's
+own token: no request may be refused (403), and every permission the role grants must have
+been used, so that it is no wider than needed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import NAMESPACE, SERVICE_ACCOUNT, Operators
+from .control_plane import ROOT, ControlPlane
+from .kube import Kube, eventually, node, pod
+
+pytestmark = pytest.mark.cluster
+
+USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
+Permission = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+# Granted for paths a healthy run does not take; the emulator suite takes them (tests/operator).
+FAULT_PATHS: dict[Permission, str] = {
+    ("", "pods", "get"): "a binding that failed or timed out: was the pod bound anyway? (api_client._bound_to)",
+}
+
+
+def granted(path: Path = ROOT / "manifests" / "rbac.yaml") -> set[Permission]:
+    [role] = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ClusterRole"]
+    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+            for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def used(events: list[dict[str, Any]], since: float) -> tuple[set[Permission], list[str]]:
+    """What the ServiceAccount asked for after `since`, and every refusal."""
+    asked: set[Permission] = set()
+    refused = []
+    for e in events:
+        if e.get("user", {}).get("username") != USER or e.get("stage") != "ResponseComplete":
+            continue
+        ref = e.get("objectRef") or {}
+        if not ref.get("resource"):
+            continue  # discovery (/api, /apis, /version)
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        perm = (ref.get("apiGroup", ""), resource, e["verb"])
+        code = (e.get("responseStatus") or {}).get("code", 0)
+        if code == 403:
+            refused.append(f"{perm}: {e['requestURI']}")
+        asked.add(perm)
+    return asked, refused
+
+
+async def test_least_privilege_role_is_enough_and_all_used(control_plane: ControlPlane, kube: Kube,
+                                                          operators: Operators) -> None:
+    started = time.time()
+    await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                          "metadata": {"name": "high"}, "value": 1000})
+    await kube.create("poddisruptionbudgets", {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+    await kube.create("nodes", node("n1", cpu="2"))
+    await kube.create("pods", pod("victim", cpu="2", node_name="n1"))
+    operators.start("--peering=kubeberth")
+    await kube.create("schedulingprofiles", {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile",
+                                             "metadata": {"name": "bad"},
+                                             "spec": {"schedulerName": "other",
+                                                      "plugins": {"score": {"enabled": [{"name": "Nope"}]}}}})
+    await kube.create("pods", pod("never", cpu="64"))
+    await kube.create("pods", pod("preemptor", cpu="2", priority_class="high"))
+
+    async def preempted() -> bool:
+        v = await kube.get("pods", "victim", "default")
+        return bool(v["metadata"].get("deletionTimestamp"))
+
+    await eventually(preempted, what="victim preempted")
+    await kube.delete("pods", "victim", "default", grace_period=0)
+    await eventually(lambda: _bound(kube, "preemptor"), what="preemptor bound")
+
+    async def repeated() -> bool:  # the second FailedScheduling of "never" patches the event's count
+        events = await kube.list("events", "default", fieldSelector="involvedObject.name=never")
+        return any(e.get("count", 1) > 1 for e in events)
+
+    await kube.create("nodes", node("n2", cpu="1"))  # a node event: "never" is tried again
+    await eventually(repeated, timeout=60, what="a repeated FailedScheduling event")
+    await eventually(lambda: _status_written(kube, "bad"), what="profile status")
+    operators.stop_all()
+
+    def audited() -> tuple[set[Permission], list[str]] | None:
+        asked, refused = used(control_plane.audit_events(), started)
+        return (asked, refused) if ("", "pods/binding", "create") in asked else None
+
+    deadline = time.monotonic() + 10
+    result = audited()
+    while result is None and time.monotonic() < deadline:  # the audit backend writes in batches
+        time.sleep(0.5)
+        result = audited()
+    assert result is not None, "no binding in the audit log"
+    asked, refused = result
+    assert refused == [], "refused by RBAC:\n" + "\n".join(refused)
+    # "create" of events is counted as used when a patch of them is seen too, and vice versa.
+    unused = sorted(granted() - asked - set(FAULT_PATHS))
+    assert unused == [], f"granted but never used in a full run: {unused}"
+    beyond = sorted(asked - granted())
+    assert beyond == [], f"used without being granted (should have been refused): {beyond}"
+
+
+async def _bound(kube: Kube, name: str) -> str | None:
+    return (await kube.get("pods", name, "default"))["spec"].get("nodeName")
+
+
+async def _status_written(kube: Kube, name: str) -> bool:
+    return bool(((await kube.get("schedulingprofiles", name)).get("status") or {}).get("conditions"))
