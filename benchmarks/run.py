@@ -473,6 +473,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="profile the measured phase; writes benchmarks/results/profiles/")
     p.add_argument("--same-process", action="store_true", help="run every workload in this process")
     p.add_argument("--e2e", action="store_true", help="through the operator and the API emulator (loopback)")
+    p.add_argument("--peer", choices=["kube-scheduler"], default=None,
+                   help="with --e2e: on a real kube-apiserver (make control-plane), once with upstream "
+                        "kube-scheduler and once with kubeberth, side by side")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-write", action="store_true", help="do not write JSON results")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -495,6 +498,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.e2e and not (args.workload or args.quick or args.all or args.rss or args.scale):
         args.workload = list(E2E_DEFAULT)
     selected = _selected(args)
+    if args.e2e and args.peer:
+        from .peer import print_peer_table, run_peers
+
+        m = machine()
+        print(f"kubeberth bench (real control plane): {m['cpu']}, {m['nproc']} cpu, Python {m['python']}\n")
+        results = []
+        for w in selected:
+            sys.stderr.write(f"running {w.id} on a real API server with {args.peer}, then kubeberth ({w.nodes} "
+                             f"nodes, {w.init_pods} init, {w.measure_pods} measured)...\n")
+            results.append(run_peers(w, (args.peer, "kubeberth")))
+        print_peer_table(results)
+        for r in results:
+            for peer, p in r["peers"].items():
+                if p.get("error"):
+                    print(f"\n{r['workload']} {peer}: {p['error']}")
+        if not args.no_write:
+            print(f"\nwrote {_write(results, args, 'e2e-real')}")
+        return 0
     if args.e2e:
         from .e2e import describe_time, run_e2e
 

@@ -250,7 +250,7 @@ class ControlPlane:
                 f"--service-account-signing-key-file={d / 'sa.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,StorageObjectInUseProtection",
                 f"--audit-policy-file={d / 'audit-policy.json'}", f"--audit-log-path={self.audit_log}",
                 "--audit-log-mode=batch", "--audit-log-batch-max-wait=1s", "--audit-log-maxbackup=0",
                 "--profiling=false", "-v=1", *self.apiserver_args]

@@ -7,6 +7,7 @@ through the API server, as another client of the cluster would.
 from __future__ import annotations
 
 import asyncio
+import copy
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -59,6 +60,11 @@ class Kube:
         if self._session is not None:
             await self._session.close()
 
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        assert self._session is not None, "use `async with Kube(...)`"
+        return self._session
+
     async def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
                       content_type: str = "application/json", ok: tuple[int, ...] = (200, 201, 202)) -> Any:
         assert self._session is not None, "use `async with Kube(...)`"
@@ -105,6 +111,31 @@ class Kube:
         await self.request("DELETE", collection(kind, namespace), body=body)
 
 
+SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
+PAUSE_IMAGE = "pause:3.10"
+
+
+def as_created(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as a client creates it: without what the server sets; a pod's containers get an image.
+    Nodes, PVs and PVCs keep their status (no kubelet or controller would write it here)."""
+    obj = copy.deepcopy(obj)
+    meta = obj.setdefault("metadata", {})
+    for key in SERVER_SET:
+        meta.pop(key, None)
+    if obj.get("kind") not in ("Node", "PersistentVolume", "PersistentVolumeClaim"):
+        obj.pop("status", None)
+    if obj.get("kind") == "Pod":
+        spec = obj.setdefault("spec", {})
+        for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+            c.setdefault("image", PAUSE_IMAGE)
+            c.setdefault("name", "c")
+        if not spec.get("containers"):
+            spec["containers"] = [{"name": "c", "image": PAUSE_IMAGE}]
+        if spec.get("priorityClassName"):
+            spec.pop("priority", None)  # the Priority admission plugin sets it from the class
+    return obj
+
+
 CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "schedulingprofiles", "clusterkopfpeerings",
                   "storageclasses", "csinodes", "persistentvolumes", "customresourcedefinitions"}
 
@@ -146,7 +177,7 @@ def pod(name: str, *, namespace: str = "default", cpu: str = "100m", memory: str
         labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
     """A pod with one pause container (scheduler_perf's pod template)."""
     body: dict[str, Any] = {
-        "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+        "containers": [{"name": "pause", "image": PAUSE_IMAGE,
                         "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
         **spec,
     }

@@ -1,0 +1,214 @@
+"""kubeberth beside upstream kube-scheduler, each on a fresh real control plane of the same build.
+
+`python -m benchmarks.run --e2e --peer kube-scheduler [-w WORKLOAD]`: for each scheduler in
+turn, etcd + kube-apiserver start (tests/cluster/control_plane.py), the workload's nodes and
+init pods are created over 50 concurrent connections, then the scheduler is started as its own
+process: the time to its first binding is its start-up and initial sync, the init pods'
+rate its throughput on a backlog. Once all are bound, the measured pods are created while it
+runs (again over 50 connections): pods/s from the first create to the last binding, and how
+long after the last create the last binding came. Bindings are seen through a watch on pods
+from this process, as another client of the cluster would see them.
+
+Neither scheduler is throttled on the client side: kube-scheduler runs with
+`clientConnection.qps/burst` 5000 (its default of 50/100 would cap it at about 100 pods/s),
+kubeberth has no client rate limiter. Both use the admin token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, k8s_version
+from tests.cluster.kube import Kube, as_created
+
+from . import workloads as wl
+
+PEERS = ("kube-scheduler", "kubeberth")
+CONNECTIONS = 50
+
+
+class BindingWatch:
+    """Watches pods and notes when each one is first seen bound."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.bound_at: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+
+    async def start(self) -> None:
+        pods = await self.kube.request("GET", "/api/v1/pods", params={"limit": "1"})
+        rv = pods["metadata"]["resourceVersion"]
+        self._task = asyncio.get_running_loop().create_task(self._run(rv))
+
+    async def _run(self, rv: str) -> None:
+        session = self.kube.session
+        params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "3600"}
+        async with session.get(self.kube.url + "/api/v1/pods", params=params,
+                               timeout=None) as resp:  # type: ignore[arg-type]
+            async for line in resp.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") in ("ADDED", "MODIFIED") and (obj.get("spec") or {}).get("nodeName"):
+                    key = obj["metadata"]["name"]
+                    if key not in self.bound_at:
+                        self.bound_at[key] = time.monotonic()
+                        self._changed.set()
+
+    async def wait(self, prefix: str, count: int, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = sum(1 for k in self.bound_at if k.startswith(prefix))
+            if seen >= count or time.monotonic() > deadline:
+                return seen
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), 1.0)
+
+    def times(self, prefix: str) -> list[float]:
+        return sorted(t for k, t in self.bound_at.items() if k.startswith(prefix))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+async def create_all(kube: Kube, resource: str, objects: Iterable[dict[str, Any]]) -> tuple[float, float]:
+    """Creates over CONNECTIONS concurrent requests; returns the times of the first and last create."""
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for obj in objects:
+        queue.put_nowait(as_created(obj))
+    first: list[float] = []
+    last = 0.0
+
+    async def worker() -> None:
+        nonlocal last
+        while not queue.empty():
+            obj = queue.get_nowait()
+            if not first:
+                first.append(time.monotonic())
+            await kube.create(resource, obj)
+            last = max(last, time.monotonic())
+
+    await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
+    return (first[0] if first else time.monotonic()), last
+
+
+def start_scheduler(peer: str, plane: ControlPlane) -> Process:
+    kubeconfig = plane.dir / "admin.kubeconfig"
+    if peer == "kube-scheduler":
+        config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                  "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 5000, "burst": 5000},
+                  "leaderElection": {"leaderElect": False}}
+        path = plane.dir / "kube-scheduler.yaml"
+        path.write_text(json.dumps(config))
+        argv = [str(plane.bin / "kube-scheduler"), f"--config={path}", "--secure-port=0", "-v=1"]
+    else:
+        argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run", f"--kubeconfig={kubeconfig}",
+                "--metrics-port=0", "--seed=0"]
+    return Process.start(peer, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def process_usage(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS in MiB of a live process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    rss = 0.0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                rss = int(line.split()[1]) / 1024
+    return cpu, rss
+
+
+async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
+    out: dict[str, Any] = {"scheduler": peer}
+    with ControlPlane() as plane:
+        async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
+            for ns in {w.init_namespace, w.measure_namespace, *w.namespaces} - {"default"}:
+                await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            await create_all(kube, "nodes", w.node_objects())
+            await create_all(kube, "pods", (w.init_template(f"init-{i:06d}", w.init_namespace)
+                                            for i in range(w.init_pods)))
+            watch = BindingWatch(kube)
+            await watch.start()
+            started = time.monotonic()
+            sched = start_scheduler(peer, plane)
+            try:
+                init_bound = await watch.wait("init-", w.init_pods, timeout=max(120.0, w.init_pods / 5))
+                init_times = watch.times("init-")
+                if init_times:
+                    out["first_bind_after_start_s"] = round(init_times[0] - started, 3)
+                if init_bound < w.init_pods:
+                    out["error"] = f"only {init_bound}/{w.init_pods} init pods bound\n{sched.tail(20)}"
+                    return out
+                if w.init_pods > 1:
+                    span = init_times[-1] - init_times[0]
+                    out["init_pods_per_s"] = round((w.init_pods - 1) / span, 1) if span > 0 else None
+                cpu0, _ = process_usage(sched.popen.pid)
+                t0, t_last_create = await create_all(kube, "pods", (w.measure_template(f"pod-{i:06d}",
+                                                                                       w.measure_namespace)
+                                                                     for i in range(w.measure_pods)))
+                bound = await watch.wait("pod-", w.measure_pods, timeout=max(120.0, w.measure_pods / 5))
+                times = watch.times("pod-")
+                cpu1, rss = process_usage(sched.popen.pid)
+                out.update({
+                    "scheduled": bound,
+                    "pods_per_s": round(bound / (times[-1] - t0), 1) if times else 0.0,
+                    "create_s": round(t_last_create - t0, 3),
+                    "last_bind_after_last_create_s": round(times[-1] - t_last_create, 3) if times else None,
+                    "cpu_s": round(cpu1 - cpu0, 2),
+                    "peak_rss_mib": round(rss, 1),
+                })
+                if bound < w.measure_pods:
+                    out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
+            finally:
+                await watch.stop()
+                sched.stop()
+    return out
+
+
+def run_peers(w: wl.Workload, peers: Iterable[str] = PEERS) -> dict[str, Any]:
+    from .run import describe
+
+    out = describe(w)
+    out.update({"mode": "e2e-real", "kubernetes": k8s_version(), "target": None, "rss_target_mib": None})
+    out["peers"] = {}
+    for peer in peers:
+        try:
+            out["peers"][peer] = asyncio.run(_run_peer(peer, w))
+        except Exception as exc:  # report, do not stop the other runs
+            out["peers"][peer] = {"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"}
+    ours = out["peers"].get("kubeberth", {}).get("pods_per_s")
+    theirs = out["peers"].get("kube-scheduler", {}).get("pods_per_s")
+    if ours and theirs:
+        out["ratio"] = round(ours / theirs, 2)
+    return out
+
+
+def print_peer_table(results: list[dict[str, Any]]) -> None:
+    print(f"{'workload':<42} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'first bind':>11} "
+          f"{'backlog pods/s':>15} {'CPU s':>7} {'RSS MiB':>8}")
+    for r in results:
+        for peer, p in r["peers"].items():
+            if p.get("error"):
+                print(f"{r['workload']:<42} {peer:<15} error: {p['error'].splitlines()[0]}")
+                continue
+            print(f"{r['workload']:<42} {peer:<15} {p['pods_per_s']:>8} {p['last_bind_after_last_create_s']:>15}s "
+                  f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
+                  f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8}")
+        if r.get("ratio") is not None:
+            print(f"{'':<42} {'ratio':<15} {r['ratio']:>8}")
+
+
