@@ -138,9 +138,29 @@ async def reset(kube: Kube) -> None:
         await asyncio.sleep(0.1)
 
 
-async def create_objects(kube: Kube, case: dict[str, Any]) -> str:
-    objects = [o for o in pending_order(case) if o.get("kind") in RESOURCES]
+def priority_classes(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A pod with a bare `spec.priority` is refused by the Priority admission plugin: such pods get
+    a PriorityClass of that value (and preemptionPolicy) made for them."""
+    made: dict[str, dict[str, Any]] = {}
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj.get("kind") != "Pod" or spec.get("priorityClassName") or spec.get("priority") is None:
+            continue
+        policy = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+        name = f"diff-{spec['priority']}-{policy.lower()}"
+        made.setdefault(name, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                               "metadata": {"name": name}, "value": spec["priority"], "preemptionPolicy": policy})
+        spec["priorityClassName"] = name
+    return list(made.values())
+
+
+async def create_objects(kube: Kube, case: dict[str, Any]) -> tuple[str, set[str]]:
+    """Creates the case's objects; returns why the API server refused one (or ""), and the pods
+    that were terminating in the case (deleted with a grace period, which no kubelet ends here)."""
+    objects = [copy.deepcopy(o) for o in pending_order(case) if o.get("kind") in RESOURCES]
+    objects = priority_classes(objects) + objects
     objects.sort(key=lambda o: KIND_ORDER.index(o["kind"]))  # stable: pending pods keep their order
+    terminating: set[str] = set()
     for obj in objects:
         body = as_created(obj)
         resource = RESOURCES[obj["kind"]]
@@ -155,11 +175,16 @@ async def create_objects(kube: Kube, case: dict[str, Any]) -> str:
         try:
             created = await kube.create(resource, body, ns)
         except ApiError as exc:
-            return f"the API server refuses {obj['kind']} {body['metadata'].get('name')}: {exc}"
+            return f"the API server refuses {obj['kind']} {body['metadata'].get('name')}: {exc}", terminating
+        name = created["metadata"]["name"]
         status = obj.get("status")
-        if status and resource in ("persistentvolumes", "persistentvolumeclaims"):
-            await kube.patch(resource, created["metadata"]["name"], {"status": status}, ns, subresource="status")
-    return ""
+        if status and resource in ("persistentvolumes", "persistentvolumeclaims", "pods"):
+            await kube.patch(resource, name, {"status": status}, ns, subresource="status")
+        if resource == "pods" and obj["metadata"].get("deletionTimestamp"):
+            grace = obj["metadata"].get("deletionGracePeriodSeconds") or 30
+            await kube.delete("pods", name, ns, grace_period=max(int(grace), 1))
+            terminating.add(f"{ns}/{name}")
+    return "", terminating
 
 
 def _key(pod: dict[str, Any]) -> str:
@@ -190,7 +215,7 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
     if isinstance(config, str):
         return config
     await reset(kube)
-    refused = await create_objects(kube, case)
+    refused, terminating = await create_objects(kube, case)
     if refused:
         return refused
     (plane.dir / "kube-scheduler.yaml").write_text(json.dumps(config))
@@ -205,14 +230,15 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
             if not sched.alive():
                 return f"kube-scheduler exited: {sched.tail(15)}"
             await asyncio.sleep(0.2)
-            for key, (_, terminating, _, _) in last.items():
-                if terminating:  # the kubelet's part of a graceful deletion
+            for key, (_, deleting, _, _) in last.items():
+                if deleting and key not in terminating:  # the kubelet's part of a graceful deletion
                     ns, name = key.split("/", 1)
                     await kube.delete("pods", name, ns, grace_period=0)
             now = await observe(kube)
             if now != last:
                 last, since = now, time.monotonic()
-            elif time.monotonic() - since >= quiet and not any(t for _, t, _, _ in now.values()):
+            elif time.monotonic() - since >= quiet and not any(
+                    t for k, (_, t, _, _) in now.items() if k not in terminating):
                 break
     finally:
         sched.stop()
@@ -222,6 +248,8 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
         if obj.get("kind") != "Pod":
             continue
         key = _key(obj)
+        if key in terminating or (obj["metadata"].get("deletionTimestamp") and key not in last):
+            continue  # terminating in the case: compared as far as it decides for the others
         if key not in last:
             out[key] = Outcome("Evicted")
         elif key in before and before[key][0]:

@@ -113,6 +113,7 @@ class Kube:
 
 SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
 PAUSE_IMAGE = "pause:3.10"
+OVERCOMMITTABLE = {"cpu", "memory", "ephemeral-storage"}
 
 
 def as_created(obj: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +132,11 @@ def as_created(obj: dict[str, Any]) -> dict[str, Any]:
             c.setdefault("name", "c")
         if not spec.get("containers"):
             spec["containers"] = [{"name": "c", "image": PAUSE_IMAGE}]
+        for c in [*spec.get("initContainers", []), *spec["containers"]]:
+            resources = c.get("resources") or {}
+            for name, value in (resources.get("requests") or {}).items():
+                if name not in OVERCOMMITTABLE:  # the API server wants limits equal to requests there
+                    resources.setdefault("limits", {}).setdefault(name, value)
         if spec.get("priorityClassName"):
             spec.pop("priority", None)  # the Priority admission plugin sets it from the class
     return obj

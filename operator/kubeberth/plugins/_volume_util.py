@@ -189,24 +189,6 @@ def check_node_affinity(pv: Obj, node_labels: Mapping[str, str]) -> bool:
     return sel.matches("", node_labels)
 
 
-def local_pv_node_names(pv: Obj) -> set[str] | None:
-    """GetLocalPersistentVolumeNodeNames: node names a PV's required affinity pins it to
-    through `kubernetes.io/hostname In [...]`; None when it pins to none."""
-    required = (spec(pv).get("nodeAffinity") or {}).get("required")
-    if not required:
-        return None
-    result: set[str] = set()
-    for term in required.get("nodeSelectorTerms") or []:
-        nodes: set[str] | None = None
-        for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == LABEL_HOSTNAME and expr.get("operator") == "In":
-                vals = {str(v) for v in expr.get("values") or []}
-                nodes = vals if nodes is None else nodes & vals
-        if nodes:
-            result |= nodes
-    return result or None
-
-
 def label_zones_to_set(value: str) -> set[str]:
     """volumehelpers.LabelZonesToSet: a multi-zone label value joins zones with '__'."""
     return {z.strip() for z in value.split("__") if z.strip()} if value else set()

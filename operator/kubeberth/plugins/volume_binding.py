@@ -8,10 +8,10 @@ As upstream's volumebinding plugin:
   the pod does not own rejects the pod (UnschedulableAndUnresolvable). Unbound
   claims of an Immediate class (and claims pre-bound by `spec.volumeName` whose
   PV is missing) reject it with "pod has unbound immediate
-  PersistentVolumeClaims". Bound claims whose PVs are pinned to hosts by
-  `kubernetes.io/hostname In [...]` restrict the nodes to those hosts.
+  PersistentVolumeClaims". No node subset (since v1.33 local PVs do not narrow
+  the nodes at PreFilter).
 - Filter, per node: every bound claim's PV node affinity must match ("node(s)
-  had volume node affinity conflict"; a PV that no longer exists gives "node(s)
+  didn't match PersistentVolume's node affinity"; a PV that no longer exists gives "node(s)
   unavailable due to one or more pvc(s) bound to non-existent pv(s)"); every
   unbound WaitForFirstConsumer claim needs an Available PV of its class that
   fits (size, access modes, volume mode, selector, node affinity; the smallest
@@ -69,7 +69,6 @@ from ._volume_util import (
     check_node_affinity,
     claim_class,
     is_bound_to_claim,
-    local_pv_node_names,
     meta,
     name_of,
     pod_claims,
@@ -86,7 +85,7 @@ NAME = "VolumeBinding"
 STATE_KEY = NAME
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
-ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ERR_REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -286,19 +285,10 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
                 c = volume_class(pv)
                 if c in wanted and name_of(pv) not in promised:
                     by_class.setdefault(c, []).append(pv)
-        result: PreFilterResult | None = None
-        eligible: set[str] | None = None
-        for pvc in bound:
-            pv = self.objects.get(PV, str(spec(pvc).get("volumeName")))
-            if pv is None:
-                continue
-            names = local_pv_node_names(pv)
-            if names:
-                eligible = set(names) if eligible is None else eligible & names
-        if eligible is not None:
-            result = PreFilterResult(eligible)
+        # Since v1.33 no node subset from bound local PVs: the Filter's "didn't match
+        # PersistentVolume's node affinity" is what a user reads, node by node.
         state.write(STATE_KEY, _State(bound, delay, by_class))
-        return result, None
+        return None, None
 
     # ---- Filter ---------------------------------------------------------------------
     def find_matching_volume(self, pvc: Obj, volumes: Sequence[Obj], node_labels: Mapping[str, str],
