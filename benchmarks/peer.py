@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import aiohttp
 from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, k8s_version
 from tests.cluster.kube import Kube, as_created
 
@@ -50,8 +51,9 @@ class BindingWatch:
     async def _run(self, rv: str) -> None:
         session = self.kube.session
         params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "3600"}
-        async with session.get(self.kube.url + "/api/v1/pods", params=params,
-                               timeout=None) as resp:  # type: ignore[arg-type]
+        forever = aiohttp.ClientTimeout(total=None, sock_read=None)
+        async with session.get(self.kube.url + "/api/v1/pods", params=params, timeout=forever) as resp:
+            resp.raise_for_status()
             async for line in resp.content:
                 if not line.strip():
                     continue
@@ -66,6 +68,9 @@ class BindingWatch:
     async def wait(self, prefix: str, count: int, timeout: float) -> int:
         deadline = time.monotonic() + timeout
         while True:
+            if self._task is not None and self._task.done():
+                self._task.result()  # the watch ended: raise what ended it
+                raise RuntimeError("the watch on pods ended")
             seen = sum(1 for k in self.bound_at if k.startswith(prefix))
             if seen >= count or time.monotonic() > deadline:
                 return seen

@@ -41,9 +41,10 @@ CASE_DIRS = [ROOT / "tests" / "conformance" / "cases", ROOT.parent / "shared" / 
 KNOWN = ROOT / "tests" / "conformance" / "differential.yaml"
 SEEDS = range(8)
 # The kinds a case holds, in the order they are created (what others refer to first).
-KIND_ORDER = ["Namespace", "PriorityClass", "StorageClass", "CSINode", "PersistentVolume",
+KIND_ORDER = ["Namespace", "PriorityClass", "RuntimeClass", "StorageClass", "CSINode", "PersistentVolume",
               "PersistentVolumeClaim", "Node", "ReplicaSet", "StatefulSet", "Service", "PodDisruptionBudget", "Pod"]
-RESOURCES = {"Namespace": "namespaces", "PriorityClass": "priorityclasses", "StorageClass": "storageclasses",
+RESOURCES = {"Namespace": "namespaces", "PriorityClass": "priorityclasses",
+             "RuntimeClass": "runtimeclasses", "StorageClass": "storageclasses",
              "CSINode": "csinodes", "PersistentVolume": "persistentvolumes",
              "PersistentVolumeClaim": "persistentvolumeclaims", "Node": "nodes", "ReplicaSet": "replicasets",
              "StatefulSet": "statefulsets", "Service": "services", "PodDisruptionBudget": "poddisruptionbudgets",
@@ -127,7 +128,7 @@ async def reset(kube: Kube) -> None:
             await kube.delete_all(kind, name)
         if not name.startswith("kube-") and name != "kubeberth-system":
             await kube.patch("namespaces", name, {"metadata": {"labels": None}})
-    for kind in ("nodes", "persistentvolumes", "storageclasses", "csinodes", "schedulingprofiles"):
+    for kind in ("nodes", "persistentvolumes", "storageclasses", "csinodes", "schedulingprofiles", "runtimeclasses"):
         await kube.delete_all(kind)
     for pc in await kube.list("priorityclasses"):
         if not pc["metadata"]["name"].startswith("system-"):
@@ -154,11 +155,28 @@ def priority_classes(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(made.values())
 
 
+def runtime_classes(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A pod's spec.overhead comes from its RuntimeClass (the API server refuses it otherwise):
+    such pods get a RuntimeClass with that overhead made for them."""
+    made: dict[str, dict[str, Any]] = {}
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj.get("kind") != "Pod" or not spec.get("overhead"):
+            continue
+        overhead = spec.pop("overhead")
+        name = spec.get("runtimeClassName") or "diff-" + "-".join(
+            f"{k}-{v}".lower().replace(".", "-") for k, v in sorted(overhead.items()))
+        made.setdefault(name, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name},
+                               "handler": "runc", "overhead": {"podFixed": overhead}})
+        spec["runtimeClassName"] = name
+    return list(made.values())
+
+
 async def create_objects(kube: Kube, case: dict[str, Any]) -> tuple[str, set[str]]:
     """Creates the case's objects; returns why the API server refused one (or ""), and the pods
     that were terminating in the case (deleted with a grace period, which no kubelet ends here)."""
     objects = [copy.deepcopy(o) for o in pending_order(case) if o.get("kind") in RESOURCES]
-    objects = priority_classes(objects) + objects
+    objects = priority_classes(objects) + runtime_classes(objects) + objects
     objects.sort(key=lambda o: KIND_ORDER.index(o["kind"]))  # stable: pending pods keep their order
     terminating: set[str] = set()
     for obj in objects:

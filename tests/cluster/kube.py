@@ -34,7 +34,8 @@ def collection(kind: str, namespace: str | None = None) -> str:
     """The collection path of a kind: 'pods', 'nodes', 'priorityclasses', 'poddisruptionbudgets', ..."""
     group = {"priorityclasses": "/apis/scheduling.k8s.io/v1", "poddisruptionbudgets": "/apis/policy/v1",
              "schedulingprofiles": "/apis/kubeberth.io/v1alpha1", "clusterkopfpeerings": "/apis/kopf.dev/v1",
-             "storageclasses": "/apis/storage.k8s.io/v1", "csinodes": "/apis/storage.k8s.io/v1",
+             "storageclasses": "/apis/storage.k8s.io/v1",
+             "runtimeclasses": "/apis/node.k8s.io/v1", "csinodes": "/apis/storage.k8s.io/v1",
              "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
              "replicasets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1"}.get(kind, CORE)
     return f"{group}/namespaces/{namespace}/{kind}" if namespace else f"{group}/{kind}"
@@ -143,7 +144,7 @@ def as_created(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "schedulingprofiles", "clusterkopfpeerings",
-                  "storageclasses", "csinodes", "persistentvolumes", "customresourcedefinitions"}
+                  "runtimeclasses", "storageclasses", "csinodes", "persistentvolumes", "customresourcedefinitions"}
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0,
