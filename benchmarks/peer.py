@@ -44,33 +44,50 @@ class BindingWatch:
         self._changed = asyncio.Event()
 
     async def start(self) -> None:
-        pods = await self.kube.request("GET", "/api/v1/pods", params={"limit": "1"})
-        rv = pods["metadata"]["resourceVersion"]
+        rv = await self._list()
         self._task = asyncio.get_running_loop().create_task(self._run(rv))
 
+    def _seen(self, obj: dict[str, Any]) -> None:
+        if (obj.get("spec") or {}).get("nodeName"):
+            key = obj["metadata"]["name"]
+            if key not in self.bound_at:
+                self.bound_at[key] = time.monotonic()
+                self._changed.set()
+
+    async def _list(self) -> str:
+        pods = await self.kube.request("GET", "/api/v1/pods")
+        for obj in pods.get("items") or []:
+            self._seen(obj)
+        return str(pods["metadata"]["resourceVersion"])
+
     async def _run(self, rv: str) -> None:
-        session = self.kube.session
-        params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "3600"}
+        """Watches from `rv`; when the API server ends the watch (or sends an ERROR such as "too large
+        resource version" while its cache catches up), lists again and watches on."""
         forever = aiohttp.ClientTimeout(total=None, sock_read=None)
-        async with session.get(self.kube.url + "/api/v1/pods", params=params, timeout=forever) as resp:
-            resp.raise_for_status()
-            async for line in resp.content:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                obj = event.get("object") or {}
-                if event.get("type") in ("ADDED", "MODIFIED") and (obj.get("spec") or {}).get("nodeName"):
-                    key = obj["metadata"]["name"]
-                    if key not in self.bound_at:
-                        self.bound_at[key] = time.monotonic()
-                        self._changed.set()
+        while True:
+            params = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true",
+                      "timeoutSeconds": "3600"}
+            async with self.kube.session.get(self.kube.url + "/api/v1/pods", params=params,
+                                             timeout=forever) as resp:
+                resp.raise_for_status()
+                async for line in resp.content:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        break
+                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        self._seen(obj)
+            await asyncio.sleep(0.1)
+            rv = await self._list()
 
     async def wait(self, prefix: str, count: int, timeout: float) -> int:
         deadline = time.monotonic() + timeout
         while True:
             if self._task is not None and self._task.done():
-                self._task.result()  # the watch ended: raise what ended it
-                raise RuntimeError("the watch on pods ended")
+                self._task.result()  # the watch failed: raise why
             seen = sum(1 for k in self.bound_at if k.startswith(prefix))
             if seen >= count or time.monotonic() > deadline:
                 return seen
