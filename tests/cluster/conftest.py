@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -176,10 +175,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()  # type: ignore[attr-defined]
     if report.when == "call":
         item.rep_call = report  # type: ignore[attr-defined]
-
-
-def run_subprocess(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

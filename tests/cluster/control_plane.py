@@ -161,11 +161,6 @@ class ControlPlane:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def restart_apiserver(self, timeout: float = 60.0) -> None:
-        """Stops the main API server and starts it again on the same port (its watch cache starts anew)."""
-        self.stop_apiserver()
-        self.start_apiserver(timeout)
-
     def stop_apiserver(self) -> None:
         main = [p for p in self.apiservers if p.name == "kube-apiserver"]
         for p in main:
