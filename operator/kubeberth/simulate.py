@@ -140,7 +140,7 @@ def _gated_message(rec: PodRecord, sched: Scheduler) -> str:
     return status.message() if status is not None else ""
 
 
-def _by_creation(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def by_creation(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Pods in the order they enter the queue: by creationTimestamp; a pod without one counts as
     created with the pod before it in the document (document order stands in for the time)."""
     keyed = []
@@ -201,7 +201,7 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
         key = _key(obj)
         if key not in order:
             order.append(key)
-    for obj in _by_creation(pods):
+    for obj in by_creation(pods):
         sched.on_pod_add(obj)
     asyncio.run(_run_settled(sched, clock))
     return [_outcome(key, sched.outcomes.get(key), sched) for key in order]

@@ -1,20 +1,13 @@
 """Differential runner: each conformance case through upstream kube-scheduler and through kubeberth.
 
-Upstream: the case's objects are created on a real API server (pending pods included), then
+Upstream: the case's nodes, bound pods and other objects are created on a real API server, then
 kube-scheduler is started with a KubeSchedulerConfiguration made from the case's
-SchedulingProfiles; it lists everything before its first cycle, so every pending pod is queued
-at once, as in `kubeberth simulate`. Its queue receives equal-priority pods in the order the
-API server lists them (namespace, then name), so kubeberth is given the same order. The runner
-plays the kubelet for preemption victims (it confirms their graceful deletion) and waits until
-nothing changes any more.
-
-kubeberth: `simulate` on the same objects, with several seeds: where upstream may pick any of
-equally scored nodes, so may kubeberth, and a node is judged against all the seeds' choices.
-
-Decisions compared per pod: Scheduled (and where), Unschedulable, Evicted; the FailedScheduling
-message of unschedulable pods. Disagreements not explained in tests/conformance/differential.yaml
-fail the test (test_differential.py); `python -m tests.cluster.differential [CASE...]` prints the
-report.
+SchedulingProfiles, and the pending pods are created one at a time in the order kubeberth's queue
+pops them (priority, then creation, as `simulate` reads them), each once the previous one was
+bound or found unschedulable. Creating them all before the scheduler starts would leave the order
+of equal-priority pods to the queue timestamps kube-scheduler takes while listing them, which tie
+on coarse clocks and then come out in any order. The runner plays the kubelet for preemption
+victims (it confirms their graceful deletion) and waits until nothing changes any more.
 """
 
 from __future__ import annotations
@@ -32,7 +25,9 @@ from typing import Any
 
 import yaml
 
-from kubeberth.simulate import simulate
+from kubeberth.model import ModelError
+from kubeberth.priority import PriorityResolver
+from kubeberth.simulate import by_creation, simulate
 
 from .control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, kubectl
 from .kube import CLUSTER_SCOPED, ApiError, Kube, as_created
@@ -112,12 +107,25 @@ def scheduler_config(case: dict[str, Any], kubeconfig: Path) -> dict[str, Any] |
 
 # --- objects as the API server takes them ---
 
-def pending_order(case: dict[str, Any]) -> list[dict[str, Any]]:
-    """The case's objects with pending pods in upstream's queue order (namespace, then name)."""
-    objects = [o for o in case["objects"] if o.get("kind") != "Pod" or (o.get("spec") or {}).get("nodeName")]
-    pending = [o for o in case["objects"] if o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName")]
-    pending.sort(key=lambda o: (o["metadata"].get("namespace") or "default", o["metadata"]["name"]))
-    return objects + pending
+def is_pending(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName")
+
+
+def queue_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pending pods among `objects` in the order kubeberth's queue pops them: higher priority first,
+    then as `simulate` queues them (creationTimestamp, else document order)."""
+    resolver = PriorityResolver()
+    for obj in objects:
+        if obj.get("kind") == "PriorityClass":
+            resolver.put(obj)
+
+    def priority(pod: dict[str, Any]) -> int:
+        try:
+            return resolver.resolve(pod.get("spec") or {})[0]
+        except ModelError:
+            return 0
+
+    return sorted(by_creation([o for o in objects if is_pending(o)]), key=lambda p: -priority(p))
 
 
 async def reset(kube: Kube) -> None:
@@ -172,37 +180,51 @@ def runtime_classes(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(made.values())
 
 
-async def create_objects(kube: Kube, case: dict[str, Any]) -> tuple[str, set[str]]:
-    """Creates the case's objects; returns why the API server refused one (or ""), and the pods
-    that were terminating in the case (deleted with a grace period, which no kubelet ends here)."""
-    objects = [copy.deepcopy(o) for o in pending_order(case) if o.get("kind") in RESOURCES]
+@dataclass
+class Created:
+    refused: str = ""  # why the API server refused an object
+    pending: list[dict[str, Any]] = field(default_factory=list)  # as the API server takes them
+    terminating: set[str] = field(default_factory=set)  # deleted with a grace period no kubelet ends here
+
+
+async def create_objects(kube: Kube, case: dict[str, Any]) -> Created:
+    """Creates the case's objects but its pending pods, which are returned in queue order."""
+    objects = [copy.deepcopy(o) for o in case["objects"] if o.get("kind") in RESOURCES]
+    created = Created(pending=queue_order(objects))  # before the classes below rename priorities
     objects = priority_classes(objects) + runtime_classes(objects) + objects
-    objects.sort(key=lambda o: KIND_ORDER.index(o["kind"]))  # stable: pending pods keep their order
-    terminating: set[str] = set()
-    for obj in objects:
-        body = as_created(obj)
-        resource = RESOURCES[obj["kind"]]
-        ns = None if resource in CLUSTER_SCOPED else (body["metadata"].get("namespace") or "default")
-        if resource == "namespaces":
-            if await kube.get_or_none("namespaces", body["metadata"]["name"]) is not None:
-                await kube.patch("namespaces", body["metadata"]["name"], {"metadata": {
-                    "labels": body["metadata"].get("labels")}})
-                continue
-        elif ns and await kube.get_or_none("namespaces", ns) is None:
-            await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        try:
-            created = await kube.create(resource, body, ns)
-        except ApiError as exc:
-            return f"the API server refuses {obj['kind']} {body['metadata'].get('name')}: {exc}", terminating
-        name = created["metadata"]["name"]
-        status = obj.get("status")
-        if status and resource in ("persistentvolumes", "persistentvolumeclaims", "pods"):
-            await kube.patch(resource, name, {"status": status}, ns, subresource="status")
-        if resource == "pods" and obj["metadata"].get("deletionTimestamp"):
-            grace = obj["metadata"].get("deletionGracePeriodSeconds") or 30
-            await kube.delete("pods", name, ns, grace_period=max(int(grace), 1))
-            terminating.add(f"{ns}/{name}")
-    return "", terminating
+    pending = {id(o) for o in created.pending}
+    for obj in sorted((o for o in objects if id(o) not in pending), key=lambda o: KIND_ORDER.index(o["kind"])):
+        created.refused = await create_one(kube, obj, created.terminating)
+        if created.refused:
+            break
+    return created
+
+
+async def create_one(kube: Kube, obj: dict[str, Any], terminating: set[str]) -> str:
+    """Creates one object (its namespace first, its status after); returns why it was refused."""
+    body = as_created(obj)
+    resource = RESOURCES[obj["kind"]]
+    ns = None if resource in CLUSTER_SCOPED else (body["metadata"].get("namespace") or "default")
+    if resource == "namespaces":
+        if await kube.get_or_none("namespaces", body["metadata"]["name"]) is not None:
+            await kube.patch("namespaces", body["metadata"]["name"], {"metadata": {
+                "labels": body["metadata"].get("labels")}})
+            return ""
+    elif ns and await kube.get_or_none("namespaces", ns) is None:
+        await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        created = await kube.create(resource, body, ns)
+    except ApiError as exc:
+        return f"the API server refuses {obj['kind']} {body['metadata'].get('name')}: {exc}"
+    name = created["metadata"]["name"]
+    status = obj.get("status")
+    if status and resource in ("persistentvolumes", "persistentvolumeclaims", "pods"):
+        await kube.patch(resource, name, {"status": status}, ns, subresource="status")
+    if resource == "pods" and obj["metadata"].get("deletionTimestamp"):
+        grace = obj["metadata"].get("deletionGracePeriodSeconds") or 30
+        await kube.delete("pods", name, ns, grace_period=max(int(grace), 1))
+        terminating.add(f"{ns}/{name}")
+    return ""
 
 
 def _key(pod: dict[str, Any]) -> str:
@@ -224,8 +246,18 @@ async def observe(kube: Kube) -> dict[str, tuple[Any, ...]]:
     return state
 
 
+async def play_kubelet(kube: Kube, state: dict[str, tuple[Any, ...]],
+                       terminating: set[str]) -> dict[str, tuple[Any, ...]]:
+    """Ends the graceful deletions a scheduler started (a kubelet's part); returns `state`."""
+    for key, (_, deleting, _, _) in state.items():
+        if deleting and key not in terminating:
+            ns, name = key.split("/", 1)
+            await kube.delete("pods", name, ns, grace_period=0)
+    return state
+
+
 async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *, quiet: float = 3.0,
-                       timeout: float = 60.0) -> dict[str, Outcome] | str:
+                       timeout: float = 60.0, per_pod: float = 5.0) -> dict[str, Outcome] | str:
     kubeconfig = plane.dir / "kube-scheduler.kubeconfig"
     if not kubeconfig.exists():
         plane.write_kubeconfig(kubeconfig, token=ADMIN_TOKEN)
@@ -233,26 +265,39 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
     if isinstance(config, str):
         return config
     await reset(kube)
-    refused, terminating = await create_objects(kube, case)
-    if refused:
-        return refused
+    created = await create_objects(kube, case)
+    if created.refused:
+        return created.refused
+    terminating = created.terminating
     (plane.dir / "kube-scheduler.yaml").write_text(json.dumps(config))
     before = await observe(kube)
+    served = {p["schedulerName"] for p in config["profiles"]}
     sched = Process.start("kube-scheduler", [str(plane.bin / "kube-scheduler"),
                                              f"--config={plane.dir / 'kube-scheduler.yaml'}",
                                              "--secure-port=0", "-v=1"], plane.dir)
     try:
         deadline = time.monotonic() + timeout
+        for pod in created.pending:
+            refused = await create_one(kube, pod, terminating)
+            if refused:
+                return refused
+            key = _key(pod)
+            if key in terminating or (pod.get("spec") or {}).get("schedulerName", "default-scheduler") not in served:
+                continue
+            settle = min(deadline, time.monotonic() + per_pod)
+            while time.monotonic() < settle:  # until it is bound, or found unschedulable (or stuck in PreBind)
+                if not sched.alive():
+                    return f"kube-scheduler exited: {sched.tail(15)}"
+                state = await play_kubelet(kube, await observe(kube), terminating)
+                if key not in state or state[key][0] or state[key][3]:
+                    break
+                await asyncio.sleep(0.05)
         last, since = await observe(kube), time.monotonic()
         while time.monotonic() < deadline:
             if not sched.alive():
                 return f"kube-scheduler exited: {sched.tail(15)}"
             await asyncio.sleep(0.2)
-            for key, (_, deleting, _, _) in last.items():
-                if deleting and key not in terminating:  # the kubelet's part of a graceful deletion
-                    ns, name = key.split("/", 1)
-                    await kube.delete("pods", name, ns, grace_period=0)
-            now = await observe(kube)
+            now = await play_kubelet(kube, await observe(kube), terminating)
             if now != last:
                 last, since = now, time.monotonic()
             elif time.monotonic() - since >= quiet and not any(
@@ -260,7 +305,6 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
                 break
     finally:
         sched.stop()
-    served = {p["schedulerName"] for p in config["profiles"]}
     out = {}
     for obj in case["objects"]:
         if obj.get("kind") != "Pod":
@@ -282,7 +326,7 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
 
 
 def run_kubeberth(case: dict[str, Any]) -> list[dict[str, Outcome]]:
-    objects = pending_order(case)
+    objects = case["objects"]
     runs = []
     for seed in SEEDS:
         outcomes = simulate(copy.deepcopy(objects), seed=seed, warn=io.StringIO())
