@@ -31,7 +31,7 @@ DOCS = documents("manifests", "crds")
                                                   for p, d in DOCS])
 def test_every_manifest_validates(path, doc):
     if doc["kind"] in CUSTOM_KINDS:
-        assert doc["apiVersion"] in ("kubeberth.io/v1alpha1", "kopf.dev/v1")
+        assert doc["apiVersion"] == "kubeberth.io/v1alpha1"
         return
     kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
 
@@ -66,8 +66,12 @@ def test_deployment_is_ha_probed_and_locked_down():
     [c] = pod["containers"]
     args = dict(a.removeprefix("--").split("=", 1) for a in c["args"] if a.startswith("--") and "=" in a)
     assert c["args"][0] == "run"
-    [peering] = by_kind("ClusterKopfPeering")
-    assert args["peering"] == peering["metadata"]["name"]
+    assert "--leader-elect" in c["args"]  # the Lease is in the pod's own namespace:
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in c["env"]
+    [role] = [r for r in by_kind("Role") if r["metadata"]["name"] == "kubeberth-leader-election"]
+    assert role["metadata"]["namespace"] == dep["metadata"]["namespace"]
+    assert role["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                              "verbs": ["get", "create", "update"]}]
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
     assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]

@@ -169,6 +169,8 @@ class Scheduler:
         self._background: set[asyncio.Task[Any]] = set()
         self._deferred: list[Coroutine[Any, Any, Any]] = []
         self._periodic: asyncio.Task[None] | None = None
+        # Whether this replica may write (it holds the leader Lease): checked before every cycle.
+        self.may_write: Callable[[], bool] = lambda: True
 
     # ---- profiles -----------------------------------------------------------------
     @property
@@ -530,6 +532,8 @@ class Scheduler:
     async def schedule_one(self) -> bool:
         """Pop (waiting for a pod) and run one scheduling cycle; False once the queue is closed."""
         await self._flush_deferred()
+        while not self.may_write() and not self.queue.closed:
+            await asyncio.sleep(0.1)  # a leader that missed its renew deadline waits for the next renewal
         q = await self.queue.pop()
         if q is None:
             return False

@@ -48,7 +48,7 @@ def control_plane() -> Iterator[ControlPlane]:
     try:
         kubectl(plane, "apply", "-f", "crds/")
         kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
-                "crd/schedulingprofiles.kubeberth.io", "crd/clusterkopfpeerings.kopf.dev")
+                "crd/schedulingprofiles.kubeberth.io")
         kubectl(plane, "apply", "-k", "manifests/")
         kubectl(plane, "create", "namespace", "team-a")
         yield plane

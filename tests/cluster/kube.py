@@ -33,7 +33,7 @@ class ApiError(Exception):
 def collection(kind: str, namespace: str | None = None) -> str:
     """The collection path of a kind: 'pods', 'nodes', 'priorityclasses', 'poddisruptionbudgets', ..."""
     group = {"priorityclasses": "/apis/scheduling.k8s.io/v1", "poddisruptionbudgets": "/apis/policy/v1",
-             "schedulingprofiles": "/apis/kubeberth.io/v1alpha1", "clusterkopfpeerings": "/apis/kopf.dev/v1",
+             "schedulingprofiles": "/apis/kubeberth.io/v1alpha1", "leases": "/apis/coordination.k8s.io/v1",
              "storageclasses": "/apis/storage.k8s.io/v1",
              "runtimeclasses": "/apis/node.k8s.io/v1", "csinodes": "/apis/storage.k8s.io/v1",
              "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
@@ -143,7 +143,7 @@ def as_created(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "schedulingprofiles", "clusterkopfpeerings",
+CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "schedulingprofiles",
                   "runtimeclasses", "storageclasses", "csinodes", "persistentvolumes", "customresourcedefinitions"}
 
 

@@ -1,6 +1,6 @@
 """The ClusterRole in manifests/rbac.yaml, judged by the API server's audit log.
 
-A full scheduling run (peering, profiles with a refused edit, binding, a repeated failure,
+A full scheduling run (leader election, profiles with a refused edit, binding, a repeated failure,
 preemption with a PodDisruptionBudget in the cluster) made with the kubeberth ServiceAccount's
 own token: no request may be refused (403), and every permission the role grants must have
 been used, so that it is no wider than needed.
@@ -30,8 +30,9 @@ FAULT_PATHS: dict[Permission, str] = {
 
 
 def granted(path: Path = ROOT / "manifests" / "rbac.yaml") -> set[Permission]:
-    [role] = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ClusterRole"]
-    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+    """The ClusterRole's grants and the leader-election Role's (in kubeberth-system)."""
+    roles = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] in ("ClusterRole", "Role")]
+    return {(group, resource, verb) for role in roles for rule in role["rules"] for group in rule["apiGroups"]
             for resource in rule["resources"] for verb in rule["verbs"]}
 
 
@@ -64,7 +65,7 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
     await kube.create("nodes", node("n1", cpu="2"))
     await kube.create("pods", pod("victim", cpu="2", node_name="n1"))
-    operators.start("--peering=kubeberth")
+    operators.start("--leader-elect")
     await kube.create("schedulingprofiles", {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile",
                                              "metadata": {"name": "bad"},
                                              "spec": {"schedulerName": "other",

@@ -86,7 +86,7 @@ KINDS: list[Kind] = [
     Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
     Kind("storage.k8s.io", "v1", "csinodes", "CSINode", False),
     Kind("kubeberth.io", "v1alpha1", "schedulingprofiles", "SchedulingProfile", False, frozenset({"status"})),
-    Kind("kopf.dev", "v1", "clusterkopfpeerings", "ClusterKopfPeering", False),
+    Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
     Kind("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
          frozenset({"status"})),
 ]

@@ -32,36 +32,40 @@ def obj(name: str, rv: str = "1", **extra: Any) -> dict[str, Any]:
     return {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": rv}, **extra}
 
 
-def test_nothing_reaches_the_scheduler_before_the_listing_is_complete_then_dependencies_first():
+def test_the_initial_lists_go_in_dependency_order_with_bound_pods_first_then_events_as_they_come():
     rec = Recorder()
     profiles: list[str] = []
     ingest = Ingest(rec, lambda name, o: profiles.append(name))  # type: ignore[arg-type]
-    ingest.indexed(KINDS["Pod"], obj("pending"))
-    ingest.indexed(KINDS["Pod"], obj("running", spec={"nodeName": "n1"}))
-    ingest.indexed(KINDS["Node"], obj("n1"))
-    ingest.indexed(KINDS["PodDisruptionBudget"], obj("pdb"))
-    ingest.indexed(KINDS["SchedulingProfile"], obj("prof"))
-    ingest.indexed(KINDS["PriorityClass"], obj("high"))
-    ingest.indexed(KINDS["Pod"], obj("pending", rv="2"))  # the latest version wins
-    assert rec.calls == [] and profiles == [] and not ingest.synced.is_set()
-
-    ingest.event(KINDS["Node"], None, obj("n1"))  # the first event: kopf has listed everything
-    assert ingest.synced.is_set()
+    ingest.apply(KINDS["PriorityClass"], [("ADDED", obj("high"))])
+    ingest.apply(KINDS["SchedulingProfile"], [("ADDED", obj("prof"))])
+    ingest.apply(KINDS["PodDisruptionBudget"], [("ADDED", obj("pdb"))])
+    ingest.apply(KINDS["Node"], [("ADDED", obj("n1"))])
+    ingest.apply(KINDS["Pod"], [("ADDED", obj("pending")), ("ADDED", obj("running", spec={"nodeName": "n1"}))])
     assert rec.calls == [("on_object", "high"), ("on_object", "pdb"), ("on_node_add", "n1"),
                          ("on_pod_add", "running"), ("on_pod_add", "pending")]
     assert profiles == ["prof"]
 
-    # Replays of applied versions are skipped; new versions and deletions go through.
-    ingest.event(KINDS["Pod"], None, obj("pending", rv="2"))
-    ingest.event(KINDS["Pod"], "MODIFIED", obj("pending", rv="3"))
-    ingest.event(KINDS["Pod"], "DELETED", obj("running", spec={"nodeName": "n1"}))
-    ingest.event(KINDS["Node"], "DELETED", obj("n1"))
-    ingest.event(KINDS["PodDisruptionBudget"], "DELETED", obj("pdb"))
-    ingest.event(KINDS["SchedulingProfile"], "DELETED", obj("prof"))
-    ingest.indexed(KINDS["Pod"], obj("late"))  # after the sync the index handlers do nothing
-    assert rec.calls[5:] == [("on_pod_update", "pending"), ("on_pod_delete", "running"),
+    ingest.synced.set()  # after the sync a batch keeps its order (one pod may appear twice)
+    ingest.apply(KINDS["Pod"], [("MODIFIED", obj("pending", rv="3")), ("DELETED", obj("running"))])
+    ingest.apply(KINDS["Node"], [("MODIFIED", obj("n1", rv="2")), ("DELETED", obj("n1"))])
+    ingest.apply(KINDS["PodDisruptionBudget"], [("DELETED", obj("pdb"))])
+    ingest.apply(KINDS["SchedulingProfile"], [("DELETED", obj("prof"))])
+    assert rec.calls[5:] == [("on_pod_update", "pending"), ("on_pod_delete", "running"), ("on_node_update", "n1"),
                              ("on_node_delete", "n1"), ("on_object_delete", "pdb")]
     assert profiles == ["prof", "prof"]
+
+
+def test_an_object_that_fails_to_ingest_does_not_stop_the_others():
+    class Failing(Recorder):
+        def on_pod_add(self, raw: Any) -> None:
+            if raw["metadata"]["name"] == "bad":
+                raise ValueError("malformed")
+            self.calls.append(("on_pod_add", raw["metadata"]["name"]))
+
+    rec = Failing()
+    ingest = Ingest(rec, lambda name, o: None)  # type: ignore[arg-type]
+    ingest.apply(KINDS["Pod"], [("ADDED", obj("bad")), ("ADDED", obj("good"))])
+    assert rec.calls == [("on_pod_add", "good")]
 
 
 def make_manager(default_profile: bool = True) -> tuple[ProfileManager, Scheduler]:

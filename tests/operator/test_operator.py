@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from .conftest import stays, wait_for
@@ -266,38 +267,57 @@ async def test_pods_and_nodes_are_only_watched(cluster, start_operator):
         assert not node["metadata"].get("annotations") and not node["metadata"].get("finalizers")
 
 
-async def test_peering_keeps_one_replica_active_and_the_other_takes_over(cluster, start_operator):
+FAST_LEASE = dict(leader_elect=True, lease_namespace="default", lease_duration=1.0, renew_deadline=0.6,
+                  retry_period=0.1)
+
+
+def lease_holder(api: Any) -> str:
+    return str(((api.get("leases", "kubeberth", "default") or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+async def test_a_warm_standby_keeps_its_cache_writes_nothing_and_takes_over_on_a_clean_stop(cluster, start_operator):
     api = cluster.api
-    api.create("clusterkopfpeerings", {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
-                                       "metadata": {"name": "kubeberth"}})
     api.create("nodes", make_node("n1", cpu="8"))
-    first = await start_operator(peering="kubeberth", priority=200)
-    second = await start_operator(peering="kubeberth", priority=100)
+    first = await start_operator(**FAST_LEASE)
+    await wait_for(lambda: lease_holder(api) == first.app.identity, message="the first replica leads")
+    second = await start_operator(**FAST_LEASE)
     api.create("pods", make_pod("one"))
     await wait_for(lambda: node_of(api, "one"))
-    await wait_for(lambda: len((api.get("clusterkopfpeerings", "kubeberth") or {}).get("status") or {}) == 2,
-                   message="both replicas in the peering")
-    assert not second.app.ingest.active  # the standby has not even built a cache
-    assert first.app.ingest.active
+    api.create("nodes", make_node("n2", cpu="8"))
+    standby = second.app.scheduler
+    await wait_for(lambda: {"n1", "n2"} <= set(standby.cache.node_names())
+                   and standby.cache.get_pod(api.get("pods", "one", "default")["metadata"]["uid"]) is not None,
+                   message="the standby's cache follows the cluster")
+    assert lease_holder(api) == first.app.identity and not second.app.elector.is_leader
 
-    assert await first.stop() == 0
+    assert await first.stop() == 0  # releases the Lease on the way out
     api.create("pods", make_pod("two"))
     await wait_for(lambda: node_of(api, "two"), timeout=15, message="the standby took over")
-    assert second.app.ingest.active
+    assert lease_holder(api) == second.app.identity
     assert [b[0] for b in api.bindings] == ["default/one", "default/two"]
 
 
-async def test_an_active_replica_preempted_by_a_higher_priority_peer_exits_to_restart(cluster, start_operator):
+async def test_a_leader_that_loses_its_lease_stops_writing_and_exits_to_restart(cluster, start_operator):
     api = cluster.api
-    api.create("clusterkopfpeerings", {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
-                                       "metadata": {"name": "kubeberth"}})
     api.create("nodes", make_node("n1", cpu="8"))
     api.create("pods", make_pod("one"))
-    low = await start_operator(peering="kubeberth", priority=1)
+    op = await start_operator(**FAST_LEASE)
     await wait_for(lambda: node_of(api, "one"))
-    high = await start_operator(peering="kubeberth", priority=2)
-    await wait_for(lambda: not low.alive, message="the paused replica exited")
-    assert low.exit_code == 75
+    api.patch("leases", "kubeberth", {"spec": {"holderIdentity": "someone-else"}}, "default")
+
+    async def other_holds_it() -> None:  # another replica took the Lease, and keeps renewing it
+        renewals = 0
+        while op.alive:
+            renewals += 1
+            api.patch("leases", "kubeberth", {"spec": {"holderIdentity": "someone-else",
+                                                       "renewTime": f"2026-01-01T00:00:{renewals % 60:02d}.000000Z"}},
+                      "default")
+            await asyncio.sleep(0.1)
+
+    keeper = asyncio.get_running_loop().create_task(other_holds_it())
+    await wait_for(lambda: not op.alive, timeout=10, message="the replica that lost its Lease exited")
+    keeper.cancel()
+    assert op.exit_code == 75
     api.create("pods", make_pod("two"))
-    await wait_for(lambda: node_of(api, "two"))
-    assert high.app.ingest.active
+    await asyncio.sleep(0.3)
+    assert node_of(api, "two") == ""

@@ -13,9 +13,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def cluster_role() -> set[tuple[str, str, str]]:
+    """The ClusterRole's and the leader-election Role's grants."""
     docs = [d for d in yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()) if d]
-    [role] = [d for d in docs if d["kind"] == "ClusterRole"]
-    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+    roles = [d for d in docs if d["kind"] in ("ClusterRole", "Role")]
+    return {(group, resource, verb) for role in roles for rule in role["rules"] for group in rule["apiGroups"]
             for resource in rule["resources"] for verb in rule["verbs"]}
 
 
@@ -33,14 +34,14 @@ def used(log: list[Logged]) -> set[tuple[str, str, str]]:
 async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start_operator):
     api = cluster.api
     api.pod_grace_seconds = 0.1
-    api.create("clusterkopfpeerings", {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
-                                       "metadata": {"name": "kubeberth"}})
     api.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
     api.create("nodes", make_node("n1", cpu="2"))
     api.create("pods", make_pod("low", cpu="2", node="n1"))
     api.create("schedulingprofiles", {"metadata": {"name": "bad"}, "spec": {"schedulerName": "x", "foo": 1}})
     api.inject(method="POST", plural="pods", subresource="binding", status=500, after_apply=True)  # read back
-    await start_operator(peering="kubeberth")
+    api.create("namespaces", {"metadata": {"name": "kubeberth-system"}})
+    await start_operator(leader_elect=True, lease_namespace="kubeberth-system", lease_duration=1.0,
+                         renew_deadline=0.6, retry_period=0.1)
     api.create("pods", make_pod("huge", cpu="64"))  # FailedScheduling, again and again: an event patch
     api.create("pods", make_pod("vip", cpu="1", priority_class="high"))  # preemption: a delete
     await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)

@@ -8,6 +8,7 @@ import signal
 import sys
 
 from kubeberth.cli import build_parser
+from kubeberth.operator.leader import LeaseConfig
 from kubeberth.operator.run import DEFAULT_METRICS_PORT, add_run_arguments, config_from_args
 
 from .conftest import free_port, wait_for
@@ -23,28 +24,34 @@ def test_help_documents_every_option(capsys):
     text = capsys.readouterr().out
     run_parser = add_run_arguments(argparse.ArgumentParser())
     for action in run_parser._actions:
+        if action.help == argparse.SUPPRESS:  # kept for old command lines (--peering), not advertised
+            continue
         for flag in action.option_strings:
             assert flag in text
         if action.option_strings and action.dest != "help":
             assert action.help, f"{action.option_strings} has no help"
-    for option in ("--kubeconfig", "--in-cluster", "--peering", "--liveness", "--metrics-port", "--verbose"):
+    for option in ("--kubeconfig", "--in-cluster", "--leader-elect", "--leader-elect-resource-name",
+                   "--leader-elect-lease-duration", "--liveness", "--metrics-port", "--verbose"):
         assert option in text
 
 
-def test_defaults_and_options():
+def test_defaults_and_options(monkeypatch):
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
     parser = add_run_arguments(argparse.ArgumentParser())
     cfg = config_from_args(parser.parse_args([]))
-    assert (cfg.peering, cfg.liveness, cfg.default_profile) == (None, None, True)
+    assert (cfg.leader_elect, cfg.liveness, cfg.default_profile) == (False, None, True)
     assert cfg.metrics_port == DEFAULT_METRICS_PORT
+    assert cfg.lease() == LeaseConfig("kubeberth-system", "kubeberth", 15.0, 10.0, 2.0)  # kube-scheduler's timings
     cfg = config_from_args(parser.parse_args([
-        "--kubeconfig", "/k", "--context", "c", "--peering", "--priority", "7", "--liveness",
+        "--kubeconfig", "/k", "--context", "c", "--leader-elect", "--leader-elect-resource-name", "sched",
+        "--leader-elect-lease-duration", "30", "--liveness",
         "http://0.0.0.0:8080/healthz", "--metrics-port", "0", "--no-default-profile", "-v"]))
-    assert (cfg.kubeconfig, cfg.context, cfg.peering, cfg.priority) == ("/k", "c", "kubeberth", 7)
+    assert (cfg.kubeconfig, cfg.context, cfg.leader_elect, cfg.lease_name) == ("/k", "c", True, "sched")
     assert cfg.metrics_port is None and cfg.default_profile is False and cfg.verbose
-    assert cfg.effective_priority() == 7
-    assert config_from_args(parser.parse_args(["--peering", "mine"])).peering == "mine"
-    older = config_from_args(parser.parse_args([])).effective_priority()
-    assert older >= config_from_args(parser.parse_args([])).effective_priority()  # older replicas win
+    monkeypatch.setenv("POD_NAMESPACE", "sched-ns")
+    assert cfg.lease() == LeaseConfig("sched-ns", "sched", 30.0, 10.0, 2.0)
+    old = config_from_args(parser.parse_args(["--peering", "mine"]))  # the flag of the kopf-peering days
+    assert (old.leader_elect, old.lease_name) == (True, "mine")
 
 
 async def test_the_command_schedules_and_stops_on_sigterm(cluster):

@@ -38,6 +38,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from ..client import BindConflict
 from ..clock import Clock, RealClock
 from ..model import Pod
+from .rest import RestClient
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,10 @@ RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 class ApiUnavailable(Exception):
     """The API server kept failing (5xx/timeouts) beyond the retry budget."""
+
+
+class NotLeader(Exception):
+    """This replica does not hold the leader Lease (any more): it writes nothing."""
 
 
 def rfc3339(t: float) -> str:
@@ -99,7 +104,7 @@ def is_transient(exc: BaseException) -> bool:
 class Api:
     """Raw JSON calls through a kubernetes-asyncio ApiClient (no model (de)serialisation)."""
 
-    def __init__(self, api_client: ApiClient, *, request_timeout: float = 10.0,
+    def __init__(self, api_client: ApiClient | RestClient, *, request_timeout: float = 10.0,
                  retry: RetryPolicy | None = None, rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         self.api_client = api_client
@@ -111,6 +116,9 @@ class Api:
     async def request(self, method: str, path: str, *, body: Any = None, content_type: str | None = None,
                       query: Mapping[str, str] | None = None) -> Any:
         """One call; raises ApiException for non-2xx answers."""
+        if isinstance(self.api_client, RestClient):
+            return await self.api_client.request(method, path, body=body, content_type=content_type, query=query,
+                                                 timeout=self.request_timeout)
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -342,12 +350,13 @@ def _pod_scheduled_condition(raw: Mapping[str, Any]) -> Mapping[str, Any] | None
 class KubernetesClusterClient:
     """`kubeberth.client.ClusterClient` against the API server."""
 
-    def __init__(self, api_client: ApiClient, *, retry: RetryPolicy | None = None,
+    def __init__(self, api_client: ApiClient | RestClient, *, retry: RetryPolicy | None = None,
                  request_timeout: float = 10.0, clock: Clock | None = None,
                  events: EventRecorder | None = None, rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 disruption_condition: bool = True) -> None:
+                 disruption_condition: bool = True, may_write: Callable[[], bool] = lambda: True) -> None:
         self.clock = clock or RealClock()
+        self.may_write = may_write
         self.api = Api(api_client, request_timeout=request_timeout, retry=retry, rng=rng, sleep=sleep)
         self.events = events if events is not None else EventRecorder(self.api, clock=self.clock)
         self.disruption_condition = disruption_condition
@@ -362,9 +371,14 @@ class KubernetesClusterClient:
 
     # --- ClusterClient ---
 
+    def _fence(self, what: str) -> None:
+        if not self.may_write():
+            raise NotLeader(f"{what}: this replica does not hold the leader Lease")
+
     async def bind(self, pod: Pod, node_name: str) -> None:
         if self._bound.get(pod.uid) == node_name:
             return  # this process already bound it there (a duplicate call)
+        self._fence(f"binding {pod.key}")
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -436,6 +450,7 @@ class KubernetesClusterClient:
         await self._patch_status(pod, patch, "set PodScheduled=False")
 
     async def delete_pod(self, pod: Pod) -> None:
+        self._fence(f"deleting {pod.key}")
         if self.disruption_condition:
             patch = {"status": {"conditions": [{
                 "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
@@ -455,9 +470,11 @@ class KubernetesClusterClient:
             raise
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        self._fence(f"event {reason} for {pod.key}")
         self.events.record(pod, event_type, reason, message)
 
     async def _patch_status(self, pod: Pod, patch: Mapping[str, Any], what: str) -> None:
+        self._fence(f"{what} of {pod.key}")
         try:
             await self.api.call("PATCH", pod_path(pod.namespace, pod.name, "status"), what=f"{what} of {pod.key}",
                                 body=patch, content_type="application/strategic-merge-patch+json")

@@ -4,11 +4,14 @@
 `Scheduler` that `simulate` drives (with the API-server `ClusterClient`), registers the
 handlers on a registry of its own and runs `kopf.operator` cluster-wide until stopped.
 
-High availability: with `--peering`, kopf keeps every replica but one paused. A standby
-never ingests anything. Should the active replica ever be paused in favour of another
-(kopf logs it), its cache can no longer be trusted (kopf does not replay deletions seen
-while paused): like kube-scheduler when it loses its leader lease, it stops, and the
-process exits non-zero so that Kubernetes restarts it as a fresh standby.
+The kinds the scheduler reads are listed and watched by reflectors (`reflector.py`) started
+from kopf's startup handler; nothing is scheduled before every kind has been listed once.
+
+High availability, as kube-scheduler: with `--leader-elect`, every replica lists, watches and
+keeps its cache and queue current from start-up, and only the holder of the Lease
+(`leader.py`) pops, binds, deletes and patches; a new leader schedules from its warm cache at
+once. A leader that loses the Lease stops and the process exits non-zero
+(EXIT_LOST_LEADERSHIP), so that Kubernetes restarts it as a fresh standby.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import logging
 import os
 import random
 import socket
-import threading
 import uuid
 from typing import Any
 
@@ -28,6 +30,7 @@ import kopf
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from .. import __version__
 from ..clock import RealClock
 from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import MetricsServer, SchedulerMetrics
@@ -35,14 +38,16 @@ from ..plugins import in_tree_registry
 from ..scheduler import Scheduler
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient
-from .ingest import Ingest
+from .ingest import WATCHED, Ingest
+from .leader import LeaderElector
 from .profiles import ProfileManager
+from .reflector import Informers, WatchedKind
+from .rest import RestClient
 from .run import OperatorConfig
 
 logger = logging.getLogger(__name__)
 
-PEERING_LOGGER = "kopf._core.engines.peering"
-EXIT_LOST_PEERING = 75  # EX_TEMPFAIL: restart me
+EXIT_LOST_LEADERSHIP = 75  # EX_TEMPFAIL: restart me
 
 
 async def load_configuration(config: OperatorConfig) -> Configuration:
@@ -62,20 +67,6 @@ async def load_configuration(config: OperatorConfig) -> Configuration:
     return cfg
 
 
-class _PauseWatch(logging.Handler):
-    """Notices kopf pausing this operator (it logs it from the peering engine)."""
-
-    def __init__(self, app: OperatorApp, thread: int) -> None:
-        super().__init__(logging.INFO)
-        self.app = app
-        self.thread = thread
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.thread == self.thread and record.getMessage().startswith(("Pausing operations",
-                                                                            "Pausing all operators")):
-            self.app.paused()
-
-
 class OperatorApp:
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
@@ -88,6 +79,10 @@ class OperatorApp:
         self._scheduler: Scheduler | None = None
         self._profiles: ProfileManager | None = None
         self._ingest: Ingest | None = None
+        self._rest: RestClient | None = None
+        self._informers: Informers | None = None
+        self._elector: LeaderElector | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
         self._stop: asyncio.Event | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._metrics_server: MetricsServer | None = None
@@ -114,6 +109,15 @@ class OperatorApp:
         return self._ingest
 
     @property
+    def informers(self) -> Informers:
+        assert self._informers is not None, "the operator is not running"
+        return self._informers
+
+    @property
+    def elector(self) -> LeaderElector | None:
+        return self._elector
+
+    @property
     def metrics_port(self) -> int | None:
         return self._metrics_server.port if self._metrics_server is not None else None
 
@@ -122,12 +126,19 @@ class OperatorApp:
         cfg = self.config
         self.configuration = configuration
         self.api_client = ApiClient(configuration)
+        self._rest = RestClient(configuration, request_timeout=cfg.request_timeout,
+                                user_agent=f"kubeberth/{__version__} ({self.identity})")
         clock = RealClock()
-        self._client = KubernetesClusterClient(self.api_client, request_timeout=cfg.request_timeout, clock=clock)
+        self._client = KubernetesClusterClient(self._rest, request_timeout=cfg.request_timeout, clock=clock)
         rng = random.Random(cfg.seed) if cfg.seed is not None else random.Random()
         self._scheduler = Scheduler(client=self._client, clock=clock, rng=rng, metrics=self.metrics)
         self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile)
         self._ingest = Ingest(self._scheduler, self._profiles.apply)
+        self._informers = Informers(rest=self._rest, kinds=WATCHED, sink=self._ingest, on_batch=self._after_batch)
+        if cfg.leader_elect:
+            self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
+            self._scheduler.may_write = self._client.may_write = lambda: (self._elector is not None
+                                                                        and self._elector.is_leader)
 
     async def run(self, *, stop_flag: asyncio.Event | None = None,
                   ready_flag: asyncio.Event | None = None) -> int:
@@ -138,22 +149,16 @@ class OperatorApp:
         settings = kopf.OperatorSettings()
         self.configure_settings(settings)
         self._stop = stop_flag if stop_flag is not None else asyncio.Event()
-        watch = _PauseWatch(self, threading.get_ident())
-        peering_logger = logging.getLogger(PEERING_LOGGER)
-        peering_logger.addHandler(watch)
-        if peering_logger.getEffectiveLevel() > logging.INFO:
-            peering_logger.setLevel(logging.INFO)
         try:
             await kopf.operator(
-                registry=registry, settings=settings, clusterwide=True,
-                standalone=cfg.peering is None, peering_name=cfg.peering,
-                priority=cfg.effective_priority() if cfg.peering else None,
+                registry=registry, settings=settings, clusterwide=True, standalone=True,
                 identity=self.identity,  # type: ignore[arg-type]  # unique even for two operators in one process
                 liveness_endpoint=cfg.liveness, stop_flag=self._stop, ready_flag=ready_flag)
         finally:
-            peering_logger.removeHandler(watch)
             if self.api_client is not None:
                 await self.api_client.close()
+            if self._rest is not None:
+                await self._rest.close()
         return self.exit_code
 
     def configure_settings(self, settings: kopf.OperatorSettings) -> None:
@@ -165,7 +170,6 @@ class OperatorApp:
         settings.persistence.finalizer = f"{GROUP}/finalizer"
         settings.posting.level = logging.WARNING
         settings.networking.request_timeout = max(self.config.request_timeout * 6, 60.0)
-        settings.peering.mandatory = self.config.peering is not None
         for path, value in self.config.extra_settings.items():
             target: Any = settings
             *parents, last = path.split(".")
@@ -195,12 +199,29 @@ class OperatorApp:
             self._metrics_server = MetricsServer(self.metrics, self.config.metrics_port, self.config.metrics_host)
             await self._metrics_server.start()
         await self.client.start()
-        self._loop_task = asyncio.get_running_loop().create_task(self._schedule(), name="kubeberth scheduler")
+        loop = asyncio.get_running_loop()
+        self._loop_task = loop.create_task(self._schedule(), name="kubeberth scheduler")
+        if self._elector is not None:
+            self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
+            self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
 
     async def _schedule(self) -> None:
-        await self.ingest.synced.wait()
+        await self.informers.sync()
+        self.ingest.synced.set()
+        if self._elector is not None:
+            logger.info("Standing by as %s until it holds the Lease %s/%s", self.identity,
+                        self._elector.config.namespace, self._elector.config.name)
+            await self._elector.elected.wait()
         logger.info("Scheduling pods of %s", ", ".join(sorted(self.scheduler.profiles)) or "no profile yet")
         await self.scheduler.run()
+
+    async def _watch_leadership(self, elector: LeaderElector) -> None:
+        await elector.lost.wait()
+        logger.error("Lost the Lease to another replica; stopping so that this one restarts as a standby")
+        self.exit_code = EXIT_LOST_LEADERSHIP
+        self.scheduler.stop()
+        if self._stop is not None:
+            self._stop.set()
 
     async def stop(self, timeout: float = 5.0) -> None:
         if self._stop is not None:
@@ -214,23 +235,24 @@ class OperatorApp:
         if self._scheduler is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._scheduler.wait_for_bindings(), timeout)
+        if self._informers is not None:
+            await self._informers.stop()
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        if self._elector is not None and not self._elector.lost.is_set():
+            await self._elector.release()
         if self._client is not None:
             await self._client.close()
         if self._metrics_server is not None:
             await self._metrics_server.stop()
 
-    def paused(self) -> None:
-        """kopf paused this replica in favour of another one."""
-        if self._ingest is not None and self._ingest.active and self._stop is not None:
-            logger.error("Another replica took over scheduling; stopping so that this one restarts "
-                         "as a standby with a fresh cache")
-            self.exit_code = EXIT_LOST_PEERING
-            self._stop.set()
+    # --- after every batch of events: profile statuses ---
 
-    # --- after every event: profile statuses ---
-
-    async def after_event(self) -> None:
-        if not self.profiles.dirty:
+    async def _after_batch(self, kind: WatchedKind) -> None:
+        if not self.profiles.dirty or (self._elector is not None and not self._elector.is_leader):
             return
         for name, patch in self.profiles.pending_status():
             path = f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status"
@@ -255,6 +277,7 @@ class OperatorApp:
         scheduler = self._scheduler
         return {
             "synced": bool(self._ingest is not None and self._ingest.synced.is_set()),
+            "leader": self._elector.is_leader if self._elector is not None else True,
             "profiles": sorted(scheduler.profiles) if scheduler is not None else [],
             "pending": scheduler.report_pending_pods() if scheduler is not None else {},
         }

@@ -2,16 +2,12 @@
 
 kube-scheduler does not schedule before its informers have listed every kind it
 watches; scheduling on a half-filled cache would overcommit nodes whose pods are not
-known yet. kopf gives the same guarantee through indices: no `@kopf.on.event` handler
-runs before every indexed resource has been listed and each listed object indexed.
-
-So every watched kind has an index handler that, until the cache is synced, only
-*buffers* the latest version of each object (it stores nothing in kopf's index). The
-first `@kopf.on.event` call proves that the listing is complete: the buffer is then
-applied in dependency order (priority classes and namespaces, profiles, other objects,
-nodes, bound pods, pending pods), `synced` is set and the scheduling loop starts. From
-then on the event handlers feed the scheduler directly. Replays of a version already
-applied (kopf delivers each listed object to both paths) are skipped by resourceVersion.
+known yet. The reflectors (`reflector.Informers`) list every kind first and hand the
+lists over in dependency order (priority classes and namespaces, profiles, other
+objects, nodes, bound pods, pending pods); `synced` is set after that, and the
+scheduling loop waits for it. From then on watch events arrive in batches, already
+deduplicated by resourceVersion and classified (a first sight is ADDED, a later one
+MODIFIED, relists replaced into deletions and updates).
 """
 
 from __future__ import annotations
@@ -19,26 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..cache.objects import object_key
 from ..scheduler import Scheduler
+from .reflector import ADDED, DELETED, Event, WatchedKind
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WatchedKind:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    order: int  # initial-sync order: lower first
-
-    @property
-    def handler_id(self) -> str:
-        return f"kubeberth_{self.plural}"
 
 
 PODS = "Pod"
@@ -66,86 +49,41 @@ WATCHED: tuple[WatchedKind, ...] = (
 ProfileHook = Callable[[str, Mapping[str, Any] | None], None]
 
 
-def _uid(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("uid") or object_key(obj))
-
-
-def _rv(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+def _bound_first(event: Event) -> int:
+    return 0 if (event[1].get("spec") or {}).get("nodeName") else 1
 
 
 class Ingest:
-    """The scheduler's side of the watch: idempotent, ordered at start, never raising."""
+    """The scheduler's side of the watch: applies batches of events, never raising."""
 
     def __init__(self, scheduler: Scheduler, on_profile: ProfileHook) -> None:
         self.scheduler = scheduler
         self.on_profile = on_profile  # (name, raw object or None when deleted)
         self.synced = asyncio.Event()
-        self.active = False  # anything was received (this replica has been the active one)
-        self._buffer: dict[tuple[str, str], tuple[WatchedKind, dict[str, Any]]] = {}
-        self._applied: dict[tuple[str, str], str] = {}  # (kind, uid) -> resourceVersion applied
         self.applied_events = 0
 
-    # --- kopf entry points ---
-
-    def indexed(self, kind: WatchedKind, raw: Mapping[str, Any]) -> None:
-        """Index handler: before the sync, remember the latest version; after it, nothing."""
-        self.active = True
-        if self.synced.is_set():
-            return
-        self._buffer[(kind.kind, _uid(raw))] = (kind, dict(raw))
-
-    def event(self, kind: WatchedKind, event_type: str | None, raw: Mapping[str, Any]) -> None:
-        """Event handler (called by kopf only once the listing is complete)."""
-        self.active = True
-        if not self.synced.is_set():
-            self.sync()
-        try:
-            if event_type == "DELETED":
-                self._delete(kind, raw)
-            else:
-                self._apply(kind, raw)
-        except Exception:
-            logger.exception("Could not ingest %s %s", kind.kind, object_key(raw))
-
-    def sync(self) -> None:
-        """Apply what the listing buffered, dependencies first; then let scheduling start."""
-        buffered = sorted(self._buffer.values(), key=lambda kv: (kv[0].order, self._pod_rank(kv)))
-        self._buffer.clear()
-        for kind, raw in buffered:
+    def apply(self, kind: WatchedKind, events: list[Event]) -> None:
+        if not self.synced.is_set() and kind.kind == PODS:
+            events = sorted(events, key=_bound_first)  # the initial list: bound pods before pending ones
+        for etype, raw in events:
             try:
-                self._apply(kind, raw)
+                if etype == DELETED:
+                    self._delete(kind, raw)
+                else:
+                    self._apply(kind, raw, added=etype == ADDED)
             except Exception:
                 logger.exception("Could not ingest %s %s", kind.kind, object_key(raw))
-        logger.info("Scheduler cache synced: %d objects listed", len(buffered))
-        self.synced.set()
+        self.applied_events += len(events)
 
-    @staticmethod
-    def _pod_rank(item: tuple[WatchedKind, dict[str, Any]]) -> int:
-        kind, raw = item
-        if kind.kind != PODS:
-            return 0
-        return 0 if (raw.get("spec") or {}).get("nodeName") else 1  # bound pods before pending ones
-
-    # --- into the scheduler ---
-
-    def _apply(self, kind: WatchedKind, raw: Mapping[str, Any]) -> None:
-        key = (kind.kind, _uid(raw))
-        rv = _rv(raw)
-        known = self._applied.get(key)
-        if rv and known == rv:
-            return  # the same version again (listing and event both deliver it)
-        self._applied[key] = rv
-        self.applied_events += 1
+    def _apply(self, kind: WatchedKind, raw: Mapping[str, Any], *, added: bool) -> None:
         s = self.scheduler
         if kind.kind == PODS:
-            if known is None:
+            if added:
                 s.on_pod_add(raw)
             else:
                 s.on_pod_update(None, raw)
         elif kind.kind == NODES:
-            if known is None:
+            if added:
                 s.on_node_add(raw)
             else:
                 s.on_node_update(None, raw)
@@ -155,7 +93,6 @@ class Ingest:
             s.on_object(kind.kind, raw)
 
     def _delete(self, kind: WatchedKind, raw: Mapping[str, Any]) -> None:
-        self._applied.pop((kind.kind, _uid(raw)), None)
         s = self.scheduler
         if kind.kind == PODS:
             s.on_pod_delete(raw)

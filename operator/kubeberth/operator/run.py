@@ -13,13 +13,28 @@ import asyncio
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .leader import LeaseConfig
 
 DEFAULT_METRICS_PORT = 10259
-DEFAULT_PEERING_NAME = "kubeberth"
+DEFAULT_LEASE_NAME = "kubeberth"
+DEFAULT_LEASE_NAMESPACE = "kubeberth-system"
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def default_lease_namespace() -> str:
+    """The pod's own namespace (POD_NAMESPACE, or the service account's), else kubeberth-system."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE) as f:
+            return f.read().strip() or DEFAULT_LEASE_NAMESPACE
+    except OSError:
+        return DEFAULT_LEASE_NAMESPACE
 
 
 @dataclass
@@ -30,8 +45,12 @@ class OperatorConfig:
     context: str | None = None
     in_cluster: bool | None = None  # None: in-cluster if its environment is there, else kubeconfig
     server: str | None = None  # a fixed API server URL without credentials (tests, kubectl proxy)
-    peering: str | None = None  # a ClusterKopfPeering name: HA mode, one active replica
-    priority: int | None = None  # peering priority; default: older replicas win
+    leader_elect: bool = False  # HA: replicas elect a leader through a Lease; all keep warm caches
+    lease_name: str = DEFAULT_LEASE_NAME
+    lease_namespace: str | None = None  # None: default_lease_namespace()
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
     liveness: str | None = None  # e.g. http://0.0.0.0:8080/healthz
     metrics_port: int | None = DEFAULT_METRICS_PORT  # None or 0 disables the metrics server
     metrics_host: str = "0.0.0.0"
@@ -44,11 +63,12 @@ class OperatorConfig:
     # kopf settings by dotted path, e.g. {"networking.error_backoffs": [0.1, 0.5]} (tests).
     extra_settings: dict[str, Any] = field(default_factory=dict)
 
-    def effective_priority(self) -> int:
-        """Older replicas get higher priorities, so a restarted replica never preempts a running one."""
-        if self.priority is not None:
-            return self.priority
-        return -int(time.time() * 1000)
+    def lease(self) -> LeaseConfig:
+        from .leader import LeaseConfig
+
+        return LeaseConfig(namespace=self.lease_namespace or default_lease_namespace(), name=self.lease_name,
+                           lease_duration=self.lease_duration, renew_deadline=self.renew_deadline,
+                           retry_period=self.retry_period)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -64,13 +84,23 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     conn.add_argument("--request-timeout", metavar="SECONDS", type=float, default=10.0,
                       help="timeout of one API request; 5xx and timeouts are retried with backoff "
                            "(default: 10)")
-    ha = parser.add_argument_group("high availability")
-    ha.add_argument("--peering", metavar="NAME", nargs="?", const=DEFAULT_PEERING_NAME, default=None,
-                    help="peer with the other replicas through the ClusterKopfPeering NAME (default "
-                         f"{DEFAULT_PEERING_NAME!r} when given without a value): one replica schedules, the "
-                         "others stand by. Without it, the operator runs standalone")
-    ha.add_argument("--priority", metavar="N", type=int, default=None,
-                    help="peering priority (default: the start time, so the oldest replica stays active)")
+    ha = parser.add_argument_group("high availability (kube-scheduler's flags)")
+    ha.add_argument("--leader-elect", action="store_true",
+                    help="elect a leader through a coordination.k8s.io Lease: every replica lists, watches and "
+                         "keeps its cache and queue current; only the leader schedules")
+    ha.add_argument("--leader-elect-resource-name", dest="lease_name", metavar="NAME", default=DEFAULT_LEASE_NAME,
+                    help=f"the Lease's name (default: {DEFAULT_LEASE_NAME})")
+    ha.add_argument("--leader-elect-resource-namespace", dest="lease_namespace", metavar="NS", default=None,
+                    help="the Lease's namespace (default: the pod's own namespace, else "
+                         f"{DEFAULT_LEASE_NAMESPACE})")
+    ha.add_argument("--leader-elect-lease-duration", dest="lease_duration", metavar="SECONDS", type=float,
+                    default=15.0, help="how long a standby waits after the leader's last renewal (default: 15)")
+    ha.add_argument("--leader-elect-renew-deadline", dest="renew_deadline", metavar="SECONDS", type=float,
+                    default=10.0, help="how long the leader keeps trying to renew before it gives up (default: 10)")
+    ha.add_argument("--leader-elect-retry-period", dest="retry_period", metavar="SECONDS", type=float,
+                    default=2.0, help="the pause between attempts to acquire or renew (default: 2)")
+    ha.add_argument("--peering", metavar="NAME", nargs="?", const=DEFAULT_LEASE_NAME, default=None,
+                    help=argparse.SUPPRESS)  # before the Lease: same as --leader-elect with that Lease name
     obs = parser.add_argument_group("observability")
     obs.add_argument("--liveness", metavar="URL", default=None,
                      help="serve kopf's liveness probe at this URL, e.g. http://0.0.0.0:8080/healthz")
@@ -100,7 +130,9 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
     metrics_port = getattr(args, "metrics_port", DEFAULT_METRICS_PORT)
     return OperatorConfig(
         kubeconfig=args.kubeconfig, context=args.context, in_cluster=args.in_cluster, server=args.server,
-        peering=args.peering, priority=args.priority, liveness=args.liveness,
+        leader_elect=bool(args.leader_elect or args.peering), lease_name=args.peering or args.lease_name,
+        lease_namespace=args.lease_namespace, lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline, retry_period=args.retry_period, liveness=args.liveness,
         metrics_port=metrics_port or None, metrics_host=args.metrics_host,
         request_timeout=args.request_timeout, seed=args.seed, default_profile=args.default_profile,
         verbose=args.verbose, debug=args.debug, log_format=args.log_format)

@@ -1,0 +1,158 @@
+"""Leader election through a coordination.k8s.io Lease, as kube-scheduler does it.
+
+client-go's LeaderElector with kube-scheduler's defaults: a 15 s lease, a 10 s renew deadline,
+a try every 2 s. A candidate takes the Lease when it is free or when its holder has not renewed
+it for a lease duration *as observed by this process* (the holder's clock is never trusted:
+the expiry runs from the moment this process last saw the record change). Writes carry the
+resourceVersion read, so two candidates cannot both win.
+
+Fencing: `is_leader` holds only while the last successful renewal is younger than the renew
+deadline, by this process's monotonic clock. A leader frozen (SIGSTOP, a long GC, a VM pause)
+for longer than that is no leader when it wakes, before it has talked to anyone: it writes
+nothing until a renewal succeeds, and a renewal fails when another replica holds the Lease,
+which ends leadership for good (`lost` is set; the operator then exits, as kube-scheduler does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from .rest import RestClient
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaseConfig:
+    namespace: str = "kubeberth-system"
+    name: str = "kubeberth"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+def micro_time(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, *, rest: RestClient, identity: str, config: LeaseConfig | None = None,
+                 monotonic: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+        self.rest = rest
+        self.identity = identity
+        self.config = config or LeaseConfig()
+        self.monotonic = monotonic
+        self.wall = wall
+        self.sleep = sleep
+        self.elected = asyncio.Event()
+        self.lost = asyncio.Event()
+        self._renewed: float | None = None  # monotonic time of the last successful write as holder
+        self._observed: dict[str, Any] | None = None  # the spec last read
+        self._observed_at = 0.0
+        self.transitions = 0
+
+    @property
+    def path(self) -> str:
+        c = self.config
+        return f"/apis/coordination.k8s.io/v1/namespaces/{c.namespace}/leases/{c.name}"
+
+    @property
+    def is_leader(self) -> bool:
+        return (not self.lost.is_set() and self._renewed is not None
+                and self.monotonic() - self._renewed < self.config.renew_deadline)
+
+    def _spec(self, previous: dict[str, Any] | None) -> dict[str, Any]:
+        now = micro_time(self.wall())
+        mine = previous is not None and previous.get("holderIdentity") == self.identity
+        transitions = int((previous or {}).get("leaseTransitions") or 0)
+        return {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.config.lease_duration),
+                "acquireTime": (previous or {}).get("acquireTime") if mine else now, "renewTime": now,
+                "leaseTransitions": transitions if mine or previous is None else transitions + 1}
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt; True when this process holds the Lease afterwards."""
+        c = self.config
+        started = self.monotonic()
+        try:
+            lease = await self.rest.request("GET", self.path, timeout=c.renew_deadline)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": c.name, "namespace": c.namespace}, "spec": self._spec(None)}
+            try:
+                await self.rest.request("POST", self.path.rsplit("/", 1)[0], body=body, timeout=c.renew_deadline)
+            except ApiException as exc2:
+                if exc2.status == 409:
+                    return False  # another candidate created it first
+                raise
+            self._renewed = started
+            return True
+        spec = lease.get("spec") or {}
+        if spec != self._observed:
+            self._observed, self._observed_at = spec, started
+        holder = spec.get("holderIdentity") or ""
+        duration = float(spec.get("leaseDurationSeconds") or c.lease_duration)
+        if holder and holder != self.identity and self._observed_at + duration > started:
+            return False  # held by another, and not expired as far as this process has seen
+        lease["spec"] = self._spec(spec)
+        try:
+            updated = await self.rest.request("PUT", self.path, body=lease, timeout=c.renew_deadline)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False  # someone wrote it after our read
+            raise
+        self._observed, self._observed_at = updated.get("spec") or {}, started
+        if holder != self.identity:
+            self.transitions += 1
+            logger.info("Leader election: %s acquired the Lease %s/%s", self.identity, c.namespace, c.name)
+        self._renewed = started
+        return True
+
+    async def _attempt(self) -> bool:
+        try:
+            return await asyncio.wait_for(self.try_acquire_or_renew(), self.config.renew_deadline)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.warning("Leader election: could not read or write the Lease: %s", exc)
+            return False
+
+    async def run(self) -> None:
+        """Acquire (waiting as long as it takes), then renew until the renew deadline is missed."""
+        c = self.config
+        while not await self._attempt():
+            await self.sleep(c.retry_period * (1 + random.random() * 1.2))  # client-go's JitterFactor
+        self.elected.set()
+        while True:
+            await self.sleep(c.retry_period)
+            if await self._attempt():
+                continue
+            if not self.is_leader:
+                logger.error("Leader election: lost the Lease %s/%s", c.namespace, c.name)
+                self.lost.set()
+                return
+
+    async def release(self) -> None:
+        """On a clean stop, hand the Lease over at once (kube-scheduler's ReleaseOnCancel)."""
+        if not self.is_leader:
+            return
+        with contextlib.suppress(Exception):
+            lease = await self.rest.request("GET", self.path, timeout=2.0)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec.update({"holderIdentity": None, "leaseDurationSeconds": 1, "renewTime": micro_time(self.wall())})
+            await self.rest.request("PUT", self.path, body=lease, timeout=2.0)
+        self._renewed = None

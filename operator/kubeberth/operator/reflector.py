@@ -1,0 +1,293 @@
+"""Informer-grade watching: client-go's Reflector and the shared informers' "wait for sync".
+
+One `Reflector` per kind: a paginated LIST (`limit`/`continue`), then a WATCH from the list's
+resourceVersion with bookmarks. A dropped stream resumes from the last resourceVersion seen;
+`410 Gone` (an answer to the watch request, or an ERROR event in the stream) means the history
+is gone, and the kind is listed again and *replaced* as client-go's DeltaFIFO.Replace does:
+objects that are gone are delivered as deletions, changed ones as updates, unchanged ones not
+at all. Failures of any kind are retried with backoff; a reflector never ends on its own.
+
+Events reach the sink in batches (every complete line one read brought), on the event loop,
+so a batch is applied between two scheduling cycles. `Informers.sync()` lists every kind
+(concurrently), hands the lists to the sink in dependency order, and only then starts the
+watches: nothing is scheduled before every kind has been listed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from .rest import RestClient
+
+logger = logging.getLogger(__name__)
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class WatchedKind:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    order: int  # initial-sync order: lower first
+
+    @property
+    def path(self) -> str:
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{prefix}/{self.plural}"
+
+
+class Sink(Protocol):
+    def apply(self, kind: WatchedKind, events: list[Event]) -> None: ...
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = _meta(obj)
+    uid = meta.get("uid")
+    if uid:
+        return str(uid)
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _stub(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What a deletion needs of an object the reflector no longer has in full."""
+    meta = _meta(obj)
+    kept = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if meta.get(k) is not None}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
+class Gone(Exception):
+    """410: the resourceVersion is too old; list again."""
+
+
+@dataclass
+class Backoff:
+    """client-go's reflector backoff: 0.8 s doubling to 30 s, reset after a quiet minute."""
+
+    initial: float = 0.8
+    maximum: float = 30.0
+    reset_after: float = 60.0
+    _delay: float = 0.0
+    _last: float = 0.0
+
+    def next(self) -> float:
+        now = time.monotonic()
+        if self._delay and now - self._last > self.reset_after:
+            self._delay = 0.0
+        self._delay = min(self.maximum, self._delay * 2 if self._delay else self.initial)
+        self._last = now
+        return self._delay * (1 + random.random() * 0.2)
+
+
+class Reflector:
+    """Lists and watches one kind; keeps (key -> resourceVersion) to replace after a relist."""
+
+    def __init__(self, *, rest: RestClient, kind: WatchedKind, sink: Sink, page_size: int = 500,
+                 watch_seconds: tuple[int, int] = (300, 600),
+                 on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+        self.rest = rest
+        self.kind = kind
+        self.sink = sink
+        self.page_size = page_size
+        self.watch_seconds = watch_seconds
+        self.on_batch = on_batch
+        self.sleep = sleep
+        self.resource_version = ""
+        self.known: dict[str, str] = {}  # key -> resourceVersion of what the sink has
+        self._stubs: dict[str, dict[str, Any]] = {}
+        self.backoff = Backoff()
+        self.lists = 0
+        self.watches = 0
+        self.events = 0
+
+    # --- LIST ---
+
+    async def list(self) -> tuple[list[dict[str, Any]], str]:
+        """Every object, page by page; restarts when a continue token expires."""
+        while True:
+            items: list[dict[str, Any]] = []
+            query = {"limit": str(self.page_size)}
+            try:
+                while True:
+                    page = await self.rest.request("GET", self.kind.path, query=query, timeout=60.0)
+                    items.extend(page.get("items") or ())
+                    meta = page.get("metadata") or {}
+                    token = meta.get("continue")
+                    if not token:
+                        self.lists += 1
+                        return items, str(meta.get("resourceVersion") or "")
+                    query = {"limit": str(self.page_size), "continue": token}
+            except ApiException as exc:
+                if exc.status != 410:
+                    raise
+                logger.info("Listing %s: the continue token expired; listing again", self.kind.plural)
+
+    def replace(self, items: list[dict[str, Any]], resource_version: str) -> list[Event]:
+        """The events that make the sink's view equal to `items` (DeltaFIFO.Replace). Deletions come
+        first: an object recreated under the same name must not be removed by its predecessor's."""
+        present = {_key(obj) for obj in items}
+        events: list[Event] = []
+        for key in [k for k in self.known if k not in present]:
+            del self.known[key]
+            events.append((DELETED, self._stubs.pop(key)))
+        for obj in items:
+            obj.setdefault("apiVersion", f"{self.kind.group}/{self.kind.version}".lstrip("/"))
+            obj.setdefault("kind", self.kind.kind)
+            key = _key(obj)
+            rv = str(_meta(obj).get("resourceVersion") or "")
+            known = self.known.get(key)
+            if known is not None and rv and known == rv:
+                continue
+            events.append((ADDED if known is None else MODIFIED, obj))
+            self.known[key] = rv
+            self._stubs[key] = _stub(obj)
+        self.resource_version = resource_version
+        return events
+
+    async def relist(self) -> list[Event]:
+        items, rv = await self.list()
+        return self.replace(items, rv)
+
+    # --- WATCH ---
+
+    def _translate(self, batch: list[dict[str, Any]]) -> list[Event]:
+        events: list[Event] = []
+        for ev in batch:
+            etype = ev.get("type")
+            obj = ev.get("object") or {}
+            if etype == "ERROR":
+                code = obj.get("code")
+                if code == 410:
+                    raise Gone(str(obj.get("message") or "resource version too old"))
+                raise ApiException(status=int(code or 500), reason=str(obj.get("message") or obj.get("reason")))
+            rv = str(_meta(obj).get("resourceVersion") or "")
+            if etype == "BOOKMARK":
+                if rv:
+                    self.resource_version = rv
+                continue
+            key = _key(obj)
+            if etype == DELETED:
+                if self.known.pop(key, None) is not None:
+                    self._stubs.pop(key, None)
+                    events.append((DELETED, obj))
+            elif etype in (ADDED, MODIFIED):
+                known = self.known.get(key)
+                if known is None or not rv or known != rv:
+                    events.append((ADDED if known is None else MODIFIED, obj))
+                    self.known[key] = rv
+                    self._stubs[key] = _stub(obj)
+            if rv:
+                self.resource_version = rv
+        return events
+
+    async def _deliver(self, events: list[Event]) -> None:
+        if not events:
+            return
+        self.events += len(events)
+        self.sink.apply(self.kind, events)
+        if self.on_batch is not None:
+            await self.on_batch(self.kind)
+
+    async def watch_once(self) -> None:
+        """One WATCH from the last resourceVersion, until the server ends it. Raises Gone on 410."""
+        seconds = random.randint(*self.watch_seconds)
+        query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
+                 "timeoutSeconds": str(seconds)}
+        self.watches += 1
+        try:
+            async for batch in self.rest.watch(self.kind.path, query, read_timeout=seconds + 30.0):
+                await self._deliver(self._translate(batch))
+        except ApiException as exc:
+            if exc.status == 410:
+                raise Gone(str(exc.reason)) from exc
+            raise
+
+    async def run(self) -> None:
+        """Watch forever (after the initial list): resume, relist on 410, back off on failures."""
+        while True:
+            try:
+                if not self.resource_version:
+                    await self._deliver(await self.relist())
+                await self.watch_once()
+                continue  # the server ended the stream (timeoutSeconds): resume
+            except asyncio.CancelledError:
+                raise
+            except Gone as exc:
+                logger.info("Watching %s: %s; listing again", self.kind.plural, exc)
+                self.resource_version = ""
+                continue
+            except Exception as exc:
+                delay = self.backoff.next()
+                logger.warning("Watching %s failed (%s: %s); retrying in %.1fs", self.kind.plural,
+                               type(exc).__name__, exc, delay)
+                await self.sleep(delay)
+
+
+class Informers:
+    """The reflectors of every watched kind, synced together before anything is scheduled."""
+
+    def __init__(self, *, rest: RestClient, kinds: Iterable[WatchedKind], sink: Sink,
+                 on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
+                 page_size: int = 500, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+        self.reflectors = [Reflector(rest=rest, kind=k, sink=sink, page_size=page_size, on_batch=on_batch,
+                                     sleep=sleep) for k in kinds]
+        self.sink = sink
+        self.on_batch = on_batch
+        self.sleep = sleep
+        self.synced = asyncio.Event()
+        self.sync_seconds: float | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def _initial(self, reflector: Reflector) -> list[Event]:
+        backoff = Backoff()
+        while True:
+            try:
+                return await reflector.relist()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                delay = backoff.next()
+                logger.warning("Listing %s failed (%s: %s); retrying in %.1fs", reflector.kind.plural,
+                               type(exc).__name__, exc, delay)
+                await self.sleep(delay)
+
+    async def sync(self) -> None:
+        """List every kind, apply the lists in dependency order, then start watching."""
+        started = time.monotonic()
+        lists = await asyncio.gather(*(self._initial(r) for r in self.reflectors))
+        for reflector, events in sorted(zip(self.reflectors, lists), key=lambda rl: rl[0].kind.order):
+            reflector.events += len(events)
+            self.sink.apply(reflector.kind, events)
+            if self.on_batch is not None:
+                await self.on_batch(reflector.kind)
+        self.sync_seconds = time.monotonic() - started
+        logger.info("Scheduler cache synced in %.2fs: %d objects listed", self.sync_seconds,
+                    sum(len(events) for events in lists))
+        self.synced.set()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(r.run(), name=f"kubeberth watch {r.kind.plural}") for r in self.reflectors]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []

@@ -1,0 +1,113 @@
+"""A lean REST client for the API server: aiohttp, raw JSON, one kept-alive connection pool.
+
+The reflectors (LIST pages and WATCH streams) and the scheduler's writes go through it.
+It takes the connection from a kubernetes-asyncio `Configuration` (server, TLS, token or
+client certificate), so kubeconfig, in-cluster and `--server` work as before, and raises
+kubernetes-asyncio's `ApiException` for answers outside 2xx, so callers keep one error type.
+Bodies are parsed with orjson; no model classes are built.
+"""
+
+from __future__ import annotations
+
+import inspect
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.client.exceptions import ApiException
+
+JSON = "application/json"
+
+
+def ssl_context(cfg: Configuration) -> ssl.SSLContext | bool:
+    if not cfg.host.startswith("https"):
+        return False
+    if not cfg.verify_ssl:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    else:
+        ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    return ctx
+
+
+def api_exception(status: int, reason: str, body: bytes | str) -> ApiException:
+    exc = ApiException(status=status, reason=reason)
+    exc.body = body.decode(errors="replace") if isinstance(body, bytes) else body
+    return exc
+
+
+class RestClient:
+    """Raw JSON requests and watch streams on one aiohttp session."""
+
+    def __init__(self, configuration: Configuration, *, pool_size: int = 100, request_timeout: float = 10.0,
+                 user_agent: str = "kubeberth") -> None:
+        self.configuration = configuration
+        self.user_agent = user_agent
+        self.host = configuration.host.rstrip("/")
+        self.request_timeout = request_timeout
+        self._pool_size = pool_size
+        self._session: aiohttp.ClientSession | None = None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._pool_size, ssl=ssl_context(self.configuration),
+                                             keepalive_timeout=60)
+            self._session = aiohttp.ClientSession(connector=connector)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": self.user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        auth = self.configuration.get_api_key_with_prefix("BearerToken")
+        if inspect.isawaitable(auth):  # kubernetes-asyncio >= 33.3 refreshes tokens asynchronously
+            auth = await auth
+        if auth:
+            headers["Authorization"] = auth
+        elif self.configuration.username:
+            headers["Authorization"] = self.configuration.get_basic_auth_token()
+        return headers
+
+    async def request(self, method: str, path: str, *, body: Any = None, content_type: str | None = None,
+                      query: Mapping[str, str] | None = None, timeout: float | None = None) -> Any:
+        """One call; the parsed JSON answer, or ApiException for a non-2xx answer."""
+        data = orjson.dumps(body) if body is not None else None
+        headers = await self._headers(content_type or (JSON if body is not None else None))
+        client_timeout = aiohttp.ClientTimeout(total=timeout if timeout is not None else self.request_timeout)
+        async with self._get_session().request(method, self.host + path, params=query, data=data,
+                                               headers=headers, timeout=client_timeout) as resp:
+            raw = await resp.read()
+            if resp.status >= 300:
+                raise api_exception(resp.status, resp.reason or "", raw)
+            return orjson.loads(raw) if raw else None
+
+    async def watch(self, path: str, query: Mapping[str, str], *,
+                    read_timeout: float | None = None) -> AsyncIterator[list[dict[str, Any]]]:
+        """A WATCH stream as batches of events: every complete line that arrived in one read.
+        Ends when the server ends the stream; raises ApiException for a non-2xx answer."""
+        headers = await self._headers(None)
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout, sock_read=read_timeout)
+        async with self._get_session().get(self.host + path, params={**query, "watch": "true"},
+                                           headers=headers, timeout=timeout) as resp:
+            if resp.status >= 300:
+                raise api_exception(resp.status, resp.reason or "", await resp.read())
+            tail = b""
+            async for chunk in resp.content.iter_any():
+                lines = (tail + chunk).split(b"\n")
+                tail = lines.pop()
+                batch = [orjson.loads(line) for line in lines if line.strip()]
+                if batch:
+                    yield batch
+            if tail.strip():
+                yield [orjson.loads(tail)]

@@ -1,0 +1,184 @@
+"""The reflectors against a scripted server: pages, resumed watches, 410 and Replace, sync order.
+
+The real API server shows the same behaviours end to end (tests/cluster/test_recovery.py,
+test_flow.py); here each path is taken on demand and the exact requests are checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from kubeberth.operator.reflector import ADDED, DELETED, MODIFIED, Event, Informers, Reflector, WatchedKind
+from kubeberth.operator.rest import api_exception
+
+PODS = WatchedKind("", "v1", "pods", "Pod", 4)
+NODES = WatchedKind("", "v1", "nodes", "Node", 3)
+CLASSES = WatchedKind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", 0)
+
+
+def obj(name: str, rv: int, **extra: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": str(rv)}, **extra}
+
+
+class Server:
+    """Answers LISTs from `objects` (paged) and WATCHes from scripted streams."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+        self.rv = 10
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.streams: asyncio.Queue[list[list[dict[str, Any]]] | Exception] = asyncio.Queue()
+        self.expire_continue_once = False
+        self.list_gate: dict[str, asyncio.Event] = {}
+
+    async def request(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
+                      **_: Any) -> Any:
+        query = dict(query or {})
+        self.requests.append((path, query))
+        plural = path.rsplit("/", 1)[1]
+        if plural in self.list_gate:
+            await self.list_gate[plural].wait()
+        items = sorted(self.objects.get(plural, {}).values(), key=lambda o: o["metadata"]["name"])
+        start = int(query.get("continue") or 0)
+        if start and self.expire_continue_once:
+            self.expire_continue_once = False
+            raise api_exception(410, "Expired", b"continue token expired")
+        limit = int(query.get("limit") or len(items) or 1)
+        page = items[start:start + limit]
+        token = str(start + limit) if start + limit < len(items) else ""
+        return {"items": [dict(o) for o in page], "metadata": {"resourceVersion": str(self.rv), "continue": token}}
+
+    async def watch(self, path: str, query: Mapping[str, str], **_: Any) -> AsyncIterator[list[dict[str, Any]]]:
+        self.requests.append((path, {**query, "watch": "true"}))
+        script = await self.streams.get()
+        if isinstance(script, Exception):
+            raise script
+        for batch in script:
+            yield batch
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.applied: list[tuple[str, str, str]] = []
+
+    def apply(self, kind: WatchedKind, events: list[Event]) -> None:
+        self.applied += [(kind.kind, etype, raw["metadata"]["name"]) for etype, raw in events]
+
+
+async def no_sleep(_: float) -> None:
+    await asyncio.sleep(0)
+
+
+def reflector(server: Server, sink: Sink, kind: WatchedKind = PODS, page_size: int = 2) -> Reflector:
+    return Reflector(rest=server, kind=kind, sink=sink, page_size=page_size, sleep=no_sleep)  # type: ignore[arg-type]
+
+
+async def test_a_list_is_read_page_by_page_and_restarted_when_its_continue_token_expires():
+    server, sink = Server(), Sink()
+    server.objects["pods"] = {n: obj(n, i) for i, n in enumerate("abcde", 1)}
+    server.expire_continue_once = True
+    r = reflector(server, sink)
+    events = await r.relist()
+    assert [e[1]["metadata"]["name"] for e in events] == list("abcde")
+    assert all(e[0] == ADDED for e in events) and r.resource_version == "10"
+    continues = [q.get("continue", "") for _, q in server.requests]
+    assert continues == ["", "2", "", "2", "4"]  # the expired token: the list starts over
+
+
+async def test_a_relist_replaces_deletions_changes_and_additions_and_skips_the_unchanged():
+    server, sink = Server(), Sink()
+    server.objects["pods"] = {"keep": obj("keep", 1), "change": obj("change", 2), "gone": obj("gone", 3)}
+    r = reflector(server, sink)
+    await r.relist()
+    server.objects["pods"] = {"keep": obj("keep", 1), "change": obj("change", 7), "new": obj("new", 8)}
+    events = await r.relist()
+    assert [(t, o["metadata"]["name"]) for t, o in events] == [  # deletions first
+        (DELETED, "gone"), (MODIFIED, "change"), (ADDED, "new")]
+    deleted = next(o for t, o in events if t == DELETED)
+    assert deleted["metadata"] == {"name": "gone", "uid": "uid-gone", "resourceVersion": "3"}
+
+
+async def test_a_watch_resumes_from_the_last_version_and_relists_on_410():
+    server, sink = Server(), Sink()
+    server.objects["pods"] = {"a": obj("a", 1), "b": obj("b", 2)}
+    r = reflector(server, sink)
+    await r.relist()
+    await server.streams.put([[{"type": "ADDED", "object": obj("c", 11)}],
+                              [{"type": "MODIFIED", "object": obj("a", 12)},
+                               {"type": "MODIFIED", "object": obj("a", 12)},  # a repeat: applied once
+                               {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}}]])
+    await server.streams.put(ConnectionResetError("stream cut"))  # the next watch fails: resumes
+    await server.streams.put([[{"type": "ERROR", "object": {"kind": "Status", "code": 410,
+                                                            "message": "too old resource version"}}]])
+    server.objects["pods"] = {"a": obj("a", 12), "c": obj("c", 11), "d": obj("d", 16)}  # b went in the gap
+    server.rv = 20
+    await server.streams.put(api_exception(410, "Gone", b""))  # 410 as the answer to the watch request
+    await server.streams.put([[{"type": "DELETED", "object": obj("d", 21)}]])
+    task = asyncio.get_running_loop().create_task(r.run())
+    while len(sink.applied) < 5:
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.01)
+    task.cancel()
+    assert sink.applied == [("Pod", ADDED, "c"), ("Pod", MODIFIED, "a"),
+                            ("Pod", DELETED, "b"), ("Pod", ADDED, "d"),  # the relist after the 410 event
+                            ("Pod", DELETED, "d")]
+    watches = [q["resourceVersion"] for _, q in server.requests if q.get("watch")]
+    # 10: after the list; 15: resumed from the bookmark; 15 again: 410; 20: after the relist, 410
+    # answered to the request itself; 20 after the next relist; then from the last event.
+    assert watches[:6] == ["10", "15", "15", "20", "20", "21"]
+    assert sorted(r.known) == ["uid-a", "uid-c"]
+
+
+async def test_other_watch_failures_back_off_and_never_end_the_reflector():
+    server, sink = Server(), Sink()
+    r = reflector(server, sink)
+    await r.relist()
+    for _ in range(3):
+        await server.streams.put(api_exception(500, "Internal Server Error", b""))
+    await server.streams.put([[{"type": "ADDED", "object": obj("x", 11)}]])
+    task = asyncio.get_running_loop().create_task(r.run())
+    while not sink.applied:
+        await asyncio.sleep(0)
+    task.cancel()
+    assert sink.applied == [("Pod", ADDED, "x")] and r.backoff._delay > r.backoff.initial
+
+
+async def test_nothing_is_applied_before_every_kind_is_listed_then_in_dependency_order():
+    server, sink = Server(), Sink()
+    server.objects = {"pods": {"p": obj("p", 3)}, "nodes": {"n": obj("n", 2)}, "priorityclasses": {"c": obj("c", 1)}}
+    server.list_gate["nodes"] = asyncio.Event()  # nodes are listed last
+    informers = Informers(rest=server, kinds=[PODS, NODES, CLASSES], sink=sink, sleep=no_sleep)  # type: ignore[arg-type]
+    sync = asyncio.get_running_loop().create_task(informers.sync())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert sink.applied == [] and not informers.synced.is_set()
+    server.list_gate["nodes"].set()
+    await sync
+    assert sink.applied == [("PriorityClass", ADDED, "c"), ("Node", ADDED, "n"), ("Pod", ADDED, "p")]
+    assert informers.synced.is_set()
+    await informers.stop()
+
+
+@pytest.mark.parametrize("status", [403, 404])
+async def test_a_list_that_keeps_failing_is_retried_not_fatal(status: int):
+    server, sink = Server(), Sink()
+    calls = 0
+    original = server.request
+
+    async def flaky(method: str, path: str, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls <= 2:
+            raise ApiException(status=status, reason="nope")
+        return await original(method, path, **kw)
+
+    server.request = flaky  # type: ignore[method-assign]
+    informers = Informers(rest=server, kinds=[PODS], sink=sink, sleep=no_sleep)  # type: ignore[arg-type]
+    await informers.sync()
+    assert informers.synced.is_set() and calls == 3
+    await informers.stop()
