@@ -195,6 +195,14 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 })
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
+                await asyncio.sleep(2.0)  # events are written in the background by both schedulers
+                events = await kube.list("events", w.measure_namespace, fieldSelector="reason=Scheduled")
+                out["scheduled_events"] = sum(int(e.get("count") or 1) for e in events
+                                              if (e.get("involvedObject") or {}).get("name", "").startswith("pod-"))
+                synced = [line for line in sched.log_path.read_text(errors="replace").splitlines()
+                          if "Scheduler cache synced in" in line]
+                if synced:
+                    out["synced_s"] = float(synced[0].split("synced in ", 1)[1].split("s", 1)[0])
             finally:
                 await watch.stop()
                 sched.stop()
@@ -221,7 +229,7 @@ def run_peers(w: wl.Workload, peers: Iterable[str] = PEERS) -> dict[str, Any]:
 
 def print_peer_table(results: list[dict[str, Any]]) -> None:
     print(f"{'workload':<42} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'first bind':>11} "
-          f"{'backlog pods/s':>15} {'CPU s':>7} {'RSS MiB':>8}")
+          f"{'backlog pods/s':>15} {'CPU s':>7} {'RSS MiB':>8} {'Scheduled ev':>12}")
     for r in results:
         for peer, p in r["peers"].items():
             if p.get("error"):
@@ -229,7 +237,7 @@ def print_peer_table(results: list[dict[str, Any]]) -> None:
                 continue
             print(f"{r['workload']:<42} {peer:<15} {p['pods_per_s']:>8} {p['last_bind_after_last_create_s']:>15}s "
                   f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
-                  f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8}")
+                  f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8} {p.get('scheduled_events', '-'):>12}")
         if r.get("ratio") is not None:
             print(f"{'':<42} {'ratio':<15} {r['ratio']:>8}")
 

@@ -94,6 +94,8 @@ async def test_unschedulable_condition_and_nomination(cluster, client):
     p = pod(cluster, "p")
     await client.set_unschedulable(p, "0/2 nodes are available: 2 Insufficient cpu.")
     await client.set_nominated_node(p, "n2")
+    await client.flush()
+    assert len(cluster.api.requests("PATCH", "pods", "status")) == 1  # the two coalesced into one patch
     status = cluster.api.get("pods", "p", "default")["status"]
     assert status["nominatedNodeName"] == "n2"
     [cond] = status["conditions"]
@@ -104,8 +106,10 @@ async def test_unschedulable_condition_and_nomination(cluster, client):
     before = len(cluster.api.log)
     await client.set_unschedulable(fresh, "0/2 nodes are available: 2 Insufficient cpu.")
     await client.set_nominated_node(fresh, "n2")
+    await client.flush()
     assert len(cluster.api.log) == before
     await client.set_nominated_node(fresh, "")
+    await client.flush()
     assert "nominatedNodeName" not in cluster.api.get("pods", "p", "default")["status"]
     assert cluster.api.requests("PATCH", "pods", "status")[-1].content_type.startswith(
         "application/strategic-merge-patch+json")

@@ -164,7 +164,7 @@ async def test_nothing_is_applied_before_every_kind_is_listed_then_in_dependency
     await informers.stop()
 
 
-@pytest.mark.parametrize("status", [403, 404])
+@pytest.mark.parametrize("status", [403, 500])
 async def test_a_list_that_keeps_failing_is_retried_not_fatal(status: int):
     server, sink = Server(), Sink()
     calls = 0
@@ -181,4 +181,27 @@ async def test_a_list_that_keeps_failing_is_retried_not_fatal(status: int):
     informers = Informers(rest=server, kinds=[PODS], sink=sink, sleep=no_sleep)  # type: ignore[arg-type]
     await informers.sync()
     assert informers.synced.is_set() and calls == 3
+    await informers.stop()
+
+
+async def test_a_kind_the_server_does_not_serve_is_empty_and_picked_up_once_it_is():
+    server, sink = Server(), Sink()
+    served = False
+    original = server.request
+
+    async def crd_missing(method: str, path: str, **kw: Any) -> Any:
+        if path.endswith("/priorityclasses") and not served:
+            raise ApiException(status=404, reason="Not Found")
+        return await original(method, path, **kw)
+
+    server.request = crd_missing  # type: ignore[method-assign]
+    server.objects = {"pods": {"p": obj("p", 3)}}
+    informers = Informers(rest=server, kinds=[PODS, CLASSES], sink=sink, sleep=no_sleep)  # type: ignore[arg-type]
+    await server.streams.put([])  # the pods' first watch ends at once; later ones wait
+    await informers.sync()
+    assert informers.synced.is_set() and sink.applied == [("Pod", ADDED, "p")]
+    served = True
+    server.objects["priorityclasses"] = {"c": obj("c", 4)}
+    while ("PriorityClass", ADDED, "c") not in sink.applied:
+        await asyncio.sleep(0)
     await informers.stop()

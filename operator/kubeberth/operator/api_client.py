@@ -8,7 +8,8 @@ Writes, as kube-scheduler makes them:
   backoff; when a retry meets a 409 after an uncertain attempt, the pod is read back
   so that a binding that did land counts as done and nothing is bound twice.
 - nominatedNodeName and the PodScheduled=False/Unschedulable condition: a strategic
-  merge patch of pods/status, skipped when nothing would change.
+  merge patch of pods/status, skipped when nothing would change, sent in the background
+  and coalesced per pod (`status_writer.py`): the scheduling loop never waits for it.
 - preemption victims: the DisruptionTarget condition, then DELETE with a UID
   precondition (another pod that reused the name is never deleted).
 - events: core/v1 Events with upstream reasons and messages, reported by the pod's
@@ -39,6 +40,7 @@ from ..client import BindConflict
 from ..clock import Clock, RealClock
 from ..model import Pod
 from .rest import RestClient
+from .status_writer import PodStatusWriter
 
 logger = logging.getLogger(__name__)
 
@@ -199,8 +201,9 @@ class EventRecorder:
 
     def __init__(self, api: Api, *, clock: Clock | None = None, host: str | None = None,
                  instance: str | None = None, per_object_burst: int = 25,
-                 per_object_refill_seconds: float = 300.0, overall_burst: int = 100,
-                 overall_qps: float = 20.0, queue_size: int = 1000, cache_size: int = 4096) -> None:
+                 per_object_refill_seconds: float = 300.0, overall_burst: int = 500,
+                 overall_qps: float = 300.0, queue_size: int = 1000, cache_size: int = 4096,
+                 workers: int = 4) -> None:
         self.api = api
         self.clock = clock or RealClock()
         self.host = host if host is not None else socket.gethostname()
@@ -211,8 +214,11 @@ class EventRecorder:
         self._buckets: OrderedDict[tuple[str, ...], TokenBucket] = OrderedDict()
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._cache_size = cache_size
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=queue_size)
-        self._task: asyncio.Task[None] | None = None
+        # One queue per worker, an object's events always on the same one: they stay in order and a
+        # repeat finds the Event its predecessor created.
+        self._queues: list[asyncio.Queue[dict[str, Any]]] = [
+            asyncio.Queue(maxsize=max(queue_size // workers, 1)) for _ in range(workers)]
+        self._tasks: list[asyncio.Task[None]] = []
         self._seq = 0
         self.sent = 0
         self.patched = 0
@@ -243,7 +249,7 @@ class EventRecorder:
                 "component": component, "time": now,
                 "related": _object_ref(related) if related is not None else None}
         try:
-            self._queue.put_nowait(item)
+            self._queues[hash(ref["uid"] or ref["name"]) % len(self._queues)].put_nowait(item)
         except asyncio.QueueFull:
             self.dropped += 1
             return False
@@ -252,26 +258,30 @@ class EventRecorder:
     # --- consumer side ---
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="kubeberth event recorder")
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(self._run(queue), name=f"kubeberth event recorder {i}")
+                           for i, queue in enumerate(self._queues)]
 
     async def close(self, timeout: float = 2.0) -> None:
         """Send what is queued (within `timeout`), then stop."""
-        if self._task is None:
+        if not self._tasks:
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), timeout)
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+            await asyncio.wait_for(self.flush(), timeout)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
 
     async def flush(self) -> None:
-        await self._queue.join()
+        for queue in self._queues:
+            await queue.join()
 
-    async def _run(self) -> None:
+    async def _run(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
         while True:
-            item = await self._queue.get()
+            item = await queue.get()
             try:
                 await self._send(item)
             except asyncio.CancelledError:
@@ -280,7 +290,7 @@ class EventRecorder:
                 logger.warning("Could not record event %s for %s/%s: %s", item["reason"],
                                item["ref"]["namespace"], item["ref"]["name"], _describe(exc))
             finally:
-                self._queue.task_done()
+                queue.task_done()
 
     async def _send(self, item: dict[str, Any]) -> None:
         ref = item["ref"]
@@ -360,13 +370,21 @@ class KubernetesClusterClient:
         self.api = Api(api_client, request_timeout=request_timeout, retry=retry, rng=rng, sleep=sleep)
         self.events = events if events is not None else EventRecorder(self.api, clock=self.clock)
         self.disruption_condition = disruption_condition
+        self.status = PodStatusWriter(self._send_status)
         # (uid, node) of bindings this process made: a bind is never sent twice.
         self._bound: OrderedDict[str, str] = OrderedDict()
 
     async def start(self) -> None:
         self.events.start()
+        self.status.start()
+
+    async def flush(self) -> None:
+        """Wait until the status patches and events handed over so far were sent."""
+        await self.status.flush()
+        await self.events.flush()
 
     async def close(self) -> None:
+        await self.status.close()
         await self.events.close()
 
     # --- ClusterClient ---
@@ -432,8 +450,8 @@ class KubernetesClusterClient:
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
         if pod.nominated_node_name == node_name:
             return
-        patch = {"status": {"nominatedNodeName": node_name or None}}
-        await self._patch_status(pod, patch, "set nominatedNodeName")
+        self._fence(f"set nominatedNodeName of {pod.key}")
+        self.status.submit(pod, {"status": {"nominatedNodeName": node_name or None}})
 
     async def set_unschedulable(self, pod: Pod, message: str) -> None:
         current = _pod_scheduled_condition(pod.raw)
@@ -447,7 +465,8 @@ class KubernetesClusterClient:
         patch = {"status": {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
             "lastProbeTime": None, "lastTransitionTime": transition}]}}
-        await self._patch_status(pod, patch, "set PodScheduled=False")
+        self._fence(f"set PodScheduled=False of {pod.key}")
+        self.status.submit(pod, patch)
 
     async def delete_pod(self, pod: Pod) -> None:
         self._fence(f"deleting {pod.key}")
@@ -472,6 +491,9 @@ class KubernetesClusterClient:
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self._fence(f"event {reason} for {pod.key}")
         self.events.record(pod, event_type, reason, message)
+
+    async def _send_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
+        await self._patch_status(pod, patch, "patch status")
 
     async def _patch_status(self, pod: Pod, patch: Mapping[str, Any], what: str) -> None:
         self._fence(f"{what} of {pod.key}")

@@ -72,6 +72,12 @@ def _stub(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
 
 
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        return f"HTTP {exc.status} {exc.reason}".strip()
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 class Gone(Exception):
     """410: the resourceVersion is too old; list again."""
 
@@ -113,6 +119,7 @@ class Reflector:
         self.known: dict[str, str] = {}  # key -> resourceVersion of what the sink has
         self._stubs: dict[str, dict[str, Any]] = {}
         self.backoff = Backoff()
+        self.missing = False  # the server does not serve the kind (404): retried quietly
         self.lists = 0
         self.watches = 0
         self.events = 0
@@ -225,6 +232,9 @@ class Reflector:
             try:
                 if not self.resource_version:
                     await self._deliver(await self.relist())
+                    if self.missing:
+                        self.missing = False
+                        logger.info("The API server serves %s now", self.kind.path)
                 await self.watch_once()
                 continue  # the server ended the stream (timeoutSeconds): resume
             except asyncio.CancelledError:
@@ -235,8 +245,11 @@ class Reflector:
                 continue
             except Exception as exc:
                 delay = self.backoff.next()
-                logger.warning("Watching %s failed (%s: %s); retrying in %.1fs", self.kind.plural,
-                               type(exc).__name__, exc, delay)
+                if isinstance(exc, ApiException) and exc.status == 404 and self.missing:
+                    logger.debug("%s is still not served; retrying in %.1fs", self.kind.path, delay)
+                else:
+                    logger.warning("Watching %s failed (%s); retrying in %.1fs", self.kind.plural,
+                                   _describe(exc), delay)
                 await self.sleep(delay)
 
 
@@ -262,6 +275,16 @@ class Informers:
                 return await reflector.relist()
             except asyncio.CancelledError:
                 raise
+            except ApiException as exc:
+                if exc.status == 404:  # not served (a CRD not installed yet): empty until it is
+                    logger.warning("The API server does not serve %s (404): taking it as empty, and watching "
+                                   "for it to appear", reflector.kind.path)
+                    reflector.missing = True
+                    return []
+                delay = backoff.next()
+                logger.warning("Listing %s failed (HTTP %s %s); retrying in %.1fs", reflector.kind.plural,
+                               exc.status, exc.reason, delay)
+                await self.sleep(delay)
             except Exception as exc:
                 delay = backoff.next()
                 logger.warning("Listing %s failed (%s: %s); retrying in %.1fs", reflector.kind.plural,
