@@ -126,6 +126,22 @@ async def create_all(kube: Kube, resource: str, objects: Iterable[dict[str, Any]
     return (first[0] if first else time.monotonic()), last
 
 
+async def scheduled_events(kube: Kube, namespace: str, settle: float = 3.0, limit: float = 60.0) -> int:
+    """The Scheduled events of the measured pods, once their number has not changed for `settle`
+    seconds (both schedulers write events in the background)."""
+    count, since, deadline = -1, time.monotonic(), time.monotonic() + limit
+    while time.monotonic() < deadline:
+        events = await kube.list("events", namespace, fieldSelector="reason=Scheduled")
+        now = sum(int(e.get("count") or 1) for e in events
+                  if (e.get("involvedObject") or {}).get("name", "").startswith("pod-"))
+        if now != count:
+            count, since = now, time.monotonic()
+        elif time.monotonic() - since >= settle:
+            break
+        await asyncio.sleep(0.5)
+    return count
+
+
 def start_scheduler(peer: str, plane: ControlPlane) -> Process:
     kubeconfig = plane.dir / "admin.kubeconfig"
     if peer == "kube-scheduler":
@@ -195,10 +211,7 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 })
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
-                await asyncio.sleep(2.0)  # events are written in the background by both schedulers
-                events = await kube.list("events", w.measure_namespace, fieldSelector="reason=Scheduled")
-                out["scheduled_events"] = sum(int(e.get("count") or 1) for e in events
-                                              if (e.get("involvedObject") or {}).get("name", "").startswith("pod-"))
+                out["scheduled_events"] = await scheduled_events(kube, w.measure_namespace)
                 synced = [line for line in sched.log_path.read_text(errors="replace").splitlines()
                           if "Scheduler cache synced in" in line]
                 if synced:
@@ -207,6 +220,67 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 await watch.stop()
                 sched.stop()
     return out
+
+
+async def _run_sync(peer: str, nodes: int, pods: int) -> dict[str, Any]:
+    """Start-up on a populated cluster: `nodes` nodes and `pods` bound pods exist, the scheduler
+    starts, and one pending pod created right after it is bound: start-up, initial sync and one
+    cycle, the time a pod waits for a freshly started scheduler."""
+    out: dict[str, Any] = {"scheduler": peer}
+    template = wl.find("SchedulingBasic/500Nodes")
+    with ControlPlane() as plane:
+        async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
+            await create_all(kube, "nodes", template.resized(nodes=nodes).node_objects())
+
+            def bound(i: int) -> dict[str, Any]:
+                obj = template.init_template(f"bound-{i:06d}", "default")
+                obj["spec"]["nodeName"] = f"scheduler-perf-{i % nodes:05d}"
+                return obj
+
+            await create_all(kube, "pods", (bound(i) for i in range(pods)))
+            watch = BindingWatch(kube)
+            await watch.start()
+            started = time.monotonic()
+            sched = start_scheduler(peer, plane)
+            try:
+                await kube.create("pods", as_created(template.measure_template("probe-0", "default")))
+                if await watch.wait("probe-", 1, timeout=900.0) < 1:
+                    out["error"] = f"the probe pod was not bound\n{sched.tail(20)}"
+                    return out
+                out["probe_bound_after_start_s"] = round(watch.times("probe-")[0] - started, 3)
+                cpu, rss = process_usage(sched.popen.pid)
+                out.update({"cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1)})
+                synced = [line for line in sched.log_path.read_text(errors="replace").splitlines()
+                          if "Scheduler cache synced in" in line]
+                if synced:
+                    out["synced_s"] = float(synced[0].split("synced in ", 1)[1].split("s", 1)[0])
+            finally:
+                await watch.stop()
+                sched.stop()
+    return out
+
+
+def run_sync(nodes: int, pods: int, peers: Iterable[str] = PEERS) -> dict[str, Any]:
+    out: dict[str, Any] = {"workload": f"InitialSync/{nodes}Nodes_{pods}BoundPods", "mode": "e2e-real-sync",
+                           "kubernetes": k8s_version(), "nodes": nodes, "bound_pods": pods, "peers": {}}
+    for peer in peers:
+        try:
+            out["peers"][peer] = asyncio.run(_run_sync(peer, nodes, pods))
+        except Exception as exc:
+            out["peers"][peer] = {"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def print_sync_table(results: list[dict[str, Any]]) -> None:
+    print(f"{'workload':<42} {'scheduler':<15} {'probe bound after start':>24} {'synced in':>10} "
+          f"{'CPU s':>7} {'RSS MiB':>8}")
+    for r in results:
+        for peer, p in r["peers"].items():
+            if p.get("error"):
+                print(f"{r['workload']:<42} {peer:<15} error: {p['error'].splitlines()[0]}")
+                continue
+            print(f"{r['workload']:<42} {peer:<15} {p['probe_bound_after_start_s']:>23}s "
+                  f"{p.get('synced_s', '-'):>9}s {p['cpu_s']:>7} {p['peak_rss_mib']:>8}")
 
 
 def run_peers(w: wl.Workload, peers: Iterable[str] = PEERS) -> dict[str, Any]:

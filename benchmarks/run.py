@@ -476,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--peer", choices=["kube-scheduler"], default=None,
                    help="with --e2e: on a real kube-apiserver (make control-plane), once with upstream "
                         "kube-scheduler and once with kubeberth, side by side")
+    p.add_argument("--sync", metavar="NODES:PODS", action="append", default=[],
+                   help="with --e2e --peer: start-up on a cluster of NODES nodes and PODS bound pods "
+                        "(the time until a pod created at start is bound), e.g. 5000:5000")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-write", action="store_true", help="do not write JSON results")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -493,6 +496,21 @@ def main(argv: list[str] | None = None) -> int:
         r = run_workload(w, seed=args.seed, vectorise=not args.per_node, profiler=args.profile,
                          profile_out=prof_out, loop=args.loop)
         print("RESULT " + json.dumps(r))
+        return 0
+
+    if args.e2e and args.peer and args.sync:
+        from .peer import print_sync_table, run_sync
+
+        m = machine()
+        print(f"kubeberth bench (real control plane): {m['cpu']}, {m['nproc']} cpu, Python {m['python']}\n")
+        results = []
+        for spec in args.sync:
+            nodes, pods = (int(x) for x in spec.split(":"))
+            sys.stderr.write(f"start-up with {nodes} nodes and {pods} bound pods: {args.peer}, then kubeberth...\n")
+            results.append(run_sync(nodes, pods, (args.peer, "kubeberth")))
+        print_sync_table(results)
+        if not args.no_write:
+            print(f"\nwrote {_write(results, args, 'e2e-real-sync')}")
         return 0
 
     if args.e2e and not (args.workload or args.quick or args.all or args.rss or args.scale):

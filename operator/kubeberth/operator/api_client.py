@@ -203,7 +203,7 @@ class EventRecorder:
                  instance: str | None = None, per_object_burst: int = 25,
                  per_object_refill_seconds: float = 300.0, overall_burst: int = 5000,
                  overall_qps: float = 1000.0, queue_size: int = 8192, cache_size: int = 16384,
-                 workers: int = 8) -> None:
+                 workers: int = 16) -> None:
         self.api = api
         self.clock = clock or RealClock()
         self.host = host if host is not None else socket.gethostname()
