@@ -39,6 +39,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from ..client import BindConflict
 from ..clock import Clock, RealClock
 from ..model import Pod
+from .background import cancel_and_wait
 from .rest import RestClient
 from .status_writer import PodStatusWriter
 
@@ -268,11 +269,7 @@ class EventRecorder:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.flush(), timeout)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
 
     async def flush(self) -> None:

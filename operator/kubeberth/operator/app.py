@@ -38,6 +38,7 @@ from ..plugins import in_tree_registry
 from ..scheduler import Scheduler
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient
+from .background import cancel_and_wait
 from .ingest import WATCHED, Ingest
 from .leader import LeaderElector
 from .profiles import ProfileManager
@@ -237,10 +238,7 @@ class OperatorApp:
                 await asyncio.wait_for(self._scheduler.wait_for_bindings(), timeout)
         if self._informers is not None:
             await self._informers.stop()
-        for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
         if self._elector is not None and not self._elector.lost.is_set():
             await self._elector.release()

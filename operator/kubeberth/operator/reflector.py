@@ -16,7 +16,6 @@ watches: nothing is scheduled before every kind has been listed once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from .background import cancel_and_wait
 from .rest import RestClient
 
 logger = logging.getLogger(__name__)
@@ -308,9 +308,5 @@ class Informers:
         self._tasks = [loop.create_task(r.run(), name=f"kubeberth watch {r.kind.plural}") for r in self.reflectors]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []

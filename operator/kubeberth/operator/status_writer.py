@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..model import Pod
+from .background import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -94,9 +95,5 @@ class PodStatusWriter:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.flush(), timeout)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
