@@ -142,6 +142,14 @@ async def scheduled_events(kube: Kube, namespace: str, settle: float = 3.0, limi
     return count
 
 
+def synced_seconds(sched: Process) -> float | None:
+    """kubeberth's own account of its initial sync ("Scheduler cache synced in 1.34s"), if logged."""
+    for line in sched.log_path.read_text(errors="replace").splitlines():
+        if "Scheduler cache synced in " in line:
+            return float(line.split("synced in ", 1)[1].split("s", 1)[0])
+    return None
+
+
 def start_scheduler(peer: str, plane: ControlPlane) -> Process:
     kubeconfig = plane.dir / "admin.kubeconfig"
     if peer == "kube-scheduler":
@@ -212,10 +220,9 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
                 out["scheduled_events"] = await scheduled_events(kube, w.measure_namespace)
-                synced = [line for line in sched.log_path.read_text(errors="replace").splitlines()
-                          if "Scheduler cache synced in" in line]
-                if synced:
-                    out["synced_s"] = float(synced[0].split("synced in ", 1)[1].split("s", 1)[0])
+                synced = synced_seconds(sched)
+                if synced is not None:
+                    out["synced_s"] = synced
             finally:
                 await watch.stop()
                 sched.stop()
@@ -250,10 +257,9 @@ async def _run_sync(peer: str, nodes: int, pods: int) -> dict[str, Any]:
                 out["probe_bound_after_start_s"] = round(watch.times("probe-")[0] - started, 3)
                 cpu, rss = process_usage(sched.popen.pid)
                 out.update({"cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1)})
-                synced = [line for line in sched.log_path.read_text(errors="replace").splitlines()
-                          if "Scheduler cache synced in" in line]
-                if synced:
-                    out["synced_s"] = float(synced[0].split("synced in ", 1)[1].split("s", 1)[0])
+                synced = synced_seconds(sched)
+                if synced is not None:
+                    out["synced_s"] = synced
             finally:
                 await watch.stop()
                 sched.stop()

@@ -40,7 +40,7 @@ from ..client import BindConflict
 from ..clock import Clock, RealClock
 from ..model import Pod
 from .background import cancel_and_wait
-from .rest import RestClient
+from .rest import RestClient, describe_error
 from .status_writer import PodStatusWriter
 
 logger = logging.getLogger(__name__)
@@ -147,15 +147,10 @@ class Api:
                 delay = next(delays, None)
                 if delay is None:
                     raise ApiUnavailable(f"{what}: giving up after {self.retry.attempts} attempts: "
-                                         f"{_describe(exc)}") from exc
-                logger.warning("%s failed (%s); retrying in %.2fs", what, _describe(exc), delay)
+                                         f"{describe_error(exc)}") from exc
+                logger.warning("%s failed (%s); retrying in %.2fs", what, describe_error(exc), delay)
                 await self.sleep(delay)
 
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ApiException):
-        return f"HTTP {exc.status} {exc.reason}".strip()
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:
@@ -285,7 +280,7 @@ class EventRecorder:
                 raise
             except Exception as exc:
                 logger.warning("Could not record event %s for %s/%s: %s", item["reason"],
-                               item["ref"]["namespace"], item["ref"]["name"], _describe(exc))
+                               item["ref"]["namespace"], item["ref"]["name"], describe_error(exc))
             finally:
                 queue.task_done()
 
@@ -426,9 +421,9 @@ class KubernetesClusterClient:
             if delay is None:
                 if await self._bound_to(pod, node_name):
                     break
-                raise ApiUnavailable(f"binding {pod.key} to {node_name}: {_describe(failure)}") from failure
+                raise ApiUnavailable(f"binding {pod.key} to {node_name}: {describe_error(failure)}") from failure
             logger.warning("Binding %s to %s failed (%s); retrying in %.2fs",
-                           pod.key, node_name, _describe(failure), delay)
+                           pod.key, node_name, describe_error(failure), delay)
             await self.api.sleep(delay)
         self._bound[pod.uid] = node_name
         if len(self._bound) > 65536:
@@ -439,7 +434,7 @@ class KubernetesClusterClient:
         try:
             raw = await self.api.call("GET", pod_path(pod.namespace, pod.name), what="read pod back")
         except Exception as exc:
-            logger.warning("Could not read %s back after an uncertain binding: %s", pod.key, _describe(exc))
+            logger.warning("Could not read %s back after an uncertain binding: %s", pod.key, describe_error(exc))
             return False
         meta = raw.get("metadata") or {}
         return bool(meta.get("uid") == pod.uid and (raw.get("spec") or {}).get("nodeName") == node_name)

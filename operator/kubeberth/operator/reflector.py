@@ -25,8 +25,9 @@ from typing import Any, Protocol
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from ..cache.objects import object_key
 from .background import cancel_and_wait
-from .rest import RestClient
+from .rest import RestClient, describe_error
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +58,7 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _key(obj: Mapping[str, Any]) -> str:
-    meta = _meta(obj)
-    uid = meta.get("uid")
-    if uid:
-        return str(uid)
-    ns = meta.get("namespace")
-    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+    return str(_meta(obj).get("uid") or object_key(obj))
 
 
 def _stub(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,11 +67,6 @@ def _stub(obj: Mapping[str, Any]) -> dict[str, Any]:
     kept = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if meta.get(k) is not None}
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
 
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ApiException):
-        return f"HTTP {exc.status} {exc.reason}".strip()
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class Gone(Exception):
@@ -249,7 +240,7 @@ class Reflector:
                     logger.debug("%s is still not served; retrying in %.1fs", self.kind.path, delay)
                 else:
                     logger.warning("Watching %s failed (%s); retrying in %.1fs", self.kind.plural,
-                                   _describe(exc), delay)
+                                   describe_error(exc), delay)
                 await self.sleep(delay)
 
 

@@ -42,6 +42,13 @@ def api_exception(status: int, reason: str, body: bytes | str) -> ApiException:
     return exc
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line for a log: the HTTP status of an API error, else the exception."""
+    if isinstance(exc, ApiException):
+        return f"HTTP {exc.status} {exc.reason}".strip()
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 class RestClient:
     """Raw JSON requests and watch streams on one aiohttp session."""
 
