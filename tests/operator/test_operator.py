@@ -215,6 +215,47 @@ async def test_bind_conflicts_and_server_errors_recover_without_double_binding(c
     await stays(lambda: len(api.bindings) == 4, 0.3)
 
 
+def _bind_requests(api: Any, name: str) -> list[Any]:
+    return [r for r in api.requests("POST", "pods", "binding") if r.name == name]
+
+
+async def test_the_loop_keeps_scheduling_while_a_bind_hangs_or_fails(cluster, start_operator):
+    api = cluster.api
+    api.create("nodes", make_node("n1", cpu="8"))
+    # One binding hangs for 4 s (then lands); another is answered 503 three times before it lands.
+    hung = api.inject(method="POST", plural="pods", subresource="binding", name="hung", status=None, delay=4.0)
+    failing = api.inject(method="POST", plural="pods", subresource="binding", name="failing", status=503, times=3)
+    api.create("pods", make_pod("hung"))
+    api.create("pods", make_pod("failing"))
+    await start_operator(request_timeout=10.0)
+    await wait_for(lambda: _bind_requests(api, "hung"), message="the hung binding was sent")
+    for i in range(5):
+        api.create("pods", make_pod(f"later-{i}"))
+
+    def others_bound_while_hung() -> bool:
+        return all(node_of(api, n) == "n1" for n in ("failing", *(f"later-{i}" for i in range(5))))
+
+    await wait_for(others_bound_while_hung, timeout=3.5, message="the other pods bound while one binding hangs")
+    assert node_of(api, "hung") == ""
+    await wait_for(lambda: node_of(api, "hung") == "n1", timeout=10, message="the hung binding landed")
+    assert (hung.hits, failing.hits) == (1, 3)
+    assert sorted(b[0] for b in api.bindings) == sorted(
+        f"default/{n}" for n in ("hung", "failing", *(f"later-{i}" for i in range(5))))
+
+
+async def test_bindings_in_flight_are_bounded(cluster, start_operator):
+    api = cluster.api
+    api.create("nodes", make_node("n1", cpu="8"))
+    api.inject(method="POST", plural="pods", subresource="binding", name="hung", status=None, delay=1.5)
+    api.create("pods", make_pod("hung"))
+    await start_operator(bind_concurrency=1)
+    await wait_for(lambda: _bind_requests(api, "hung"), message="the hung binding was sent")
+    api.create("pods", make_pod("next"))
+    # The one slot is taken: the next pod is scheduled (assumed) but its binding waits for the slot.
+    await stays(lambda: not _bind_requests(api, "next"), 0.8)
+    await wait_for(lambda: node_of(api, "hung") == "n1" and node_of(api, "next") == "n1", timeout=10)
+
+
 async def test_a_restarted_operator_picks_up_pending_pods_and_leaves_bound_ones(cluster, start_operator):
     api = cluster.api
     api.create("nodes", make_node("n1", cpu="4"))

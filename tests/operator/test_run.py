@@ -7,6 +7,8 @@ import asyncio
 import signal
 import sys
 
+import pytest
+
 from kubeberth.cli import build_parser
 from kubeberth.operator.leader import LeaseConfig
 from kubeberth.operator.run import DEFAULT_METRICS_PORT, add_run_arguments, config_from_args
@@ -52,6 +54,16 @@ def test_defaults_and_options(monkeypatch):
     assert cfg.lease() == LeaseConfig("sched-ns", "sched", 30.0, 10.0, 2.0)
     old = config_from_args(parser.parse_args(["--peering", "mine"]))  # the flag of the kopf-peering days
     assert (old.leader_elect, old.lease_name) == (True, "mine")
+    assert config_from_args(parser.parse_args([])).bind_concurrency == 64
+    assert config_from_args(parser.parse_args(["--bind-concurrency", "8"])).bind_concurrency == 8
+
+
+@pytest.mark.parametrize("value, message", [("0", "must be at least 1, not 0"), ("many", "not a whole number")])
+def test_bind_concurrency_must_be_a_positive_number(capsys, value, message):
+    parser = add_run_arguments(argparse.ArgumentParser())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--bind-concurrency", value])
+    assert f"argument --bind-concurrency: {message}" in capsys.readouterr().err
 
 
 async def test_the_command_schedules_and_stops_on_sigterm(cluster):

@@ -2,7 +2,9 @@
 
 Writes, as kube-scheduler makes them:
 
-- bind: POST pods/{name}/binding (with the pod's UID). 409 (already bound, or a
+- bind: POST pods/{name}/binding (with the pod's UID), at most `bind_concurrency` at a
+  time (the others wait their turn in their own binding cycle; the scheduling loop never
+  waits for a bind). 409 (already bound, or a
   different pod of the same name) and 404 (gone) raise `BindConflict`: the scheduler
   forgets the assumed pod and requeues it. 5xx, 429 and timeouts are retried with
   backoff; when a retry meets a 409 after an uncertain attempt, the pod is read back
@@ -57,6 +59,9 @@ ACTIONS = {
 }
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Bindings sent at once; more wait for a slot. Enough to keep a 2-core API server busy, few
+# enough that a slow server sees a bounded load instead of every pending pod at once.
+DEFAULT_BIND_CONCURRENCY = 64
 
 
 class ApiUnavailable(Exception):
@@ -356,8 +361,14 @@ class KubernetesClusterClient:
                  request_timeout: float = 10.0, clock: Clock | None = None,
                  events: EventRecorder | None = None, rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 disruption_condition: bool = True, may_write: Callable[[], bool] = lambda: True) -> None:
+                 disruption_condition: bool = True, may_write: Callable[[], bool] = lambda: True,
+                 bind_concurrency: int = DEFAULT_BIND_CONCURRENCY) -> None:
+        if bind_concurrency < 1:
+            raise ValueError(f"bind_concurrency must be at least 1, not {bind_concurrency}")
         self.clock = clock or RealClock()
+        self.bind_concurrency = bind_concurrency
+        self._bind_slots = asyncio.Semaphore(bind_concurrency)
+        self.binds_in_flight = 0
         self.may_write = may_write
         self.api = Api(api_client, request_timeout=request_timeout, retry=retry, rng=rng, sleep=sleep)
         self.events = events if events is not None else EventRecorder(self.api, clock=self.clock)
@@ -400,7 +411,12 @@ class KubernetesClusterClient:
         uncertain = False  # an earlier attempt may have landed although we saw an error
         while True:
             try:
-                await self.api.request("POST", path, body=body)
+                async with self._bind_slots:
+                    self.binds_in_flight += 1
+                    try:
+                        await self.api.request("POST", path, body=body)
+                    finally:
+                        self.binds_in_flight -= 1
                 break
             except ApiException as exc:
                 if exc.status == 409:

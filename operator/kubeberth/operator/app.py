@@ -127,10 +127,13 @@ class OperatorApp:
         cfg = self.config
         self.configuration = configuration
         self.api_client = ApiClient(configuration)
+        # Connections: the bindings' own, plus room for the watches, status writers, event senders, the Lease.
         self._rest = RestClient(configuration, request_timeout=cfg.request_timeout,
+                                pool_size=cfg.bind_concurrency + 64,
                                 user_agent=f"kubeberth/{__version__} ({self.identity})")
         clock = RealClock()
-        self._client = KubernetesClusterClient(self._rest, request_timeout=cfg.request_timeout, clock=clock)
+        self._client = KubernetesClusterClient(self._rest, request_timeout=cfg.request_timeout, clock=clock,
+                                               bind_concurrency=cfg.bind_concurrency)
         rng = random.Random(cfg.seed) if cfg.seed is not None else random.Random()
         self._scheduler = Scheduler(client=self._client, clock=clock, rng=rng, metrics=self.metrics)
         self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile)

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .api_client import DEFAULT_BIND_CONCURRENCY
+
 if TYPE_CHECKING:
     from .leader import LeaseConfig
 
@@ -55,6 +57,7 @@ class OperatorConfig:
     metrics_port: int | None = DEFAULT_METRICS_PORT  # None or 0 disables the metrics server
     metrics_host: str = "0.0.0.0"
     request_timeout: float = 10.0
+    bind_concurrency: int = DEFAULT_BIND_CONCURRENCY  # bindings in flight at once
     seed: int | None = None
     default_profile: bool = True  # serve default-scheduler with upstream's defaults absent a profile
     verbose: bool = False
@@ -71,6 +74,16 @@ class OperatorConfig:
                            retry_period=self.retry_period)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     conn = parser.add_argument_group("cluster connection")
     conn.add_argument("--kubeconfig", metavar="PATH", default=None,
@@ -84,6 +97,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     conn.add_argument("--request-timeout", metavar="SECONDS", type=float, default=10.0,
                       help="timeout of one API request; 5xx and timeouts are retried with backoff "
                            "(default: 10)")
+    conn.add_argument("--bind-concurrency", metavar="N", type=_positive_int, default=DEFAULT_BIND_CONCURRENCY,
+                      help="bindings sent at once; more wait their turn, the scheduling loop never waits "
+                           f"for them (default: {DEFAULT_BIND_CONCURRENCY})")
     ha = parser.add_argument_group("high availability (kube-scheduler's flags)")
     ha.add_argument("--leader-elect", action="store_true",
                     help="elect a leader through a coordination.k8s.io Lease: every replica lists, watches and "
@@ -134,7 +150,8 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         lease_namespace=args.lease_namespace, lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline, retry_period=args.retry_period, liveness=args.liveness,
         metrics_port=metrics_port or None, metrics_host=args.metrics_host,
-        request_timeout=args.request_timeout, seed=args.seed, default_profile=args.default_profile,
+        request_timeout=args.request_timeout, bind_concurrency=args.bind_concurrency, seed=args.seed,
+        default_profile=args.default_profile,
         verbose=args.verbose, debug=args.debug, log_format=args.log_format)
 
 
