@@ -25,7 +25,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
-from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, k8s_version
+from prometheus_client.parser import text_string_to_metric_families
+from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, free_port, k8s_version
 from tests.cluster.kube import Kube, as_created
 
 from . import workloads as wl
@@ -150,19 +151,90 @@ def synced_seconds(sched: Process) -> float | None:
     return None
 
 
-def start_scheduler(peer: str, plane: ControlPlane) -> Process:
+class Scheduler:
+    """A scheduler process and where its Prometheus metrics are served."""
+
+    def __init__(self, process: Process, metrics_url: str) -> None:
+        self.process = process
+        self.metrics_url = metrics_url
+
+    async def attempt_buckets(self) -> dict[float, float]:
+        """scheduler_scheduling_attempt_duration_seconds as cumulative counts per bucket bound, over
+        every result and profile. kube-scheduler serves it on its secure port to an authorised
+        client: the admin token, its self-signed certificate not checked."""
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        async with aiohttp.ClientSession() as session, session.get(
+                self.metrics_url, headers=headers, ssl=False, timeout=aiohttp.ClientTimeout(total=10)) as resp:
+            resp.raise_for_status()
+            text = await resp.text()
+        buckets: dict[float, float] = {}
+        for family in text_string_to_metric_families(text):
+            if family.name != "scheduler_scheduling_attempt_duration_seconds":
+                continue
+            for sample in family.samples:
+                if sample.name.endswith("_bucket"):
+                    le = float(sample.labels["le"])
+                    buckets[le] = buckets.get(le, 0.0) + sample.value
+        return buckets
+
+
+def histogram_quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float | None:
+    """Prometheus' histogram_quantile over the observations made between two scrapes: linear
+    within the bucket the quantile falls in (the bucket bounds limit its precision)."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    if not counts or counts[-1] <= 0:
+        return None
+    rank = q * counts[-1]
+    lower, below = 0.0, 0.0
+    for bound, count in zip(bounds, counts, strict=True):
+        if count >= rank:
+            if bound == float("inf"):
+                return lower  # beyond the last finite bound: its value is all that is known
+            return lower + (bound - lower) * ((rank - below) / (count - below) if count > below else 1.0)
+        lower, below = bound, count
+    return lower
+
+
+def start_scheduler(peer: str, plane: ControlPlane) -> Scheduler:
     kubeconfig = plane.dir / "admin.kubeconfig"
+    port = free_port()
     if peer == "kube-scheduler":
         config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                   "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 5000, "burst": 5000},
                   "leaderElection": {"leaderElect": False}}
         path = plane.dir / "kube-scheduler.yaml"
         path.write_text(json.dumps(config))
-        argv = [str(plane.bin / "kube-scheduler"), f"--config={path}", "--secure-port=0", "-v=1"]
+        argv = [str(plane.bin / "kube-scheduler"), f"--config={path}", f"--secure-port={port}",
+                "--bind-address=127.0.0.1", f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={plane.dir / 'scheduler-certs'}", "-v=1"]
+        url = f"https://127.0.0.1:{port}/metrics"
     else:
         argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run", f"--kubeconfig={kubeconfig}",
-                "--metrics-port=0", "--seed=0"]
-    return Process.start(peer, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
+        url = f"http://127.0.0.1:{port}/metrics"
+    return Scheduler(Process.start(peer, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"}), url)
+
+
+def with_priority_classes(obj: dict[str, Any]) -> dict[str, Any]:
+    """scheduler_perf's templates give a pod's priority in its spec, which only an API server without
+    the Priority admission plugin accepts; here it comes from a PriorityClass of that value."""
+    spec = obj.get("spec") or {}
+    if spec.get("priority") is not None and not spec.get("priorityClassName"):
+        spec["priorityClassName"] = priority_class_name(int(spec.pop("priority")))
+    return obj
+
+
+def priority_class_name(value: int) -> str:
+    return f"bench-priority-{value}"
+
+
+async def create_priority_classes(kube: Kube, w: wl.Workload) -> None:
+    values = {int(t("probe", "default").get("spec", {}).get("priority") or 0)
+              for t in (w.init_template, w.measure_template)}
+    for value in sorted(values - {0}):
+        await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                              "metadata": {"name": priority_class_name(value)}, "value": value})
 
 
 def process_usage(pid: int) -> tuple[float, float]:
@@ -185,12 +257,14 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
             for ns in {w.init_namespace, w.measure_namespace, *w.namespaces} - {"default"}:
                 await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             await create_all(kube, "nodes", w.node_objects())
-            await create_all(kube, "pods", (w.init_template(f"init-{i:06d}", w.init_namespace)
+            await create_priority_classes(kube, w)
+            await create_all(kube, "pods", (with_priority_classes(w.init_template(f"init-{i:06d}", w.init_namespace))
                                             for i in range(w.init_pods)))
             watch = BindingWatch(kube)
             await watch.start()
             started = time.monotonic()
-            sched = start_scheduler(peer, plane)
+            scheduler = start_scheduler(peer, plane)
+            sched = scheduler.process
             try:
                 init_bound = await watch.wait("init-", w.init_pods, timeout=max(120.0, w.init_pods / 5))
                 init_times = watch.times("init-")
@@ -203,12 +277,14 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                     span = init_times[-1] - init_times[0]
                     out["init_pods_per_s"] = round((w.init_pods - 1) / span, 1) if span > 0 else None
                 cpu0, _ = process_usage(sched.popen.pid)
-                t0, t_last_create = await create_all(kube, "pods", (w.measure_template(f"pod-{i:06d}",
-                                                                                       w.measure_namespace)
-                                                                     for i in range(w.measure_pods)))
+                attempts0 = await scheduler.attempt_buckets()
+                t0, t_last_create = await create_all(kube, "pods", (
+                    with_priority_classes(w.measure_template(f"pod-{i:06d}", w.measure_namespace))
+                    for i in range(w.measure_pods)))
                 bound = await watch.wait("pod-", w.measure_pods, timeout=max(120.0, w.measure_pods / 5))
                 times = watch.times("pod-")
                 cpu1, rss = process_usage(sched.popen.pid)
+                p99 = histogram_quantile(0.99, attempts0, await scheduler.attempt_buckets())
                 out.update({
                     "scheduled": bound,
                     "pods_per_s": round(bound / (times[-1] - t0), 1) if times else 0.0,
@@ -216,6 +292,7 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                     "last_bind_after_last_create_s": round(times[-1] - t_last_create, 3) if times else None,
                     "cpu_s": round(cpu1 - cpu0, 2),
                     "peak_rss_mib": round(rss, 1),
+                    "p99_attempt_ms": round(p99 * 1000, 1) if p99 is not None else None,
                 })
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
@@ -248,7 +325,7 @@ async def _run_sync(peer: str, nodes: int, pods: int) -> dict[str, Any]:
             watch = BindingWatch(kube)
             await watch.start()
             started = time.monotonic()
-            sched = start_scheduler(peer, plane)
+            sched = start_scheduler(peer, plane).process
             try:
                 await kube.create("pods", as_created(template.measure_template("probe-0", "default")))
                 if await watch.wait("probe-", 1, timeout=900.0) < 1:
@@ -308,14 +385,16 @@ def run_peers(w: wl.Workload, peers: Iterable[str] = PEERS) -> dict[str, Any]:
 
 
 def print_peer_table(results: list[dict[str, Any]]) -> None:
-    print(f"{'workload':<42} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'first bind':>11} "
-          f"{'backlog pods/s':>15} {'CPU s':>7} {'RSS MiB':>8} {'Scheduled ev':>12}")
+    print(f"{'workload':<42} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'p99 attempt':>12} "
+          f"{'first bind':>11} {'backlog pods/s':>15} {'CPU s':>7} {'RSS MiB':>8} {'Scheduled ev':>12}")
     for r in results:
         for peer, p in r["peers"].items():
             if p.get("error"):
                 print(f"{r['workload']:<42} {peer:<15} error: {p['error'].splitlines()[0]}")
                 continue
+            p99 = p.get("p99_attempt_ms")
             print(f"{r['workload']:<42} {peer:<15} {p['pods_per_s']:>8} {p['last_bind_after_last_create_s']:>15}s "
+                  f"{(str(p99) + 'ms') if p99 is not None else '-':>12} "
                   f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
                   f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8} {p.get('scheduled_events', '-'):>12}")
         if r.get("ratio") is not None:

@@ -24,7 +24,6 @@ generic `KubernetesEmulator` leaves out:
 from __future__ import annotations
 
 import asyncio
-import copy
 import datetime
 import json
 import re
@@ -36,6 +35,7 @@ from typing import Any
 import aiohttp.web
 import jsonpatch
 import kmock
+import orjson
 from kmock._internal import parsing, rendering
 
 Obj = dict[str, Any]
@@ -118,6 +118,15 @@ def conflict(message: str) -> ApiError:
 def not_found(kind: Kind, name: str) -> ApiError:
     what = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
     return ApiError(404, "NotFound", f'{what} "{name}" not found')
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of JSON data (several times faster than copy.deepcopy)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+def _json(body: Any, status: int) -> aiohttp.web.Response:
+    return aiohttp.web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
 
 
 def now_iso() -> str:
@@ -212,7 +221,7 @@ def field_matcher(selector: str) -> Callable[[Mapping[str, Any]], bool]:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
@@ -240,7 +249,7 @@ def strategic_merge_patch(target: Any, patch: Any, key: str | None = None) -> An
         for item in patch:
             if merge_key is None or not isinstance(item, Mapping):
                 if item not in result_list:
-                    result_list.append(copy.deepcopy(item))
+                    result_list.append(clone(item))
                 continue
             for i, existing in enumerate(result_list):
                 if isinstance(existing, Mapping) and existing.get(merge_key) == item.get(merge_key):
@@ -249,7 +258,7 @@ def strategic_merge_patch(target: Any, patch: Any, key: str | None = None) -> An
             else:
                 result_list.append({k: v for k, v in item.items() if v is not None})
         return result_list
-    return copy.deepcopy(patch)
+    return clone(patch)
 
 
 # --- faults --------------------------------------------------------------------------------
@@ -347,22 +356,22 @@ class Emulator(kmock.KubernetesScaffold):
         return fault
 
     def create(self, plural: str, obj: Mapping[str, Any]) -> Obj:
-        return copy.deepcopy(self._create(self.kinds[plural], None, obj))
+        return clone(self._create(self.kinds[plural], None, obj))
 
     def get(self, plural: str, name: str, namespace: str | None = None) -> Obj | None:
         kind = self.kinds[plural]
         obj = self.objects.get((plural, namespace if kind.namespaced else None, name))
-        return copy.deepcopy(obj) if obj is not None else None
+        return clone(obj) if obj is not None else None
 
     def list(self, plural: str, namespace: str | None = None) -> list[Obj]:
         keys = sorted((k for k in self.objects if k[0] == plural and (namespace is None or k[1] == namespace)),
                       key=lambda k: (k[1] or "", k[2]))
-        return [copy.deepcopy(self.objects[k]) for k in keys]
+        return [clone(self.objects[k]) for k in keys]
 
     def patch(self, plural: str, name: str, patch: Mapping[str, Any], namespace: str | None = None,
               subresource: str = "") -> Obj:
         kind = self.kinds[plural]
-        return copy.deepcopy(self._patch(kind, namespace if kind.namespaced else None, name, subresource,
+        return clone(self._patch(kind, namespace if kind.namespaced else None, name, subresource,
                                          patch, "application/merge-patch+json"))
 
     def delete(self, plural: str, name: str, namespace: str | None = None, grace: bool = True) -> None:
@@ -397,7 +406,7 @@ class Emulator(kmock.KubernetesScaffold):
         return str(self.rv)
 
     def _notify(self, kind: Kind, etype: str, obj: Obj, old: Obj | None) -> None:
-        snapshot = copy.deepcopy(obj)
+        snapshot = clone(obj)
         self.history.append((self.rv, kind.plural, etype, snapshot, old))
         for w in self._watchers:
             if w.kind is kind:
@@ -409,7 +418,7 @@ class Emulator(kmock.KubernetesScaffold):
     def _create(self, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Obj:
         if not isinstance(body, Mapping):
             raise ApiError(400, "BadRequest", "the body must be an object")
-        obj: Obj = copy.deepcopy(dict(body))
+        obj: Obj = clone(dict(body))
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
@@ -498,8 +507,8 @@ class Emulator(kmock.KubernetesScaffold):
     def _patch(self, kind: Kind, namespace: str | None, name: str, subresource: str, patch: Any,
                content_type: str) -> Obj:
         current = self._get(kind, namespace, name)
-        old = copy.deepcopy(current)
-        base = copy.deepcopy(current)
+        old = clone(current)
+        base = clone(current)
         ctype = content_type.split(";")[0].strip()
         if ctype == "application/json-patch+json":
             try:
@@ -520,7 +529,7 @@ class Emulator(kmock.KubernetesScaffold):
 
     def _apply_update(self, kind: Kind, current: Obj, old: Obj, new: Obj, subresource: str) -> Obj:
         if subresource == "status":
-            result = copy.deepcopy(current)
+            result = clone(current)
             if "status" in new:
                 result["status"] = new["status"]
             else:
@@ -531,7 +540,7 @@ class Emulator(kmock.KubernetesScaffold):
             result = new
             if "status" in kind.subresources:  # the main resource does not write status
                 if "status" in current:
-                    result["status"] = copy.deepcopy(current["status"])
+                    result["status"] = clone(current["status"])
                 else:
                     result.pop("status", None)
             for fixed in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
@@ -552,7 +561,7 @@ class Emulator(kmock.KubernetesScaffold):
         if not isinstance(body, Mapping):
             raise ApiError(400, "BadRequest", "the body must be an object")
         self._check_rv(current, (body.get("metadata") or {}).get("resourceVersion"))
-        return self._apply_update(kind, current, copy.deepcopy(current), copy.deepcopy(dict(body)), subresource)
+        return self._apply_update(kind, current, clone(current), clone(dict(body)), subresource)
 
     def _bind(self, namespace: str | None, name: str, body: Any) -> Obj:
         kind = self.kinds["pods"]
@@ -571,8 +580,8 @@ class Emulator(kmock.KubernetesScaffold):
         if node:
             raise conflict(f'Operation cannot be fulfilled on pods/binding "{name}": '
                            f'pod {name} is already assigned to node "{node}"')
-        old = copy.deepcopy(pod)
-        new = copy.deepcopy(pod)
+        old = clone(pod)
+        new = clone(pod)
         target = body["target"]["name"]
         new.setdefault("spec", {})["nodeName"] = target
         new["status"] = strategic_merge_patch(new.get("status") or {}, {"conditions": [
@@ -596,7 +605,7 @@ class Emulator(kmock.KubernetesScaffold):
                            f"UID in object meta: {current['metadata']['uid']}")
         if pre.get("resourceVersion"):
             self._check_rv(current, pre["resourceVersion"])
-        old = copy.deepcopy(current)
+        old = clone(current)
         if current["metadata"].get("deletionTimestamp"):
             grace = options.get("gracePeriodSeconds")
             if grace == 0 and not current["metadata"].get("finalizers"):
@@ -606,7 +615,7 @@ class Emulator(kmock.KubernetesScaffold):
         bound = kind.plural == "pods" and bool((current.get("spec") or {}).get("nodeName"))
         graceful = bound and grace != 0 and self.pod_grace_seconds > 0
         if current["metadata"].get("finalizers") or graceful:
-            new = copy.deepcopy(current)
+            new = clone(current)
             new["metadata"]["deletionTimestamp"] = now_iso()
             if graceful:
                 new["metadata"]["deletionGracePeriodSeconds"] = int(
@@ -623,7 +632,7 @@ class Emulator(kmock.KubernetesScaffold):
 
     def _finalize(self, kind: Kind, namespace: str | None, name: str) -> Obj:
         obj = self.objects.pop(self._key(kind, namespace, name))
-        old = copy.deepcopy(obj)
+        old = clone(obj)
         obj["metadata"]["resourceVersion"] = self._next_rv()
         self._notify(kind, "DELETED", obj, old)
         return obj
@@ -636,7 +645,7 @@ class Emulator(kmock.KubernetesScaffold):
     def _list(self, kind: Kind, namespace: str | None, params: Mapping[str, str]) -> Obj:
         labels = label_matcher(params.get("labelSelector", ""))
         fields = field_matcher(params.get("fieldSelector", ""))
-        items = [copy.deepcopy(o) for (p, ns, _), o in self.objects.items()
+        items = [clone(o) for (p, ns, _), o in self.objects.items()
                  if p == kind.plural and (namespace is None or ns == namespace)
                  and labels((o.get("metadata") or {}).get("labels") or {}) and fields(o)]
         items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
@@ -684,8 +693,9 @@ class Emulator(kmock.KubernetesScaffold):
             entry.status = fault.status
             return self._error(ApiError(fault.status, "InternalError", fault.message))
         entry.status = status
-        return aiohttp.web.json_response(result, status=status)
+        return _json(result, status)
 
+    # Answers are serialised as soon as they are made (`_json`): stored objects need no copy here.
     def _dispatch(self, method: str, kind: Kind, namespace: str | None, name: str | None, subresource: str,
                   data: Any, content_type: str, params: Mapping[str, str]) -> tuple[Any, int]:
         if name is None:
@@ -701,17 +711,17 @@ class Emulator(kmock.KubernetesScaffold):
         if subresource and subresource not in kind.subresources:
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({subresource})")
         if method == "GET":
-            return copy.deepcopy(self._get(kind, namespace, name)), 200
+            return self._get(kind, namespace, name), 200
         if method == "PATCH":
-            return copy.deepcopy(self._patch(kind, namespace, name, subresource, data, content_type)), 200
+            return self._patch(kind, namespace, name, subresource, data, content_type), 200
         if method == "PUT":
-            return copy.deepcopy(self._replace(kind, namespace, name, subresource, data)), 200
+            return self._replace(kind, namespace, name, subresource, data), 200
         if method == "DELETE":
-            return copy.deepcopy(self._delete(kind, namespace, name, data)), 200
+            return self._delete(kind, namespace, name, data), 200
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
 
     def _error(self, exc: ApiError) -> aiohttp.web.Response:
-        return aiohttp.web.json_response(exc.as_status(), status=exc.status)
+        return _json(exc.as_status(), exc.status)
 
     async def _watch(self, request: rendering.Request, kind: Kind, namespace: str | None
                      ) -> aiohttp.web.StreamResponse:
@@ -729,7 +739,7 @@ class Emulator(kmock.KubernetesScaffold):
                 backlog = [(etype, obj, old) for rv, plural, etype, obj, old in self.history
                            if plural == kind.plural and rv > int(since)]
         else:
-            backlog = [("ADDED", copy.deepcopy(o), None) for (p, _, _), o in self.objects.items()
+            backlog = [("ADDED", clone(o), None) for (p, _, _), o in self.objects.items()
                        if p == kind.plural]
         self._watchers.append(watcher)
         assert request._raw_request is not None
@@ -768,7 +778,7 @@ class Emulator(kmock.KubernetesScaffold):
             return
         elif etype != "DELETED" and not now_visible:
             return
-        await response.write(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
+        await response.write(orjson.dumps({"type": etype, "object": obj}) + b"\n")
 
 
 def events_for(emulator: Emulator, name: str, reason: str | None = None,
