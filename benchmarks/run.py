@@ -479,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sync", metavar="NODES:PODS", action="append", default=[],
                    help="with --e2e --peer: start-up on a cluster of NODES nodes and PODS bound pods "
                         "(the time until a pod created at start is bound), e.g. 5000:5000")
+    p.add_argument("--takeover", metavar="NODES:PODS", action="append", default=[],
+                   help="with --e2e --peer: two replicas with leader election on NODES nodes and PODS bound "
+                        "pods; the leader is killed (SIGKILL): the time until the standby binds, e.g. 5000:5000")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-write", action="store_true", help="do not write JSON results")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -498,19 +501,21 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(r))
         return 0
 
-    if args.e2e and args.peer and args.sync:
-        from .peer import print_sync_table, run_sync
+    if args.e2e and args.peer and (args.sync or args.takeover):
+        from . import peer
 
         m = machine()
         print(f"kubeberth bench (real control plane): {m['cpu']}, {m['nproc']} cpu, Python {m['python']}\n")
-        results = []
-        for spec in args.sync:
+        runs = [("sync", spec, "start-up", peer.run_sync, peer.print_sync_table) for spec in args.sync]
+        runs += [("takeover", spec, "takeover", peer.run_takeover, peer.print_takeover_table)
+                 for spec in args.takeover]
+        for mode, spec, what, run, show in runs:
             nodes, pods = (int(x) for x in spec.split(":"))
-            sys.stderr.write(f"start-up with {nodes} nodes and {pods} bound pods: {args.peer}, then kubeberth...\n")
-            results.append(run_sync(nodes, pods, (args.peer, "kubeberth")))
-        print_sync_table(results)
-        if not args.no_write:
-            print(f"\nwrote {_write(results, args, 'e2e-real-sync')}")
+            sys.stderr.write(f"{what} with {nodes} nodes and {pods} bound pods: {args.peer}, then kubeberth...\n")
+            results = [run(nodes, pods, (args.peer, "kubeberth"))]
+            show(results)
+            if not args.no_write:
+                print(f"\nwrote {_write(results, args, f'e2e-real-{mode}')}")
         return 0
 
     if args.e2e and not (args.workload or args.quick or args.all or args.rss or args.scale):

@@ -97,6 +97,9 @@ class LeaderElector:
                 if exc2.status == 409:
                     return False  # another candidate created it first
                 raise
+            self.transitions += 1
+            logger.info("Leader election: %s acquired the Lease %s/%s (created it)", self.identity,
+                        c.namespace, c.name)
             self._renewed = started
             return True
         spec = lease.get("spec") or {}
