@@ -9,7 +9,9 @@ was deleted while it was away.
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
+from typing import Any
 
 import pytest
 
@@ -104,3 +106,61 @@ async def test_deletions_during_an_expired_watch_are_noticed(control_plane: Cont
     # n1 was emptied and `gone` deleted while the operator was away: a 2-cpu pod fits on n1 only.
     await kube.create("pods", pod("needs-n1", cpu="2"))
     assert await eventually(lambda: bound(kube, "needs-n1"), timeout=30, what="needs-n1 bound") == "n1"
+
+
+def writes_by(control_plane: ControlPlane, who: str) -> list[dict[str, Any]]:
+    return [e for e in control_plane.audit_events()
+            if who in e.get("userAgent", "") and e["verb"] in ("create", "update", "patch", "delete")]
+
+
+async def test_an_outage_longer_than_every_retry_budget_ends_nothing(control_plane: ControlPlane, kube: Kube,
+                                                                     operators: Operators) -> None:
+    await kube.create("nodes", node("n1"))
+    op = operators.start()
+    await kube.create("pods", pod("before"))
+    await eventually(lambda: bound(kube, "before"), what="bound before the outage")
+    control_plane.stop_apiserver()
+    try:
+        # kopf's default retries give up after about 55 s; the reflectors and writers never do.
+        outage_ends = time.monotonic() + 65
+        await eventually(lambda: asyncio.to_thread(lambda: not op.synced()), timeout=30, interval=0.5,
+                         what="the probe reports it cannot see the cluster")
+        while time.monotonic() < outage_ends:
+            assert op.process.alive(), f"exited during the outage:\n{op.process.tail(40)}"
+            assert op.health() is not None, "the liveness probe stopped answering"
+            await asyncio.sleep(1)
+    finally:
+        control_plane.start_apiserver()
+    await kube.create("pods", pod("after"))
+    # The watches come back within their backoff (at most 30 s between attempts, as client-go's).
+    assert await eventually(lambda: bound(kube, "after"), timeout=90, interval=0.5, what="bound after") == "n1"
+    await eventually(lambda: asyncio.to_thread(op.synced), what="synced again")
+    assert op.process.alive()
+
+
+async def test_a_frozen_leader_resumed_after_its_lease_writes_nothing_and_steps_down(
+        control_plane: ControlPlane, kube: Kube, operators: Operators) -> None:
+    await kube.create("nodes", node("n1"))
+    frozen = operators.start("--leader-elect")
+    await eventually(lambda: asyncio.to_thread(lambda: (frozen.health() or {}).get("scheduler", {}).get("leader")),
+                     what="the first replica leads")
+    standby = operators.start("--leader-elect")
+    await kube.create("pods", pod("before"))
+    await eventually(lambda: bound(kube, "before"), what="bound by the leader")
+    await asyncio.sleep(2)  # its event is sent and audited
+    writes_before = len(writes_by(control_plane, identity(frozen)))
+
+    frozen.kill(signal.SIGSTOP)
+    await kube.create("pods", pod("during"))
+    await eventually(lambda: bound(kube, "during"), timeout=60, interval=0.2, what="bound by the standby")
+    # The frozen replica still holds pods in its queue and events in its senders: on waking it
+    # finds its renewals late by its own clock, writes nothing and exits to be restarted.
+    await kube.create("pods", pod("while-frozen"))
+    frozen.kill(signal.SIGCONT)
+    code = await eventually(lambda: asyncio.to_thread(frozen.process.popen.poll), timeout=30, interval=0.2,
+                            what="the resumed replica exits")
+    assert code == 75  # EXIT_LOST_LEADERSHIP
+    await eventually(lambda: bound(kube, "while-frozen"), timeout=30, what="bound by the new leader")
+    await asyncio.sleep(2)
+    assert len(writes_by(control_plane, identity(frozen))) == writes_before
+    assert standby.process.alive()

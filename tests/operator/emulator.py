@@ -280,13 +280,15 @@ class Fault:
     times: int | None = 1
     delay: float = 0.0
     after_apply: bool = False
+    watch: bool | None = None  # True: only watch requests, False: all but watch requests
     message: str = "injected fault"
     hits: int = 0
 
-    def matches(self, method: str, kind: Kind, subresource: str, name: str | None) -> bool:
+    def matches(self, method: str, kind: Kind, subresource: str, name: str | None, watch: bool = False) -> bool:
         if self.times is not None and self.hits >= self.times:
             return False
         return ((self.method is None or self.method.upper() == method)
+                and (self.watch is None or self.watch == watch)
                 and (self.plural is None or self.plural == kind.plural)
                 and (self.subresource is None or self.subresource == subresource)
                 and (self.name is None or self.name == name))
@@ -669,7 +671,7 @@ class Emulator(kmock.KubernetesScaffold):
                        watch=request.params.get("watch") in ("true", "1"))
         self.log.append(entry)
 
-        fault = next((f for f in self.faults if f.matches(method, kind, subresource, name)), None)
+        fault = next((f for f in self.faults if f.matches(method, kind, subresource, name, entry.watch)), None)
         if fault is not None:
             fault.hits += 1
             entry.fault = True

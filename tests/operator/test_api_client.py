@@ -188,3 +188,16 @@ def test_token_bucket():
 def test_retry_policy_delays_grow_and_cap():
     delays = list(RetryPolicy(attempts=6, initial=0.1, maximum=0.5, jitter=0.0).delays())
     assert delays == pytest.approx([0.1, 0.2, 0.4, 0.5, 0.5])
+
+
+async def test_events_queued_before_the_lease_was_lost_are_not_sent(cluster):
+    leader = True
+    async with ApiClient(Configuration(host=cluster.url)) as api_client:
+        client = KubernetesClusterClient(api_client, retry=FAST, may_write=lambda: leader)
+        p = pod(cluster, "p")
+        await client.record_event(p, "Normal", "Scheduled", "Successfully assigned default/p to n1")
+        leader = False  # lost before the sender got to it
+        await client.start()
+        await client.flush()
+        await client.close()
+    assert events_for(cluster.api, "p") == [] and client.events.dropped == 1

@@ -362,3 +362,23 @@ async def test_a_leader_that_loses_its_lease_stops_writing_and_exits_to_restart(
     api.create("pods", make_pod("two"))
     await asyncio.sleep(0.3)
     assert node_of(api, "two") == ""
+
+
+async def test_a_410_answer_to_a_watch_request_relists_and_the_operator_lives_on(cluster, start_operator):
+    api = cluster.api
+    api.create("nodes", make_node("n1", cpu="4"))
+    api.create("pods", make_pod("first"))
+    # The first watch of pods and of nodes is refused with 410 (not an ERROR event in a stream).
+    gone = [api.inject(method="GET", plural=plural, watch=True, status=410, message="too old resource version")
+            for plural in ("pods", "nodes")]
+    op = await start_operator()
+    await wait_for(lambda: node_of(api, "first"), message="first bound")
+    await wait_for(lambda: all(f.hits == 1 for f in gone), message="both watches refused")
+    api.create("nodes", make_node("n2", cpu="4", labels={"late": "yes"}))
+    second = make_pod("second")
+    second["spec"]["nodeSelector"] = {"late": "yes"}
+    api.create("pods", second)
+    await wait_for(lambda: node_of(api, "second") == "n2", message="second bound on a node added after the 410")
+    lists = [r for r in api.requests("GET", "pods") if not r.watch and r.name is None]
+    assert len(lists) >= 2  # the initial list and the one after the 410
+    assert op.alive and op.app.health()["synced"]

@@ -205,3 +205,24 @@ async def test_a_kind_the_server_does_not_serve_is_empty_and_picked_up_once_it_i
     while ("PriorityClass", ADDED, "c") not in sink.applied:
         await asyncio.sleep(0)
     await informers.stop()
+
+
+async def _until(predicate: Any) -> None:
+    async def poll() -> None:
+        while not predicate():
+            await asyncio.sleep(0)
+    await asyncio.wait_for(poll(), 5.0)
+
+
+async def test_informers_are_not_connected_while_a_watch_fails_and_again_once_one_is_accepted():
+    server, sink = Server(), Sink()
+    informers = Informers(rest=server, kinds=[PODS], sink=sink, sleep=no_sleep)  # type: ignore[arg-type]
+    assert not informers.connected
+    await server.streams.put(api_exception(503, "Service Unavailable", b""))
+    await informers.sync()
+    await _until(lambda: any(r.failing for r in informers.reflectors))
+    assert not informers.connected  # pods cannot be watched: the cache may be stale
+    await server.streams.put([[]])  # a watch accepted (the empty batch a stream starts with), then ended
+    await _until(lambda: not any(r.failing for r in informers.reflectors))
+    assert informers.connected
+    await informers.stop()

@@ -204,8 +204,9 @@ class EventRecorder:
                  instance: str | None = None, per_object_burst: int = 25,
                  per_object_refill_seconds: float = 300.0, overall_burst: int = 5000,
                  overall_qps: float = 1000.0, queue_size: int = 8192, cache_size: int = 16384,
-                 workers: int = 16) -> None:
+                 workers: int = 16, may_write: Callable[[], bool] = lambda: True) -> None:
         self.api = api
+        self.may_write = may_write
         self.clock = clock or RealClock()
         self.host = host if host is not None else socket.gethostname()
         self.instance = instance or self.host
@@ -291,6 +292,10 @@ class EventRecorder:
 
     async def _send(self, item: dict[str, Any]) -> None:
         ref = item["ref"]
+        if not self.may_write():  # queued by a leader that has lost its Lease since (or was frozen)
+            self.dropped += 1
+            logger.debug("Event %s for %s/%s not sent: not the leader", item["reason"], ref["namespace"], ref["name"])
+            return
         namespace = ref["namespace"] or "default"  # events of cluster-scoped objects live in default
         key = (item["component"], ref["namespace"], ref["name"], ref["uid"], item["type"], item["reason"],
                item["message"])
@@ -371,7 +376,8 @@ class KubernetesClusterClient:
         self.binds_in_flight = 0
         self.may_write = may_write
         self.api = Api(api_client, request_timeout=request_timeout, retry=retry, rng=rng, sleep=sleep)
-        self.events = events if events is not None else EventRecorder(self.api, clock=self.clock)
+        self.events = events if events is not None else EventRecorder(
+            self.api, clock=self.clock, may_write=lambda: self.may_write())  # late-bound: the app sets it
         self.disruption_condition = disruption_condition
         self.status = PodStatusWriter(self._send_status)
         # (uid, node) of bindings this process made: a bind is never sent twice.

@@ -277,7 +277,9 @@ class OperatorApp:
             raise RuntimeError(f"the scheduling loop died: {task.exception()!r}")
         scheduler = self._scheduler
         return {
-            "synced": bool(self._ingest is not None and self._ingest.synced.is_set()),
+            # False until the first sync, and again while a list or watch fails (an outage).
+            "synced": bool(self._ingest is not None and self._ingest.synced.is_set()
+                           and self._informers is not None and self._informers.connected),
             "leader": self._elector.is_leader if self._elector is not None else True,
             "profiles": sorted(scheduler.profiles) if scheduler is not None else [],
             "pending": scheduler.report_pending_pods() if scheduler is not None else {},

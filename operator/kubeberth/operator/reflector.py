@@ -111,6 +111,7 @@ class Reflector:
         self._stubs: dict[str, dict[str, Any]] = {}
         self.backoff = Backoff()
         self.missing = False  # the server does not serve the kind (404): retried quietly
+        self.failing = False  # the last list or watch failed and no later one succeeded yet
         self.lists = 0
         self.watches = 0
         self.events = 0
@@ -211,6 +212,7 @@ class Reflector:
         self.watches += 1
         try:
             async for batch in self.rest.watch(self.kind.path, query, read_timeout=seconds + 30.0):
+                self.failing = False
                 await self._deliver(self._translate(batch))
         except ApiException as exc:
             if exc.status == 410:
@@ -223,6 +225,7 @@ class Reflector:
             try:
                 if not self.resource_version:
                     await self._deliver(await self.relist())
+                    self.failing = False
                     if self.missing:
                         self.missing = False
                         logger.info("The API server serves %s now", self.kind.path)
@@ -235,6 +238,7 @@ class Reflector:
                 self.resource_version = ""
                 continue
             except Exception as exc:
+                self.failing = not self.missing
                 delay = self.backoff.next()
                 if isinstance(exc, ApiException) and exc.status == 404 and self.missing:
                     logger.debug("%s is still not served; retrying in %.1fs", self.kind.path, delay)
@@ -297,6 +301,11 @@ class Informers:
         self.synced.set()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(r.run(), name=f"kubeberth watch {r.kind.plural}") for r in self.reflectors]
+
+    @property
+    def connected(self) -> bool:
+        """Listed once, and every kind's last list or watch went through (none is failing now)."""
+        return self.synced.is_set() and not any(r.failing for r in self.reflectors)
 
     async def stop(self) -> None:
         await cancel_and_wait(self._tasks)

@@ -101,14 +101,16 @@ class RestClient:
 
     async def watch(self, path: str, query: Mapping[str, str], *,
                     read_timeout: float | None = None) -> AsyncIterator[list[dict[str, Any]]]:
-        """A WATCH stream as batches of events: every complete line that arrived in one read.
-        Ends when the server ends the stream; raises ApiException for a non-2xx answer."""
+        """A WATCH stream as batches of events: every complete line that arrived in one read, and
+        first an empty batch once the server accepted the request. Ends when the server ends the
+        stream; raises ApiException for a non-2xx answer."""
         headers = await self._headers(None)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout, sock_read=read_timeout)
         async with self._get_session().get(self.host + path, params={**query, "watch": "true"},
                                            headers=headers, timeout=timeout) as resp:
             if resp.status >= 300:
                 raise api_exception(resp.status, resp.reason or "", await resp.read())
+            yield []
             tail = b""
             async for chunk in resp.content.iter_any():
                 lines = (tail + chunk).split(b"\n")
