@@ -6,8 +6,12 @@ init pods are created over 50 concurrent connections, then the scheduler is star
 process: the time to its first binding is its start-up and initial sync, the init pods'
 rate its throughput on a backlog. Once all are bound, the measured pods are created while it
 runs (again over 50 connections): pods/s from the first create to the last binding, and how
-long after the last create the last binding came. Bindings are seen through a watch on pods
-from this process, as another client of the cluster would see them.
+long after the last create the last binding came, and the p99 of the scheduling-attempt
+latency from each scheduler's own `scheduler_scheduling_attempt_duration_seconds`. Bindings are
+seen through a watch on pods from this process, as another client of the cluster would see them.
+
+`--sync NODES:PODS` measures start-up on a populated cluster; `--takeover NODES:PODS` two
+replicas with leader election, the leader killed, the time until the standby binds.
 
 Neither scheduler is throttled on the client side: kube-scheduler runs with
 `clientConnection.qps/burst` 5000 (its default of 50/100 would cap it at about 100 pods/s),

@@ -41,8 +41,7 @@ from typing import Any
 from . import workloads as wl
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-# What --e2e runs without -w. At 5000 nodes the operator does not finish its initial sync
-# within minutes (kopf's per-object workers, see benchmarks/PROFILE.md): ask for it with -w.
+# What --e2e runs without -w (the 5000-node variants take minutes to set up: ask for them with -w).
 E2E_DEFAULT = ("SchedulingBasic/500Nodes",)
 ROOT = Path(__file__).resolve().parent.parent
 
