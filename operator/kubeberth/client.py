@@ -7,9 +7,20 @@ from typing import Protocol
 
 from .model import Pod
 
+# The reasons of the PodScheduled=False condition (upstream's v1.PodReasonUnschedulable and
+# v1.PodReasonSchedulerError): no node fits, or an error (a bind failed, the pod is malformed).
+UNSCHEDULABLE_REASON = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+
 
 class BindConflict(Exception):
-    """The pod is already bound or changed (HTTP 409); forget it and requeue."""
+    """The binding was refused (HTTP 409/404). `settled`: the pod is bound already (by another
+    scheduler), being deleted, replaced or gone: the scheduler drops it quietly and lets the watch
+    tell the rest. Otherwise it is forgotten and requeued as after any failed binding."""
+
+    def __init__(self, message: str, *, settled: bool = False) -> None:
+        super().__init__(message)
+        self.settled = settled
 
 
 class ClusterClient(Protocol):
@@ -18,8 +29,8 @@ class ClusterClient(Protocol):
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
         """Patch status.nominatedNodeName ('' clears it)."""
 
-    async def set_unschedulable(self, pod: Pod, message: str) -> None:
-        """Patch the PodScheduled=False condition with reason Unschedulable."""
+    async def set_unschedulable(self, pod: Pod, message: str, reason: str = UNSCHEDULABLE_REASON) -> None:
+        """Patch the PodScheduled=False condition (reason Unschedulable or SchedulerError)."""
 
     async def delete_pod(self, pod: Pod) -> None:
         """Delete a preemption victim (with a UID precondition)."""

@@ -44,6 +44,7 @@ from typing import Any
 from .cache.cache import CacheError, SchedulerCache
 from .cache.objects import ObjectStore, object_key
 from .cache.snapshot import Snapshot
+from .client import SCHEDULER_ERROR, UNSCHEDULABLE_REASON, BindConflict
 from .clock import Clock, FakeClock
 from .framework import (
     CycleState,
@@ -57,7 +58,7 @@ from .framework import (
 from .framework.registry import Registry
 from .framework.status import Code
 from .framework.types import QueuedPodInfo
-from .model import ModelError, Node, Pod
+from .model import ModelError, Node, Pod, placeholder_pod
 from .queue import events as ev
 from .queue.nominator import Nominator
 from .queue.scheduling_queue import PriorityQueue
@@ -162,6 +163,7 @@ class Scheduler:
         self.node_errors: dict[str, str] = {}
         self._pending: dict[str, Pod] = {}          # uid -> latest unassigned pod (any profile)
         self._wait_priority: dict[str, Mapping[str, Any]] = {}  # uid -> raw pod naming an unknown class
+        self._reported_errors: dict[str, str] = {}  # uid -> the malformed-pod error last reported
         self._uids: dict[str, str] = {}             # pod key -> uid
         self._seqs: dict[str, int] = {}             # uid -> arrival order
         self._given_up: set[str] = set()
@@ -319,20 +321,28 @@ class Scheduler:
             return None
         pod.priority, pod.preemption_policy = prio, policy
         self._wait_priority.pop(pod.uid, None)
+        self._reported_errors.pop(pod.uid, None)
         return pod
 
     def _pod_error(self, raw: Mapping[str, Any], message: str, pod: Pod | None) -> None:
-        """A pod we cannot schedule as given: report it, for that pod only, and keep going."""
+        """A pod we cannot schedule as given: report it, for that pod only, and keep going.
+        Upstream's SchedulerError: one FailedScheduling event and PodScheduled=False naming the
+        problem, written once per problem (the status patch comes back as an update, which must
+        not report it again); an update that fixes the pod brings it back to the queue."""
         key, uid = _raw_key(raw), _raw_uid(raw)
-        log.warning("pod %s: %s", key, message)
+        log.warning("%s", message if key in message else f"pod {key}: {message}")
         old = self._pending.pop(uid, None)
         if old is not None:
             self.queue.delete(old)
         rec = self._record(pod, key=key, uid=uid)
         rec.status, rec.message, rec.error = UNSCHEDULABLE, message, True
-        if pod is not None:
-            self._spawn(self._call("record_event", pod, "Warning", "FailedScheduling", truncate_message(message)))
-            self._spawn(self._call("set_unschedulable", pod, message))
+        target = pod if pod is not None else placeholder_pod(raw)
+        if (target is None or target.node_name or target.scheduler_name not in self.profiles
+                or self._reported_errors.get(uid) == message):
+            return
+        self._reported_errors[uid] = message
+        self._spawn(self._call("record_event", target, "Warning", "FailedScheduling", truncate_message(message)))
+        self._spawn(self._call("set_unschedulable", target, message, SCHEDULER_ERROR))
 
     def on_pod_add(self, raw: Mapping[str, Any]) -> Pod | None:
         """A pod appeared (or is listed at start). Returns its model, None when it is unusable."""
@@ -427,6 +437,7 @@ class Scheduler:
         else:
             uid, key = _raw_uid(obj), _raw_key(obj)
         self._wait_priority.pop(uid, None)
+        self._reported_errors.pop(uid, None)
         self._given_up.discard(uid)
         pending = self._pending.pop(uid, None)
         nominated = ""
@@ -666,7 +677,7 @@ class Scheduler:
         rec.status, rec.message = UNSCHEDULABLE, message
         rec.nominated_node = self.nominator.nominated_node_for(pod)
         await self._call("record_event", pod, "Warning", "FailedScheduling", truncate_message(message))
-        await self._call("set_unschedulable", pod, message)
+        await self._call("set_unschedulable", pod, message, UNSCHEDULABLE_REASON if rejected else SCHEDULER_ERROR)
         if nominating is not None and nominating != pod.nominated_node_name:
             await self._call("set_nominated_node", pod, nominating)
 
@@ -694,6 +705,15 @@ class Scheduler:
             fw.run_post_bind(state, assumed, host)
         except asyncio.CancelledError:
             raise
+        except BindConflict as exc:  # settled: bound elsewhere, being deleted, replaced or gone
+            log.info("Not binding %s: %s", assumed.key, exc)
+            fw.run_unreserve(state, assumed, host)
+            if self._forget(assumed):
+                self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, assumed, None)
+            self.queue.done(assumed.uid)
+            # The watch brings the rest (the rival's binding, the deletion); until then it is not queued.
+            self._record(assumed).attempts = max(self._record(assumed).attempts, q.attempts)
+            return
         except Exception as exc:
             log.exception("binding %s to %s failed", assumed.key, host)
             await self._binding_failed(fw, state, q, assumed, host, Status.error(str(exc) or type(exc).__name__),
@@ -718,6 +738,11 @@ class Scheduler:
             else:
                 bound = False
             status = None if bound else await fw.run_bind(state, assumed, host)
+        except BindConflict as exc:
+            if exc.settled:
+                self.cache.finish_binding(assumed)
+                raise
+            status = Status.error(str(exc))
         except Exception as exc:
             status = Status.error(str(exc) or type(exc).__name__)
         if status is not None and status.code == Code.SKIP:

@@ -101,7 +101,7 @@ class InMemoryClient:
             status.pop("nominatedNodeName", None)
         self.scheduler.on_pod_update(None, raw)
 
-    async def set_unschedulable(self, pod: Pod, message: str) -> None:
+    async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass
 
     async def delete_pod(self, pod: Pod) -> None:

@@ -382,3 +382,58 @@ async def test_a_410_answer_to_a_watch_request_relists_and_the_operator_lives_on
     lists = [r for r in api.requests("GET", "pods") if not r.watch and r.name is None]
     assert len(lists) >= 2  # the initial list and the one after the 410
     assert op.alive and op.app.health()["synced"]
+
+
+async def test_a_malformed_pod_gets_one_scheduler_error_and_is_retried_once_fixed(cluster, start_operator):
+    api = cluster.api
+    api.create("nodes", make_node("n1", cpu="4"))
+    broken = make_pod("broken")
+    broken["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "-500m"}}
+    api.create("pods", broken)
+    api.create("pods", make_pod("fine"))
+    await start_operator()
+    await wait_for(lambda: node_of(api, "fine"), message="the other pod is not held up")
+    cond = await wait_for(lambda: condition(api, "broken").get("reason") == "SchedulerError"
+                          and condition(api, "broken"))
+    assert cond["status"] == "False"
+    assert "spec.containers[0].resources.requests" in cond["message"] and "'-500m'" in cond["message"]
+    [event] = await wait_for(lambda: events_for(api, "broken", "FailedScheduling"))
+    assert event["type"] == "Warning" and event["message"] == cond["message"]
+    await stays(lambda: events_for(api, "broken", "FailedScheduling")[0].get("count", 1) == 1, 0.5)
+    # The owner fixes it (a pod's resources cannot be edited in a real cluster; the emulator allows it).
+    api.patch("pods", "broken", {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}},
+              namespace="default")
+    await wait_for(lambda: node_of(api, "broken") == "n1", message="bound once fixed")
+
+
+async def test_a_pod_bound_by_a_rival_scheduler_is_dropped_quietly(cluster, start_operator):
+    api = cluster.api
+    api.create("nodes", make_node("n1", cpu="4"))
+    api.create("nodes", make_node("n2", cpu="4"))
+    # Another scheduler binds the pod first; our binding is refused as the API server refuses it.
+    rival = api.inject(method="POST", plural="pods", subresource="binding", name="raced", status=409,
+                       message='Operation cannot be fulfilled on pods/binding "raced": pod raced is already '
+                               'assigned to node "n2"')
+    api.create("pods", make_pod("raced"))
+    await start_operator()
+    await wait_for(lambda: rival.hits == 1, message="our binding was refused")
+    api.patch("pods", "raced", {"spec": {"nodeName": "n2"}}, namespace="default")  # the rival's, seen late
+    api.create("pods", make_pod("next"))
+    await wait_for(lambda: node_of(api, "next"), message="scheduling goes on")
+    await stays(lambda: not events_for(api, "raced", "FailedScheduling") and condition(api, "raced") == {}, 0.5)
+    assert [b[0] for b in api.bindings] == ["default/next"]
+
+
+async def test_a_burst_of_500_bindings_gets_every_scheduled_event(cluster, start_operator):
+    api = cluster.api
+    for i in range(5):
+        api.create("nodes", make_node(f"n{i}", cpu="64", memory="64Gi", pods="200"))
+    for i in range(500):
+        api.create("pods", make_pod(f"burst-{i:03d}", cpu="10m"))
+    await start_operator()
+    await wait_for(lambda: len(api.bindings) == 500, timeout=60, message="all bound")
+    scheduled = await wait_for(lambda: len([e for e in api.list("events", "default") if e["reason"] == "Scheduled"])
+                               == 500, timeout=30, message="a Scheduled event for every binding")
+    assert scheduled
+    names = {e["involvedObject"]["name"] for e in api.list("events", "default") if e["reason"] == "Scheduled"}
+    assert names == {f"burst-{i:03d}" for i in range(500)}

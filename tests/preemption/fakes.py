@@ -145,7 +145,7 @@ class FakeClient:
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
         self.calls.append(("nominate", pod.key, node_name))
 
-    async def set_unschedulable(self, pod: Pod, message: str) -> None:
+    async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         self.calls.append(("unschedulable", pod.key, message))
 
     async def delete_pod(self, pod: Pod) -> None:

@@ -180,6 +180,7 @@ class Client:
         self.feed = feed
         self.calls: list[tuple[Any, ...]] = []
         self.bind_error: Exception | None = None
+        self.reasons: dict[str, str] = {}  # pod key -> reason of the last PodScheduled=False
 
     def _raw(self, pod: Pod) -> dict[str, Any]:
         latest = self.sched.pending_pod(pod.uid) if self.sched is not None else None
@@ -199,8 +200,9 @@ class Client:
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
         self.calls.append(("nominate", pod.key, node_name))
 
-    async def set_unschedulable(self, pod: Pod, message: str) -> None:
+    async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         self.calls.append(("unschedulable", pod.key, message))
+        self.reasons[pod.key] = reason
 
     async def delete_pod(self, pod: Pod) -> None:
         self.calls.append(("delete", pod.key))

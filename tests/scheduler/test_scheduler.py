@@ -310,6 +310,73 @@ async def test_malformed_pod_is_reported_alone() -> None:
     assert sched.outcomes["default/fine"].status == SCHEDULED
 
 
+@pytest.mark.parametrize("resources, field, problem", [
+    pytest.param({"requests": {"cpu": "lots"}}, "spec.containers[0].resources.requests", "invalid quantity 'lots'",
+                 id="bad-quantity"),
+    pytest.param({"requests": {"memory": "-1Gi"}}, "spec.containers[0].resources.requests",
+                 "quantity '-1Gi' must be greater than or equal to 0", id="negative-request"),
+    pytest.param({"limits": {"cpu": "-2"}}, "spec.containers[0].resources.limits",
+                 "quantity '-2' must be greater than or equal to 0", id="negative-limit"),
+])
+async def test_a_malformed_pod_is_reported_once_as_a_scheduler_error_and_retried_when_fixed(
+        resources, field, problem) -> None:  # type: ignore[no-untyped-def]
+    sched, client, _ = scheduler()
+    raw = pod_dict("broken")
+    raw["spec"]["containers"][0]["resources"] = resources
+    assert sched.on_pod_add(raw) is None
+    add_pod(sched, "fine")
+    await sched.run_until_idle()
+    [(key, reason, message)] = [e for e in client.of("event") if e[0] == "default/broken"]
+    assert (key, reason) == ("default/broken", "FailedScheduling")
+    assert field in message and problem in message
+    assert client.of("unschedulable") == [("default/broken", message)]
+    assert client.reasons["default/broken"] == "SchedulerError"
+    assert sched.outcomes["default/fine"].status == SCHEDULED
+    # Our own status patch comes back as an update: nothing is reported again.
+    sched.on_pod_update(None, raw)
+    await sched.run_until_idle()
+    assert len([e for e in client.of("event") if e[0] == "default/broken"]) == 1
+    sched.on_pod_update(None, pod_dict("broken", cpu="1"))  # fixed by its owner
+    await sched.run_until_idle()
+    assert sched.outcomes["default/broken"].status == SCHEDULED
+
+
+async def test_a_malformed_pod_of_another_scheduler_is_not_written_to() -> None:
+    sched, client, _ = scheduler()
+    raw = pod_dict("theirs", scheduler="someone-else")
+    raw["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "-1"}}
+    assert sched.on_pod_add(raw) is None
+    await sched.run_until_idle()
+    assert client.of("event") == [] and client.of("unschedulable") == []
+
+
+async def test_a_pod_bound_by_a_rival_is_dropped_without_a_failure_report() -> None:
+    from kubeberth.client import BindConflict
+
+    sched, client, _ = scheduler(feed=False)
+    p = add_pod(sched, "raced")
+    client.bind_error = BindConflict('pod raced is already assigned to node "n9"', settled=True)
+    await sched.schedule_one()
+    await sched.wait_for_bindings()
+    assert client.of("event") == [] and client.of("unschedulable") == []
+    assert where(sched, p) == "absent" and not sched.cache.is_assumed(p.uid)
+    # The rival's binding arrives through the watch: the pod is counted on its node.
+    sched.on_node_add(node_dict("n9", cpu="2"))
+    sched.on_pod_update(None, pod_dict("raced", cpu="1", nodeName="n9"))
+    assert sched.cache.get_pod(p.uid).node_name == "n9"  # type: ignore[union-attr]
+    assert where(sched, p) == "absent"
+
+
+async def test_a_failed_binding_is_a_scheduler_error() -> None:
+    sched, client, _ = scheduler(feed=False)
+    add_pod(sched, "p")
+    client.bind_error = RuntimeError("connection reset")
+    await sched.schedule_one()
+    await sched.wait_for_bindings()
+    assert client.reasons["default/p"] == "SchedulerError"
+    assert [e[1] for e in client.of("event")] == ["FailedScheduling"]
+
+
 async def test_profiles_can_be_added_and_removed_between_cycles() -> None:
     sched, _, _ = scheduler()
     stray = add_pod(sched, "stray", scheduler="batch")

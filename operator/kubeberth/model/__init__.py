@@ -3,7 +3,7 @@
 from .errors import ModelError
 from .node import ImageState, Node
 from .nodeinfo import NodeInfo
-from .pod import DEFAULT_SCHEDULER, HostPort, Pod
+from .pod import DEFAULT_SCHEDULER, HostPort, Pod, placeholder_pod
 from .quantity import QuantityError, milli_value, parse_quantity, value
 from .resources import Resource, pod_requests
 from .selectors import LabelSelector, NodeSelector, NodeSelectorTerm, PreferredTerm, Requirement
@@ -13,5 +13,5 @@ __all__ = [
     "DEFAULT_SCHEDULER", "HostPort", "ImageState", "LabelSelector", "ModelError", "Node", "NodeInfo",
     "NodeSelector", "NodeSelectorTerm", "Pod", "PreferredTerm", "QuantityError", "Requirement",
     "Resource", "Taint", "Toleration", "find_untolerated", "milli_value", "parse_quantity",
-    "pod_requests", "value",
+    "placeholder_pod", "pod_requests", "value",
 ]

@@ -181,3 +181,20 @@ class Pod:
 def pod_key(raw: Mapping[str, Any]) -> str:
     meta = raw.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
+def placeholder_pod(raw: Any) -> Pod | None:
+    """A Pod of only the identity, node, scheduler name and status of `raw`, for reporting on a pod
+    whose spec cannot be read; None when even those cannot."""
+    if not isinstance(raw, Mapping):
+        return None
+    meta, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
+    if not isinstance(meta, Mapping):
+        return None
+    spec = spec if isinstance(spec, Mapping) else {}
+    kept_spec = {k: spec[k] for k in ("nodeName", "schedulerName") if isinstance(spec.get(k), str)}
+    try:
+        return Pod({"apiVersion": "v1", "kind": "Pod", "metadata": dict(meta), "spec": kept_spec,
+                    "status": status if isinstance(status, Mapping) else {}})
+    except ModelError:
+        return None

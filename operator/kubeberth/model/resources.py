@@ -153,6 +153,9 @@ def _resource_list(raw: Any, where: str) -> dict[str, Decimal]:
             out[str(name)] = parse_quantity(q)
         except QuantityError as exc:
             raise ModelError(f"resource {name}: {exc}", field=where) from exc
+        if out[str(name)] < 0:
+            # The API server's own rule; a negative request would make room out of nothing.
+            raise ModelError(f"resource {name}: quantity {q!r} must be greater than or equal to 0", field=where)
     return out
 
 

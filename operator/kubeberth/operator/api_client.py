@@ -38,7 +38,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from ..client import BindConflict
+from ..client import UNSCHEDULABLE_REASON, BindConflict
 from ..clock import Clock, RealClock
 from ..model import Pod
 from .background import cancel_and_wait
@@ -59,6 +59,9 @@ ACTIONS = {
 }
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+# The API server's answers to a binding of a pod that is no longer ours to bind: bound by another
+# scheduler, being deleted, or replaced by another pod of the same name (UID precondition).
+SETTLED_CONFLICTS = ("is already assigned to node", "is being deleted", "Precondition failed")
 # Bindings sent at once; more wait for a slot. Enough to keep a 2-core API server busy, few
 # enough that a slow server sees a bounded load instead of every pending pod at once.
 DEFAULT_BIND_CONCURRENCY = 64
@@ -428,9 +431,11 @@ class KubernetesClusterClient:
                 if exc.status == 409:
                     if uncertain and await self._bound_to(pod, node_name):
                         break
-                    raise BindConflict(f"binding {pod.key} to {node_name}: {_message(exc)}") from exc
+                    message = _message(exc)
+                    raise BindConflict(f"binding {pod.key} to {node_name}: {message}",
+                                       settled=any(m in message for m in SETTLED_CONFLICTS)) from exc
                 if exc.status == 404:
-                    raise BindConflict(f"binding {pod.key}: the pod is gone") from exc
+                    raise BindConflict(f"binding {pod.key}: the pod is gone", settled=True) from exc
                 if not is_transient(exc):
                     raise
                 failure: BaseException = exc
@@ -467,17 +472,17 @@ class KubernetesClusterClient:
         self._fence(f"set nominatedNodeName of {pod.key}")
         self.status.submit(pod, {"status": {"nominatedNodeName": node_name or None}})
 
-    async def set_unschedulable(self, pod: Pod, message: str) -> None:
+    async def set_unschedulable(self, pod: Pod, message: str, reason: str = UNSCHEDULABLE_REASON) -> None:
         current = _pod_scheduled_condition(pod.raw)
         if (current is not None and current.get("status") == "False"
-                and current.get("reason") == "Unschedulable" and current.get("message") == message):
+                and current.get("reason") == reason and current.get("message") == message):
             return  # upstream's podConditionHaveUpdate: nothing new to say
         now = rfc3339(self.clock.now())
         transition = now
         if current is not None and current.get("status") == "False" and current.get("lastTransitionTime"):
             transition = current["lastTransitionTime"]
         patch = {"status": {"conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+            "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
             "lastProbeTime": None, "lastTransitionTime": transition}]}}
         self._fence(f"set PodScheduled=False of {pod.key}")
         self.status.submit(pod, patch)

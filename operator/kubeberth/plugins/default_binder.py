@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..client import BindConflict
 from ..framework.cycle_state import CycleState
 from ..framework.interfaces import BindPlugin
 from ..framework.status import Status
@@ -19,6 +20,10 @@ class DefaultBinder(BindPlugin):
     async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         try:
             await self.handle.client.bind(pod, node_name)
+        except BindConflict as exc:
+            if exc.settled:
+                raise  # not a failure to report: the scheduler drops the pod (see BindConflict)
+            return Status.error(str(exc))
         except Exception as exc:
             return Status.error(str(exc) or type(exc).__name__)
         return None
