@@ -18,12 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import cProfile
+import os
 import pstats
 import threading
 import time
 from typing import Any
 
 from . import workloads as wl
+
+# A directory to keep the profiled run's cProfile data in (operator.prof, emulator.prof).
+PROFILE_DIR_ENV = "KUBEBERTH_E2E_PROFILE_DIR"
 
 
 class _OperatorThread:
@@ -189,6 +193,8 @@ async def _emulator_serve(conn: Any, workload_id: str, sizes: tuple[int, int, in
                            f"{' (watch)' if r.watch else ''}")
                     by_request[key] = by_request.get(key, 0) + 1
                 layers = _layer_times(pstats.Stats(profile), _EMULATOR_LAYERS) if arg else {}
+                if arg and os.environ.get(PROFILE_DIR_ENV):
+                    profile.dump_stats(os.path.join(os.environ[PROFILE_DIR_ENV], "emulator.prof"))
                 conn.send({"cpu_s": time.process_time() - cpu0, "requests": by_request, "layers": layers})
             elif cmd == "stop":
                 emulator.close()
@@ -272,6 +278,8 @@ async def _run(w: wl.Workload, seed: int, profile: bool) -> dict[str, Any]:
         }
         if profile:
             timing["operator_thread"] = _layer_times(pstats.Stats(op.profile), _OPERATOR_LAYERS)
+            if os.environ.get(PROFILE_DIR_ENV):
+                op.profile.dump_stats(os.path.join(os.environ[PROFILE_DIR_ENV], "operator.prof"))
             timing["emulator"] = report["layers"]
         out.update({
             "scheduled": bound,
