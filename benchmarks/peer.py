@@ -25,7 +25,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 import aiohttp
@@ -323,28 +323,36 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
     return out
 
 
+POPULATED = wl.find("SchedulingBasic/500Nodes")  # the node and pod templates of the populated clusters
+
+
+async def populate(kube: Kube, nodes: int, pods: int) -> BindingWatch:
+    """`nodes` nodes and `pods` pods bound to them round-robin; then a watch for bindings."""
+    await create_all(kube, "nodes", POPULATED.resized(nodes=nodes).node_objects())
+
+    def bound(i: int) -> dict[str, Any]:
+        obj = POPULATED.init_template(f"bound-{i:06d}", "default")
+        obj["spec"]["nodeName"] = f"scheduler-perf-{i % nodes:05d}"
+        return obj
+
+    await create_all(kube, "pods", (bound(i) for i in range(pods)))
+    watch = BindingWatch(kube)
+    await watch.start()
+    return watch
+
+
 async def _run_sync(peer: str, nodes: int, pods: int) -> dict[str, Any]:
     """Start-up on a populated cluster: `nodes` nodes and `pods` bound pods exist, the scheduler
     starts, and one pending pod created right after it is bound: start-up, initial sync and one
     cycle, the time a pod waits for a freshly started scheduler."""
     out: dict[str, Any] = {"scheduler": peer}
-    template = wl.find("SchedulingBasic/500Nodes")
     with ControlPlane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
-            await create_all(kube, "nodes", template.resized(nodes=nodes).node_objects())
-
-            def bound(i: int) -> dict[str, Any]:
-                obj = template.init_template(f"bound-{i:06d}", "default")
-                obj["spec"]["nodeName"] = f"scheduler-perf-{i % nodes:05d}"
-                return obj
-
-            await create_all(kube, "pods", (bound(i) for i in range(pods)))
-            watch = BindingWatch(kube)
-            await watch.start()
+            watch = await populate(kube, nodes, pods)
             started = time.monotonic()
             sched = start_scheduler(peer, plane).process
             try:
-                await kube.create("pods", as_created(template.measure_template("probe-0", "default")))
+                await kube.create("pods", as_created(POPULATED.measure_template("probe-0", "default")))
                 if await watch.wait("probe-", 1, timeout=900.0) < 1:
                     out["error"] = f"the probe pod was not bound\n{sched.tail(20)}"
                     return out
@@ -365,22 +373,12 @@ async def _run_takeover(peer: str, nodes: int, pods: int) -> dict[str, Any]:
     killed (SIGKILL) and a pod created at once: the time from the kill to that pod's binding by
     the standby is the takeover (the lease must lapse first: 15 s at most after the last renewal)."""
     out: dict[str, Any] = {"scheduler": peer}
-    template = wl.find("SchedulingBasic/500Nodes")
     with ControlPlane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
-            await create_all(kube, "nodes", template.resized(nodes=nodes).node_objects())
-
-            def bound(i: int) -> dict[str, Any]:
-                obj = template.init_template(f"bound-{i:06d}", "default")
-                obj["spec"]["nodeName"] = f"scheduler-perf-{i % nodes:05d}"
-                return obj
-
-            await create_all(kube, "pods", (bound(i) for i in range(pods)))
-            watch = BindingWatch(kube)
-            await watch.start()
+            watch = await populate(kube, nodes, pods)
             replicas = [start_scheduler(peer, plane, name=f"{peer}-{r}", leader_elect=True).process for r in "ab"]
             try:
-                await kube.create("pods", as_created(template.measure_template("before-0", "default")))
+                await kube.create("pods", as_created(POPULATED.measure_template("before-0", "default")))
                 if await watch.wait("before-", 1, timeout=900.0) < 1:
                     out["error"] = "the first pod was not bound\n" + "\n".join(r.tail(10) for r in replicas)
                     return out
@@ -393,7 +391,7 @@ async def _run_takeover(peer: str, nodes: int, pods: int) -> dict[str, Any]:
                 await asyncio.sleep(3.0)  # the standby's cache has settled; the leader renewed at least once
                 killed = time.monotonic()
                 leader.signal(9)
-                await kube.create("pods", as_created(template.measure_template("after-0", "default")))
+                await kube.create("pods", as_created(POPULATED.measure_template("after-0", "default")))
                 if await watch.wait("after-", 1, timeout=120.0) < 1:
                     out["error"] = f"the standby did not bind within 120 s\n{standby.tail(20)}"
                     return out
@@ -408,49 +406,43 @@ async def _run_takeover(peer: str, nodes: int, pods: int) -> dict[str, Any]:
 
 
 def run_takeover(nodes: int, pods: int, peers: Iterable[str] = PEERS) -> dict[str, Any]:
-    out: dict[str, Any] = {"workload": f"Takeover/{nodes}Nodes_{pods}BoundPods", "mode": "e2e-real-takeover",
-                           "kubernetes": k8s_version(), "nodes": nodes, "bound_pods": pods, "peers": {}}
-    for peer in peers:
-        try:
-            out["peers"][peer] = asyncio.run(_run_takeover(peer, nodes, pods))
-        except Exception as exc:
-            out["peers"][peer] = {"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"}
-    return out
+    return _on_populated("Takeover", "e2e-real-takeover", _run_takeover, nodes, pods, peers)
 
 
 def print_takeover_table(results: list[dict[str, Any]]) -> None:
-    print(f"{'workload':<42} {'scheduler':<15} {'kill -9 to first bind':>22} {'standby CPU s':>14} "
-          f"{'standby RSS MiB':>16}")
-    for r in results:
-        for peer, p in r["peers"].items():
-            if p.get("error"):
-                print(f"{r['workload']:<42} {peer:<15} error: {p['error'].splitlines()[0]}")
-                continue
-            print(f"{r['workload']:<42} {peer:<15} {p['takeover_s']:>21}s {p['standby_cpu_s']:>14} "
-                  f"{p['standby_peak_rss_mib']:>16}")
+    _print_table(results, f"{'kill -9 to first bind':>22} {'standby CPU s':>14} {'standby RSS MiB':>16}",
+                 lambda p: f"{p['takeover_s']:>21}s {p['standby_cpu_s']:>14} {p['standby_peak_rss_mib']:>16}")
 
 
 def run_sync(nodes: int, pods: int, peers: Iterable[str] = PEERS) -> dict[str, Any]:
-    out: dict[str, Any] = {"workload": f"InitialSync/{nodes}Nodes_{pods}BoundPods", "mode": "e2e-real-sync",
+    return _on_populated("InitialSync", "e2e-real-sync", _run_sync, nodes, pods, peers)
+
+
+def _on_populated(name: str, mode: str, run: Callable[[str, int, int], Coroutine[Any, Any, dict[str, Any]]],
+                  nodes: int, pods: int, peers: Iterable[str]) -> dict[str, Any]:
+    """`run` once per peer, each on its own fresh control plane; a failure is reported, not raised."""
+    out: dict[str, Any] = {"workload": f"{name}/{nodes}Nodes_{pods}BoundPods", "mode": mode,
                            "kubernetes": k8s_version(), "nodes": nodes, "bound_pods": pods, "peers": {}}
     for peer in peers:
         try:
-            out["peers"][peer] = asyncio.run(_run_sync(peer, nodes, pods))
+            out["peers"][peer] = asyncio.run(run(peer, nodes, pods))
         except Exception as exc:
             out["peers"][peer] = {"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"}
     return out
 
 
-def print_sync_table(results: list[dict[str, Any]]) -> None:
-    print(f"{'workload':<42} {'scheduler':<15} {'probe bound after start':>24} {'synced in':>10} "
-          f"{'CPU s':>7} {'RSS MiB':>8}")
+def _print_table(results: list[dict[str, Any]], header: str, row: Callable[[dict[str, Any]], str]) -> None:
+    print(f"{'workload':<42} {'scheduler':<15} {header}")
     for r in results:
         for peer, p in r["peers"].items():
-            if p.get("error"):
-                print(f"{r['workload']:<42} {peer:<15} error: {p['error'].splitlines()[0]}")
-                continue
-            print(f"{r['workload']:<42} {peer:<15} {p['probe_bound_after_start_s']:>23}s "
-                  f"{p.get('synced_s', '-'):>9}s {p['cpu_s']:>7} {p['peak_rss_mib']:>8}")
+            detail = f"error: {p['error'].splitlines()[0]}" if p.get("error") else row(p)
+            print(f"{r['workload']:<42} {peer:<15} {detail}")
+
+
+def print_sync_table(results: list[dict[str, Any]]) -> None:
+    _print_table(results, f"{'probe bound after start':>24} {'synced in':>10} {'CPU s':>7} {'RSS MiB':>8}",
+                 lambda p: f"{p['probe_bound_after_start_s']:>23}s {p.get('synced_s', '-'):>9}s {p['cpu_s']:>7} "
+                           f"{p['peak_rss_mib']:>8}")
 
 
 def run_peers(w: wl.Workload, peers: Iterable[str] = PEERS) -> dict[str, Any]:
