@@ -19,6 +19,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # kube-apiserver, etcd, kubectl and upstream kube-scheduler, built from Kubernetes' Go modules
@@ -37,6 +38,7 @@ conformance: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run $(ARGS)

@@ -158,8 +158,8 @@ class Bench:
     def __init__(self, w: wl.Workload, seed: int = 0, vectorise: bool = True, loop: str = "operator") -> None:
         from kubeberth.clock import FakeClock, RealClock
         from kubeberth.config import default_spec
-        from kubeberth.framework import build_framework
         from kubeberth.plugins import in_tree_registry
+        from kubeberth.profile import build_framework
         from kubeberth.scheduler import Scheduler
         from kubeberth.simulate import InMemoryClient
 

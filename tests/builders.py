@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubeberth.cache.snapshot import Snapshot
-from kubeberth.framework import CycleState, Framework, SchedulerContext, build_framework
+from kubeberth.framework import CycleState, Framework, SchedulerContext
 from kubeberth.model import Node, NodeInfo, Pod
+from kubeberth.profile import build_framework
 
 _SEQ = [0]
 

@@ -12,8 +12,9 @@ import yaml
 from kubeberth.config import parse_profile_object
 from kubeberth.config.defaults import DEFAULT_MULTI_POINT
 from kubeberth.convert_policy import PolicyError, convert_policy, main
-from kubeberth.framework import Framework, SchedulerContext, build_framework
+from kubeberth.framework import Framework, SchedulerContext
 from kubeberth.plugins import in_tree_registry
+from kubeberth.profile import build_framework
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "policy.json"
 

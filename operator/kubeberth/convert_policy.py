@@ -332,8 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # The result must be a profile kubeberth runs: build it once.
     from .config import ConfigError, parse_profile_object
-    from .framework import SchedulerContext, build_framework
+    from .framework import SchedulerContext
     from .plugins import in_tree_registry
+    from .profile import build_framework
 
     try:
         _, spec = parse_profile_object(profile)

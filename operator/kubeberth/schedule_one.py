@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .extender import ExtenderError, run_filter_extenders, run_prioritize_extenders
 from .framework import (
     CycleState,
     Diagnosis,
@@ -195,7 +196,7 @@ def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnos
         for p, mask in chain:
             if mask is not None and mask[i]:
                 continue
-            st = p.filter(state, pod, ni)
+            st: Status | None = p.filter(state, pod, ni)
             if st is not None and st.code != Code.SUCCESS:
                 if st.code == Code.ERROR:
                     return Status.error(f"running {p.name!r} filter plugin: {st.message()}", p.name)
@@ -216,10 +217,10 @@ def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnos
         feasible_idx = head[ok_head]
         for i in head[~ok_head].tolist():
             ni = nodes[i]
-            status = rejected(ni, i)
-            if status.code == Code.ERROR:
-                raise SchedulingError(status)
-            _record(diagnosis, ni.name, status)
+            failed = rejected(ni, i)
+            if failed.code == Code.ERROR:
+                raise SchedulingError(failed)
+            _record(diagnosis, ni.name, failed)
         picked = feasible_idx.tolist()
         items = [nodes[picked[0]]] if len(picked) == 1 else itemgetter(*picked)(nodes) if picked else ()
         return NodeView(items, arrays, feasible_idx), processed
@@ -230,6 +231,7 @@ def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnos
     feasible: list[NodeInfo] = []
     feasible_pos: list[int] = []
     processed = 0
+    status: Status | None
     for i in itertools.chain(range(start, n), range(start)):
         ni = nodes[i]
         processed += 1
@@ -294,8 +296,6 @@ async def _pass_extenders(fw: Framework, pod: Pod, feasible: list[NodeInfo],
                           diagnosis: Diagnosis) -> list[NodeInfo]:
     if not fw.extenders or not feasible:
         return feasible
-    from .extender import ExtenderError, run_filter_extenders
-
     try:
         return await run_filter_extenders(fw.extenders, pod, feasible, diagnosis.node_to_status)
     except ExtenderError as err:  # a non-ignorable extender failed: the cycle fails with its message
@@ -319,8 +319,6 @@ async def prioritize_nodes(fw: Framework, state: CycleState, pod: Pod,
     except PluginError as exc:
         raise SchedulingError(Status.error(str(exc), exc.plugin)) from exc
     if fw.extenders:
-        from .extender import run_prioritize_extenders
-
         extra = await run_prioritize_extenders(fw.extenders, pod, nodes)
         for s in scores:
             s.total += extra.get(s.name, 0)

@@ -46,6 +46,7 @@ from .cache.objects import ObjectStore, object_key
 from .cache.snapshot import Snapshot
 from .client import SCHEDULER_ERROR, UNSCHEDULABLE_REASON, BindConflict
 from .clock import Clock, FakeClock
+from .extender import bind_with_extenders, close_extenders
 from .framework import (
     CycleState,
     Diagnosis,
@@ -53,13 +54,13 @@ from .framework import (
     Framework,
     SchedulerContext,
     Status,
-    build_framework,
 )
+from .framework import events as ev
 from .framework.registry import Registry
 from .framework.status import Code
 from .framework.types import QueuedPodInfo
 from .model import ModelError, Node, Pod, placeholder_pod
-from .queue import events as ev
+from .profile import build_framework
 from .queue.nominator import Nominator
 from .queue.scheduling_queue import PriorityQueue
 from .schedule_one import NoNodesAvailable, SchedulingError, schedule_pod
@@ -223,8 +224,6 @@ class Scheduler:
     def _retire(self, fw: Framework) -> None:
         """Release what a replaced framework holds: its extenders' connection pools."""
         if fw.extenders:
-            from .extender import close_extenders
-
             self._spawn(close_extenders(fw.extenders))
 
     @staticmethod
@@ -573,8 +572,8 @@ class Scheduler:
             await self._on_fit_error(fw, state, q, fit, started)
             return
         except NoNodesAvailable as exc:
-            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(exc) or "no nodes available to schedule pods")
-            await self._fail(fw, q, status, nominating="", started=started)
+            no_nodes = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(exc) or "no nodes available to schedule pods")
+            await self._fail(fw, q, no_nodes, nominating="", started=started)
             return
         except SchedulingError as exc:
             await self._fail(fw, q, exc.status, nominating="", started=started)
@@ -732,8 +731,6 @@ class Scheduler:
         status: Status | None
         try:
             if fw.extenders:
-                from .extender import bind_with_extenders
-
                 bound = await bind_with_extenders(fw.extenders, assumed, host)
             else:
                 bound = False

@@ -16,11 +16,12 @@ from .client import BindConflict
 from .clock import FakeClock
 from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_profile_object
 from .config.models import SchedulingProfileSpec
-from .framework import Framework, SchedulerContext, build_framework
+from .framework import Framework, SchedulerContext
 from .framework.registry import Registry
 from .model import ModelError, Pod
 from .model.pod import parse_time
 from .plugins import in_tree_registry
+from .profile import build_framework
 from .scheduler import (
     DELETED,
     EVICTED,

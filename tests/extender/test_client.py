@@ -11,7 +11,7 @@ from aiohttp import web
 
 from kubeberth.extender import ExtenderError
 from kubeberth.extender.wire import node_name_of
-from kubeberth.preemption.types import Victims
+from kubeberth.framework.victims import Victims
 from tests.builders import make_node, make_pod, node_info, snapshot
 from tests.extender.conftest import ExtenderServer
 

@@ -12,14 +12,14 @@ from kubeberth.config.models import ExtenderConfig
 from kubeberth.extender import (
     ExtenderError,
     bind_with_extenders,
-    call_preempt_extenders,
     find_binder,
     ignored_resources,
     run_filter_extenders,
     run_prioritize_extenders,
 )
 from kubeberth.framework import Code, NodeToStatus
-from kubeberth.preemption.types import Victims
+from kubeberth.framework.victims import Victims
+from kubeberth.preemption.extenders import call_preempt_extenders
 from tests.builders import make_node, make_pod, node_info, snapshot
 from tests.extender.conftest import ExtenderServer
 

@@ -9,7 +9,7 @@ import pytest
 
 from kubeberth.extender import wire
 from kubeberth.extender.wire import WireError
-from kubeberth.preemption.types import Victims
+from kubeberth.framework.victims import Victims
 from tests.builders import make_pod, pod_dict
 
 

@@ -17,9 +17,9 @@ from kubeberth.framework import (
     NodePluginScores,
     SchedulerContext,
     Status,
-    build_framework,
 )
 from kubeberth.framework.runtime import Framework
+from kubeberth.profile import build_framework
 from kubeberth.schedule_one import num_feasible_nodes_to_find, schedule_pod, select_host
 from tests.builders import make_node, make_pod
 
@@ -69,7 +69,7 @@ class TestBuild:
             build(spec)
 
     def test_score_weight_overflow(self) -> None:
-        from kubeberth.framework.builder import check_score_overflow
+        from kubeberth.profile import check_score_overflow
 
         fw = build(fakes.profile(scores=[("Fixed", 2**31 - 1), ("Fixed2", 2**31 - 1)]))
         assert fw.score_weights["Fixed"] == 2**31 - 1  # the largest int32 weights still fit

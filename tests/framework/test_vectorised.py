@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from kubeberth.cache.snapshot import Snapshot
 from kubeberth.clock import FakeClock
 from kubeberth.config import parse_spec
-from kubeberth.framework import build_framework
 from kubeberth.framework.types import NodePluginScores
 from kubeberth.framework.vector import select_index
 from kubeberth.plugins import in_tree_registry
+from kubeberth.profile import build_framework
 from kubeberth.schedule_one import select_host
 from kubeberth.scheduler import Scheduler
 from kubeberth.simulate import InMemoryClient

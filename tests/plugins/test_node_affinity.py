@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from kubeberth.config import ConfigError
 from kubeberth.framework import Code, CycleState, PreFilterResult, Status
+from kubeberth.framework.events import NODE, ActionType, ClusterEvent
 from kubeberth.model import NodeInfo
 from kubeberth.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
-from kubeberth.queue.events import NODE, ActionType, ClusterEvent
 from tests.builders import make_node, make_pod
 
 from ._core_helpers import handle, run_filter, run_score

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kubeberth.framework import Code, CycleState, Status
+from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.plugins.node_ports import NodePorts, fits
-from kubeberth.queue.events import NODE, POD, ActionType, ClusterEvent
 from tests.builders import make_node, make_pod
 
 REASON = "node(s) didn't have free ports for the requested pod ports"

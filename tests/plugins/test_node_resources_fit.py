@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from kubeberth.config.models import ExtenderConfig
 from kubeberth.framework import Code, CycleState, PluginError, Status
+from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins._resource_allocation import ResourceAllocationScorer
 from kubeberth.plugins.node_resources_fit import (
@@ -21,7 +22,6 @@ from kubeberth.plugins.node_resources_fit import (
     fits_request,
     least_resource_scorer,
 )
-from kubeberth.queue.events import NODE, POD, ActionType, ClusterEvent
 from tests.builders import make_node, make_pod, node_dict
 
 from ._core_helpers import handle, run_filter, run_score

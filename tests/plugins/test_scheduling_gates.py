@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubeberth.framework import Code, Status
+from kubeberth.framework.events import POD, ActionType, ClusterEvent
 from kubeberth.plugins.scheduling_gates import SchedulingGates
-from kubeberth.queue.events import POD, ActionType, ClusterEvent
 from tests.builders import make_pod
 
 CASES = [

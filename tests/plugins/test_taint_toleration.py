@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from kubeberth.framework import Code, Status
+from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import NodeInfo
 from kubeberth.plugins.taint_toleration import TaintToleration
-from kubeberth.queue.events import NODE, POD, ActionType, ClusterEvent
 from tests.builders import make_node, make_pod
 
 

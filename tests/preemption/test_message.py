@@ -6,9 +6,10 @@ import pytest
 from pydantic import ValidationError
 
 from kubeberth.config import ConfigError, parse_spec
-from kubeberth.framework import Code, Diagnosis, FitError, SchedulerContext, build_framework
+from kubeberth.framework import Code, Diagnosis, FitError, SchedulerContext
 from kubeberth.plugins import in_tree_registry
 from kubeberth.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
+from kubeberth.profile import build_framework
 from tests.preemption.fakes import Env, node, pod
 
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from kubeberth.clock import FakeClock
 from kubeberth.framework import Status
+from kubeberth.framework import events as ev
 from kubeberth.framework.types import QueuedPodInfo
 from kubeberth.model import Pod
 from kubeberth.queue import ActionType, ClusterEvent, PriorityQueue, QueueProfile
-from kubeberth.queue import events as ev
 from tests.builders import make_pod
 
 T0 = 1_700_000_000.0

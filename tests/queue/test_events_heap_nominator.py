@@ -8,9 +8,9 @@ import pytest
 
 from kubeberth.config import parse_spec
 from kubeberth.framework import CycleState, FilterPlugin, Framework, SchedulerContext, Status
+from kubeberth.framework import events as ev
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.queue import ActionType, ClusterEvent, Nominator, PriorityQueue
-from kubeberth.queue import events as ev
 from kubeberth.queue.heap import Heap
 from tests.builders import make_node, make_pod, node_dict, pod_dict
 from tests.queue.fakes import fail, new_queue, pod, where

@@ -23,10 +23,10 @@ from kubeberth.framework import (
     ReservePlugin,
     Status,
 )
+from kubeberth.framework import events as ev
 from kubeberth.framework.types import QueuedPodInfo
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.queue import ActionType, ClusterEvent
-from kubeberth.queue import events as ev
 from kubeberth.scheduler import Scheduler
 from tests.builders import node_dict, pod_dict
 

@@ -119,12 +119,14 @@ class NodeArrays:
         if same_order:
             return
         old_nodes = self.nodes
-        old = (self.alloc, self.req, self.nz, self.scalar, self.ports, self.images, self.unschedulable,
-               self.missing, self.taint_id, self.hard_taints, self.prefer_taints)
+        old: tuple[np.ndarray, ...] = (
+            self.alloc, self.req, self.nz, self.scalar, self.ports, self.images, self.unschedulable,
+            self.missing, self.taint_id, self.hard_taints, self.prefer_taints)
         old_labels = {k: col.codes for k, col in self._labels.items()}
         self._alloc_columns(n)
-        new = (self.alloc, self.req, self.nz, self.scalar, self.ports, self.images, self.unschedulable,
-               self.missing, self.taint_id, self.hard_taints, self.prefer_taints)
+        new: tuple[np.ndarray, ...] = (
+            self.alloc, self.req, self.nz, self.scalar, self.ports, self.images, self.unschedulable,
+            self.missing, self.taint_id, self.hard_taints, self.prefer_taints)
         src = perm[keep]
         for o, a in zip(old, new):
             a[keep] = o[src]
@@ -188,10 +190,10 @@ class NodeArrays:
             self.images[i] = bool(node.images)
             taints = node.taints
             if taints:
-                key = tuple((t.key, t.value, t.effect) for t in taints)
-                tid = self._taint_index.get(key)
+                taint_key = tuple((t.key, t.value, t.effect) for t in taints)
+                tid = self._taint_index.get(taint_key)
                 if tid is None:
-                    tid = self._taint_index[key] = len(self.taint_sets)
+                    tid = self._taint_index[taint_key] = len(self.taint_sets)
                     self.taint_sets.append(tuple(taints))
                 self.taint_id[i] = tid
                 self.hard_taints[i] = any(t.effect in _HARD for t in taints)

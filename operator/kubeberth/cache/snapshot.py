@@ -9,7 +9,7 @@ from ..model import Node, NodeInfo, Pod
 from .node_arrays import NodeArrays
 
 
-class _TrackedList(list):  # type: ignore[type-arg]
+class _TrackedList(list):
     """The snapshot's node list. Replacing one entry (what the cache does for a changed node)
     and changing a NodeInfo of the list in place (tests do) are remembered, so that the node
     arrays update those rows only; any other change to the list makes them re-read it."""
@@ -77,7 +77,7 @@ class _TrackedList(list):  # type: ignore[type-arg]
         super().__delitem__(index)
         self.reordered = True
 
-    def __iadd__(self, values: Iterable[Any]) -> _TrackedList:  # type: ignore[override,misc]
+    def __iadd__(self, values: Iterable[Any]) -> _TrackedList:  # type: ignore[misc]
         super().__iadd__(values)
         self._own()
         return self
@@ -159,9 +159,9 @@ class Snapshot:
             # Changed in place: same object, so rebuild() kept its row as it was.
             pos = arrays.pos
             for ni in dict.fromkeys(infos.touched):
-                i = pos.get(ni.name)
-                if i is not None and infos[i] is ni:
-                    arrays.update(i, ni)
+                row = pos.get(ni.name)
+                if row is not None and infos[row] is ni:
+                    arrays.update(row, ni)
             infos.touched.clear()
         infos.dirty.clear()
         infos.reordered = False

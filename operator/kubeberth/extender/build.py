@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..config.errors import ConfigError
 from ..config.models import ExtenderConfig, SchedulingProfileSpec
+from ..framework.extender import Extender
 from .client import HTTPExtender, NodeInfoLister
 
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -90,6 +91,6 @@ def build_extenders(spec: SchedulingProfileSpec | Sequence[ExtenderConfig], *,
     return [HTTPExtender(cfg, path=f"{prefix}[{i}]", node_infos=node_infos) for i, cfg in enumerate(configs)]
 
 
-async def close_extenders(extenders: Iterable[HTTPExtender]) -> None:
+async def close_extenders(extenders: Iterable[Extender]) -> None:
     """Close every extender's session (when its profile is replaced or the scheduler stops)."""
     await asyncio.gather(*(e.close() for e in extenders), return_exceptions=True)

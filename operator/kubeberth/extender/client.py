@@ -15,33 +15,20 @@ import os
 import ssl
 import tempfile
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 
 from ..config.errors import ConfigError
 from ..config.models import ExtenderConfig, TLSConfig
+from ..framework.extender import ExtenderError, NodeInfoLister
+from ..framework.victims import Victims
 from ..model import NodeInfo, Pod
-from ..preemption.types import Victims
 from . import wire
 from .wire import VictimsLike, WireError
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 _BODY_SNIPPET = 200
-
-
-class ExtenderError(Exception):
-    """A call to an extender failed: transport, HTTP status, timeout, undecodable or error answer."""
-
-    def __init__(self, extender: str, verb: str, message: str) -> None:
-        self.extender = extender
-        self.verb = verb
-        self.detail = message
-        super().__init__(message)
-
-
-class NodeInfoLister(Protocol):
-    def get(self, name: str) -> NodeInfo | None: ...
 
 
 class HTTPExtender:

@@ -1,9 +1,8 @@
-"""Where extenders join the scheduling and binding cycles, as upstream's schedule_one.go and
-preemption.go call them.
+"""Where extenders join the scheduling and binding cycles, as upstream's schedule_one.go calls
+them (preemption's call is kubeberth.preemption.extenders).
 
 - `run_filter_extenders`: after the in-tree filters (findNodesThatPassExtenders);
 - `run_prioritize_extenders`: beside the score plugins (prioritizeNodes);
-- `call_preempt_extenders`: on the preemption candidates (Evaluator.callExtenders);
 - `bind_with_extenders` / `find_binder`: before the bind plugins (extendersBinding).
 """
 
@@ -11,15 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..config.models import ExtenderConfig
+from ..framework.extender import Extender, ExtenderError
 from ..framework.status import Status
 from ..framework.types import MAX_NODE_SCORE, NodeToStatus
 from ..model import NodeInfo, Pod
-from .client import ExtenderError, HTTPExtender, NodeInfoLister
-from .wire import MAX_EXTENDER_PRIORITY, VictimsLike
+from .client import HTTPExtender
+from .wire import MAX_EXTENDER_PRIORITY
 
 log = logging.getLogger("kubeberth.extender")
 
@@ -27,7 +26,7 @@ log = logging.getLogger("kubeberth.extender")
 EXTENDER_SCORE_SCALE = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
 
 
-async def run_filter_extenders(extenders: Sequence[HTTPExtender], pod: Pod, feasible: Sequence[NodeInfo],
+async def run_filter_extenders(extenders: Sequence[Extender], pod: Pod, feasible: Sequence[NodeInfo],
                                statuses: NodeToStatus) -> list[NodeInfo]:
     """The nodes that pass every interested filter extender, each run on the previous survivors.
 
@@ -58,7 +57,7 @@ async def run_filter_extenders(extenders: Sequence[HTTPExtender], pod: Pod, feas
     return nodes
 
 
-async def run_prioritize_extenders(extenders: Sequence[HTTPExtender], pod: Pod, nodes: Sequence[NodeInfo],
+async def run_prioritize_extenders(extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo],
                                    breakdown: dict[str, dict[str, int]] | None = None) -> dict[str, int]:
     """{node: sum over interested prioritizers of score * weight * (MaxNodeScore / MaxExtenderPriority)}.
 
@@ -91,7 +90,7 @@ async def run_prioritize_extenders(extenders: Sequence[HTTPExtender], pod: Pod, 
     return totals
 
 
-def find_binder(extenders: Sequence[HTTPExtender], pod: Pod) -> HTTPExtender | None:
+def find_binder(extenders: Sequence[Extender], pod: Pod) -> Extender | None:
     """The first extender that binds and is interested in the pod."""
     for ext in extenders:
         if ext.is_binder and ext.is_interested(pod):
@@ -99,7 +98,7 @@ def find_binder(extenders: Sequence[HTTPExtender], pod: Pod) -> HTTPExtender | N
     return None
 
 
-async def bind_with_extenders(extenders: Sequence[HTTPExtender], pod: Pod, node_name: str) -> bool:
+async def bind_with_extenders(extenders: Sequence[Extender], pod: Pod, node_name: str) -> bool:
     """Bind through the extenders first, as upstream: True when one bound the pod, False when the
     bind plugins should. Raises ExtenderError when a non-ignorable binder fails."""
     for ext in extenders:
@@ -115,47 +114,6 @@ async def bind_with_extenders(extenders: Sequence[HTTPExtender], pod: Pod, node_
             raise
         return True
     return False
-
-
-async def call_preempt_extenders(extenders: Sequence[HTTPExtender], pod: Pod,
-                                 candidates: Mapping[str, VictimsLike],
-                                 node_infos: NodeInfoLister | None = None) -> dict[str, Any]:
-    """The candidates {node: victims} kept by every interested preempting extender in turn.
-
-    Each extender sees the previous one's answer; the victims it returns are pods of the
-    snapshot `node_infos` (default: each extender's own snapshot source), as preemption Victims.
-    Raises ExtenderError when a non-ignorable extender fails or returns a node without
-    victims; an ignorable one is skipped, or loses that node. Nodes that came in without
-    victims may stay without.
-    """
-    victims_map: dict[str, Any] = dict(candidates)
-    if not extenders or not victims_map:
-        return victims_map
-    for ext in extenders:
-        if not ext.supports_preemption or not ext.is_interested(pod):
-            continue
-        empty_in = {n for n, v in victims_map.items() if v is None or not v.pods}
-        try:
-            result = await ext.process_preemption(pod, victims_map, node_infos)
-        except ExtenderError as err:
-            if ext.is_ignorable:
-                log.info("Skipped extender %s as it returned error and has ignorable flag set: %s",
-                         ext.name, err)
-                continue
-            raise
-        for node_name, victims in list(result.items()):
-            if victims.pods or node_name in empty_in:
-                continue
-            if ext.is_ignorable:
-                del result[node_name]
-                log.info("Ignored node %s for which the extender %s didn't report victims", node_name, ext.name)
-                continue
-            raise ExtenderError(ext.name, ext.preempt_verb,
-                                f"expected at least one victim pod on node {node_name!r}")
-        victims_map = dict(result)
-        if not victims_map:
-            break
-    return victims_map
 
 
 def ignored_resources(extenders: Iterable[HTTPExtender | ExtenderConfig]) -> set[str]:

@@ -1,6 +1,5 @@
 """The scheduling framework: extension points, status, cycle state, registry, runtime."""
 
-from .builder import build_framework, expand_points
 from .context import SchedulerContext
 from .cycle_state import CycleState
 from .interfaces import (
@@ -41,5 +40,5 @@ __all__ = [
     "Plugin", "PluginError", "PluginSpec", "PostBindPlugin", "PostFilterPlugin", "PostFilterResult",
     "PreBindPlugin", "PreEnqueuePlugin", "PreFilterExtensions", "PreFilterPlugin", "PreFilterResult",
     "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "Registry", "RegistryError", "ReservePlugin",
-    "SchedulerContext", "ScorePlugin", "Status", "build_framework", "expand_points", "is_success",
+    "SchedulerContext", "ScorePlugin", "Status", "is_success",
 ]

@@ -12,10 +12,11 @@ per-node methods do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..model import NodeInfo, Pod
 from .cycle_state import CycleState
+from .events import ClusterEvent
 from .status import Status
 from .types import NodeScore, PostFilterResult, PreFilterResult, QueuedPodInfo
 
@@ -26,12 +27,9 @@ if TYPE_CHECKING:
 class Plugin:
     name: ClassVar[str] = ""
 
-    def events_to_register(self) -> list[Any]:
-        """Cluster events that may make a pod this plugin rejected schedulable.
-
-        Returns queue.events.ClusterEvent values; the default, no list, means
-        any event may help.
-        """
+    def events_to_register(self) -> list[ClusterEvent]:
+        """Cluster events that may make a pod this plugin rejected schedulable; the default,
+        no list, means any event may help."""
         return []
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..model import NodeInfo, Pod
 from .cycle_state import CycleState
+from .extender import Extender
 from .interfaces import (
     BindPlugin,
     FilterPlugin,
@@ -77,7 +78,7 @@ class Framework:
         self.bind_plugins: list[BindPlugin] = []
         self.post_bind_plugins: list[PostBindPlugin] = []
         self.score_weights: dict[str, int] = {}
-        self.extenders: list[Any] = []
+        self.extenders: list[Extender] = []
 
     # ---- handle ---------------------------------------------------------------
     @property

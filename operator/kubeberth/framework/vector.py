@@ -32,7 +32,7 @@ from .types import NodePluginScores
 OBJECT_NAME_FIELD = "metadata.name"
 
 
-class NodeView(list):  # type: ignore[type-arg]
+class NodeView(list):
     """NodeInfos (a list, as the per-node methods expect) that also know their rows in the
     snapshot's NodeArrays: `idx[k]` is the row of `self[k]`, or `idx` is None when the view is
     the whole snapshot in order."""
@@ -144,7 +144,7 @@ class RowCache:
         if len(self._entries) >= self.limit:
             self._entries.pop(next(iter(self._entries)))
         self._entries[key] = [values, arrays.epoch, len(arrays.changes)]
-        return values
+        return values  # type: ignore[no-any-return]
 
 
 # ---- scores --------------------------------------------------------------------------------
@@ -273,7 +273,8 @@ def _lut_mask(arrays: NodeArrays, key: str, when_absent: bool, pick: Any) -> np.
     lut[0] = when_absent
     for c in range(1, len(values)):
         lut[c] = pick(values[c])
-    return lut[codes]
+    result: np.ndarray = lut[codes]
+    return result
 
 
 def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
@@ -283,7 +284,7 @@ def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
         return np.zeros(n, dtype=bool)
     op = r.operator
     if op == "Exists" or op == "DoesNotExist":
-        present = arrays.label_codes(r.key) != 0
+        present: np.ndarray = arrays.label_codes(r.key) != 0
         return present if op == "Exists" else ~present
     if op == "In" or op == "NotIn":
         codes = arrays.label_codes(r.key)
@@ -293,7 +294,8 @@ def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
             c = arrays.label_code_of(r.key, v)
             if c:
                 lut[c] = op == "In"
-        return lut[codes]
+        matched: np.ndarray = lut[codes]
+        return matched
     bound = r.int_value
     assert bound is not None
     if op == "Gt":

@@ -29,7 +29,7 @@ def _flags(pod: Pod) -> tuple[bool, bool, tuple[str, ...]]:
     if flags is None:
         flags = pod.cache[_FLAGS_KEY] = (_has_affinity(pod), _has_required_anti_affinity(pod),
                                          tuple(_pvc_names(pod)))
-    return flags  # type: ignore[no-any-return]
+    return flags
 
 
 class NodeInfo:

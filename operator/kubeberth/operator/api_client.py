@@ -358,7 +358,7 @@ def _object_ref(obj: Pod | Mapping[str, Any]) -> dict[str, str]:
 def _pod_scheduled_condition(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for cond in ((raw.get("status") or {}).get("conditions") or []):
         if cond.get("type") == "PodScheduled":
-            return cond
+            return dict(cond)
     return None
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import os
 import random
@@ -43,7 +42,7 @@ from .ingest import WATCHED, Ingest
 from .leader import LeaderElector
 from .profiles import ProfileManager
 from .reflector import Informers, WatchedKind
-from .rest import RestClient
+from .rest import RestClient, authorization
 from .run import OperatorConfig
 
 logger = logging.getLogger(__name__)
@@ -185,13 +184,11 @@ class OperatorApp:
         """kopf logs in with the same credentials as the scheduler's API client."""
         cfg = self.configuration
         assert cfg is not None
-        header = cfg.get_api_key_with_prefix("BearerToken")
-        if inspect.isawaitable(header):  # kubernetes-asyncio >= 33.3 refreshes tokens asynchronously
-            header = await header
+        header = await authorization(cfg)
         parts = header.split(" ", 1) if header else []
         scheme, token = ((None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1]))
         return kopf.ConnectionInfo(
-            server=cfg.host, ca_path=cfg.ssl_ca_cert, insecure=not cfg.verify_ssl,
+            server=str(cfg.host), ca_path=cfg.ssl_ca_cert, insecure=not cfg.verify_ssl,
             username=cfg.username or None, password=cfg.password or None, scheme=scheme, token=token,
             certificate_path=cfg.cert_file, private_key_path=cfg.key_file, proxy_url=cfg.proxy,
             default_namespace="default")

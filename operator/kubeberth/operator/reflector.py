@@ -118,7 +118,7 @@ class Reflector:
 
     # --- LIST ---
 
-    async def list(self) -> tuple[list[dict[str, Any]], str]:
+    async def list_all(self) -> tuple[list[dict[str, Any]], str]:
         """Every object, page by page; restarts when a continue token expires."""
         while True:
             items: list[dict[str, Any]] = []
@@ -161,7 +161,7 @@ class Reflector:
         return events
 
     async def relist(self) -> list[Event]:
-        items, rv = await self.list()
+        items, rv = await self.list_all()
         return self.replace(items, rv)
 
     # --- WATCH ---

@@ -22,8 +22,16 @@ from kubernetes_asyncio.client.exceptions import ApiException
 JSON = "application/json"
 
 
+async def authorization(cfg: Configuration) -> str | None:
+    """The Authorization header of a bearer token ("Bearer ..."), if the configuration has one."""
+    header: Any = cfg.get_api_key_with_prefix("BearerToken")
+    if inspect.isawaitable(header):  # kubernetes-asyncio >= 33.3 refreshes tokens asynchronously
+        header = await header
+    return str(header) if header else None
+
+
 def ssl_context(cfg: Configuration) -> ssl.SSLContext | bool:
-    if not cfg.host.startswith("https"):
+    if not str(cfg.host).startswith("https"):
         return False
     if not cfg.verify_ssl:
         ctx = ssl.create_default_context()
@@ -38,7 +46,7 @@ def ssl_context(cfg: Configuration) -> ssl.SSLContext | bool:
 
 def api_exception(status: int, reason: str, body: bytes | str) -> ApiException:
     exc = ApiException(status=status, reason=reason)
-    exc.body = body.decode(errors="replace") if isinstance(body, bytes) else body
+    exc.body = body.decode(errors="replace") if isinstance(body, bytes) else body  # type: ignore[assignment]
     return exc
 
 
@@ -56,7 +64,7 @@ class RestClient:
                  user_agent: str = "kubeberth") -> None:
         self.configuration = configuration
         self.user_agent = user_agent
-        self.host = configuration.host.rstrip("/")
+        self.host = str(configuration.host).rstrip("/")
         self.request_timeout = request_timeout
         self._pool_size = pool_size
         self._session: aiohttp.ClientSession | None = None
@@ -77,9 +85,7 @@ class RestClient:
         headers = {"Accept": JSON, "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
-        auth = self.configuration.get_api_key_with_prefix("BearerToken")
-        if inspect.isawaitable(auth):  # kubernetes-asyncio >= 33.3 refreshes tokens asynchronously
-            auth = await auth
+        auth = await authorization(self.configuration)
         if auth:
             headers["Authorization"] = auth
         elif self.configuration.username:

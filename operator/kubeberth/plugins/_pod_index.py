@@ -30,7 +30,7 @@ def pod_sig(pod: Pod) -> Sig:
     if sig is None:
         sig = pod.cache[_SIG_KEY] = (pod.namespace, frozenset(pod.labels.items()),
                                      pod.deletion_timestamp is not None)
-    return sig  # type: ignore[no-any-return]
+    return sig
 
 
 class PodIndex:
@@ -162,9 +162,10 @@ def index_for(handle: Any, fallback: PodIndex) -> PodIndex:
     ctx = getattr(handle, "ctx", None)
     extras = getattr(ctx, "extras", None)
     if isinstance(extras, dict):
-        index = extras.get(_EXTRAS_KEY)
-        if not isinstance(index, PodIndex):
-            index = extras[_EXTRAS_KEY] = PodIndex()
+        shared = extras.get(_EXTRAS_KEY)
+        if not isinstance(shared, PodIndex):
+            shared = extras[_EXTRAS_KEY] = PodIndex()
+        index = shared
     snapshot = handle.snapshot
     arrays = getattr(snapshot, "arrays", None)
     index.sync(snapshot.node_infos, arrays() if arrays is not None else None)

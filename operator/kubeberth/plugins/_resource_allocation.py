@@ -194,11 +194,11 @@ class ResourceAllocationScorer:
 
         values = self._rows.get(a, tuple(reqs), compute_all, compute_row)
         if values is not None:
-            return nodes.take(values)  # type: ignore[no-any-return]
+            return nodes.take(values)
         inputs = self.vector_inputs(nodes, reqs)
         if inputs is None:
             return None
-        return vector(*inputs)  # type: ignore[no-any-return]
+        return vector(*inputs)
 
 
 def is_best_effort(pod_requests: Sequence[int]) -> bool:

@@ -48,7 +48,7 @@ def name_of(obj: Obj) -> str:
     return str(meta(obj).get("name") or "")
 
 
-def annotations(obj: Obj) -> Mapping[str, Any]:
+def annotations_of(obj: Obj) -> Mapping[str, Any]:
     return meta(obj).get("annotations") or {}
 
 
@@ -59,7 +59,7 @@ def pvc_not_found(name: str) -> str:
 
 def claim_class(pvc: Obj) -> str:
     """storagehelpers.GetPersistentVolumeClaimClass: the beta annotation wins."""
-    ann = annotations(pvc)
+    ann = annotations_of(pvc)
     if ANN_STORAGE_CLASS in ann:
         return str(ann[ANN_STORAGE_CLASS] or "")
     return str(spec(pvc).get("storageClassName") or "")
@@ -67,7 +67,7 @@ def claim_class(pvc: Obj) -> str:
 
 def volume_class(pv: Obj) -> str:
     """storagehelpers.GetPersistentVolumeClass."""
-    ann = annotations(pv)
+    ann = annotations_of(pv)
     if ANN_STORAGE_CLASS in ann:
         return str(ann[ANN_STORAGE_CLASS] or "")
     return str(spec(pv).get("storageClassName") or "")

@@ -185,7 +185,7 @@ def pod_terms(pod: Pod) -> PodAffinityTerms:
     """The pod's parsed terms, memoised. On a parse error `error` is set and the lists are empty."""
     cached = pod.cache.get(_CACHE_KEY)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     aff = pod.affinity or {}
     pa = aff.get("podAffinity") or {}
     paa = aff.get("podAntiAffinity") or {}
@@ -395,10 +395,10 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         counted per topology pair of their nodes (upstream's affinityCounts / antiAffinityCounts)."""
         ns_labels = s.ns_labels
         req_aff = s.terms.required_affinity
-        if req_aff and req_aff[0].selector is not None:
-            first = req_aff[0]
+        first = req_aff[0] if req_aff else None
+        if first is not None and first.selector is not None:
             keys = [t.topology_key for t in req_aff]
-            for sig in index.matching(first.selector, lambda sg: first.matches_ns(sg[0], ns_labels)):
+            for sig in index.matching(first.selector, _in_namespaces(first, ns_labels)):
                 labels = index.labels(sig)
                 if not all(t.matches_sig(sig, labels, ns_labels) for t in req_aff[1:]):
                     continue
@@ -411,7 +411,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             sel = t.selector
             if sel is None:
                 continue
-            for sig in index.matching(sel, lambda sg, t=t: t.matches_ns(sg[0], ns_labels)):
+            for sig in index.matching(sel, _in_namespaces(t, ns_labels)):
                 for name, n in index.nodes_of(sig).items():
                     node_labels = _node_labels(snapshot, name)
                     if node_labels is not None:
@@ -488,20 +488,20 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         const_ns: NsLabels = lambda _ns: own_ns_labels  # noqa: E731
         arrays = snapshot_arrays(self.handle)
         if arrays is not None:
-            memo: dict[int, list[tuple[str, int]]] = {}
+            by_terms: dict[int, list[tuple[str, int]]] = {}
 
             def contributions(et: PodAffinityTerms) -> list[tuple[str, int]]:
-                got = memo.get(id(et))
+                got = by_terms.get(id(et))
                 if got is None:
-                    got = memo[id(et)] = self._existing_contributions(et, pod, const_ns)
+                    got = by_terms[id(et)] = self._existing_contributions(et, pod, const_ns)
                 return got
 
-            topo, sums = self._vectors.pre_score_topology(
+            vector_topo, sums = self._vectors.pre_score_topology(
                 arrays, pod, terms, has_constraints, ns_labels, contributions,
                 lambda: index_for(self.handle, self._index), getattr(self._objects(), "generation", 0))
-            if not topo:
+            if not vector_topo:
                 return Status.skip()
-            ps = _PreScoreState(topo)
+            ps = _PreScoreState(vector_topo)
             state.write(PRE_SCORE_KEY, ps)
             state.write(SCORE_VECTOR_KEY, _ScoreVectors(ps, sums))
             return None
@@ -525,7 +525,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     if sel is None:
                         continue
                     w = sign * t.weight
-                    for sig in index.matching(sel, lambda sg, t=t: t.matches_ns(sg[0], ns_labels)):
+                    for sig in index.matching(sel, _in_namespaces(t, ns_labels)):
                         for name, n in index.nodes_of(sig).items():
                             node_labels = _node_labels(snapshot, name)
                             if node_labels:
@@ -606,6 +606,11 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         for ns in scores:
             ns.score = int(MAX_NODE_SCORE * ((ns.score - lo) / diff)) if diff > 0 else 0
         return None
+
+
+def _in_namespaces(term: AffinityTerm, ns_labels: NsLabels) -> Callable[[Sig], bool]:
+    """The index's filter on pod signatures: those in the namespaces `term` selects."""
+    return lambda sig: term.matches_ns(sig[0], ns_labels)
 
 
 def _node_labels(snapshot: Any, name: str) -> Mapping[str, str] | None:

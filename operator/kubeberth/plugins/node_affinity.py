@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import NODE, ActionType, ClusterEvent
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
@@ -22,7 +23,6 @@ from ..framework.vector import (
     term_mask,
 )
 from ..model import ModelError, NodeInfo, NodeSelector, Pod, PreferredTerm
-from ..queue.events import NODE, ActionType, ClusterEvent
 from ._helper import default_normalize_score
 
 NAME = "NodeAffinity"

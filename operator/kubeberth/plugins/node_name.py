@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import NODE, ActionType, ClusterEvent
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
-from ..queue.events import NODE, ActionType, ClusterEvent
 
 ERR_REASON = "node(s) didn't match the requested node name"
 

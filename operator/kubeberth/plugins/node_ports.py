@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import NODE, POD, ActionType, ClusterEvent
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
 from ..model import HostPort, NodeInfo, Pod
-from ..queue.events import NODE, POD, ActionType, ClusterEvent
 
 NAME = "NodePorts"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -15,11 +15,11 @@ from ..cache.node_arrays import MEM as COL_MEM
 from ..cache.node_arrays import PODS as COL_PODS
 from ..extender.cycle import ignored_resources
 from ..framework.cycle_state import CycleState
+from ..framework.events import NODE, POD, ActionType, ClusterEvent
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import Status
 from ..framework.types import MAX_NODE_SCORE, PreFilterResult
 from ..model import NodeInfo, Pod, Resource
-from ..queue.events import NODE, POD, ActionType, ClusterEvent
 from ._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
@@ -32,9 +32,9 @@ NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
-LEAST_ALLOCATED = "LeastAllocated"
-MOST_ALLOCATED = "MostAllocated"
-REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+LEAST_ALLOCATED: Final = "LeastAllocated"
+MOST_ALLOCATED: Final = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
 
 # Shape scores are given on 0..MAX_CUSTOM_PRIORITY_SCORE and scaled to 0..MAX_NODE_SCORE.
 MAX_CUSTOM_PRIORITY_SCORE = 10

@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import NODE, POD, ActionType, ClusterEvent
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
 from ..model.taints import NO_SCHEDULE, Taint, tolerated
-from ..queue.events import NODE, POD, ActionType, ClusterEvent
 
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"

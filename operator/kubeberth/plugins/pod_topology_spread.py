@@ -298,7 +298,7 @@ def _pod_constraints(pod: Pod) -> _PodConstraints:
     pc = pod.cache.get(_CACHE_KEY)
     if pc is None:
         pc = pod.cache[_CACHE_KEY] = _PodConstraints(pod)
-    return pc  # type: ignore[no-any-return]
+    return pc
 
 
 def _controller_of(pod: Pod) -> Mapping[str, Any] | None:
@@ -480,7 +480,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         generation = getattr(objects, "generation", 0)
         memo = pod.cache.get(_DEFAULT_SEL_KEY)
         if memo is not None and memo.generation == generation:
-            return memo.selector  # type: ignore[no-any-return]
+            return memo.selector
         sel = default_selector(pod, objects)
         pod.cache[_DEFAULT_SEL_KEY] = _DefaultSelectorMemo(generation, sel)
         return sel
@@ -544,9 +544,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         for i, c in enumerate(constraints):
             dom, cnt = domains[i], counts[i]
             for name, n in matching_counts(index, c.selector, pod.namespace).items():
-                value = dom.get(name)
-                if value is not None:
-                    cnt[value] += n
+                domain = dom.get(name)
+                if domain is not None:
+                    cnt[domain] += n
         state.write(PRE_FILTER_KEY, _PreFilterState(constraints, counts))
         return None, None
 

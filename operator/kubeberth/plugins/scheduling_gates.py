@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..framework.events import POD, ActionType, ClusterEvent
 from ..framework.interfaces import PreEnqueuePlugin
 from ..framework.status import Status
 from ..model import Pod
-from ..queue.events import POD, ActionType, ClusterEvent
 
 
 class SchedulingGates(PreEnqueuePlugin):

@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import NODE, POD, ActionType, ClusterEvent
 from ..framework.interfaces import FilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore
 from ..framework.vector import default_normalize_all, untolerated_free_mask
 from ..model import NodeInfo, Pod, Toleration
 from ..model.taints import PREFER_NO_SCHEDULE, find_untolerated, tolerated
-from ..queue.events import NODE, POD, ActionType, ClusterEvent
 from ._helper import default_normalize_score
 
 NAME = "TaintToleration"

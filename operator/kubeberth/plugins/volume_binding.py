@@ -65,7 +65,7 @@ from ._volume_util import (
     STORAGE_CLASS,
     Obj,
     access_modes,
-    annotations,
+    annotations_of,
     check_node_affinity,
     claim_class,
     is_bound_to_claim,
@@ -112,7 +112,7 @@ def _is_fully_bound(pvc: Obj) -> bool:
     """upstream isPVCFullyBound, plus status.phase Bound for objects written by hand."""
     if not spec(pvc).get("volumeName"):
         return False
-    return ANN_BIND_COMPLETED in annotations(pvc) or (pvc.get("status") or {}).get("phase") == "Bound"
+    return ANN_BIND_COMPLETED in annotations_of(pvc) or (pvc.get("status") or {}).get("phase") == "Bound"
 
 
 def _check_access_modes(pvc: Obj, pv: Obj) -> bool:
@@ -194,7 +194,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         key = pvc_key(pvc)
         if key in self.assumed_selected_node:
             return self.assumed_selected_node[key]
-        ann = annotations(pvc)
+        ann = annotations_of(pvc)
         return str(ann[ANN_SELECTED_NODE]) if ANN_SELECTED_NODE in ann else None
 
     def _claim_ref_matches(self, pv: Obj, pvc: Obj) -> bool | None:

@@ -4,6 +4,7 @@ Used by the DefaultPreemption PostFilter plugin (plugins/default_preemption.py).
 Extenders receive and return `{node name: Victims}` in `process_preemption`.
 """
 
+from ..framework.victims import Candidate, Victims, candidates_to_victims_map
 from .evaluator import (
     Evaluator,
     calculate_num_candidates,
@@ -11,7 +12,6 @@ from .evaluator import (
     pick_one_node_for_preemption,
 )
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
-from .types import Candidate, Victims, candidates_to_victims_map
 
 __all__ = [
     "PDB", "Candidate", "Evaluator", "Victims", "calculate_num_candidates", "candidates_to_victims_map",

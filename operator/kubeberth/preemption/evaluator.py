@@ -28,10 +28,11 @@ from typing import Any
 from ..framework.cycle_state import CycleState
 from ..framework.status import Code, Status
 from ..framework.types import Diagnosis, FitError, NodeToStatus, PostFilterResult
+from ..framework.victims import Candidate, Victims, candidates_to_victims_map
 from ..model import NodeInfo, Pod
 from ..priority import HIGHEST_USER_PRIORITY
+from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
-from .types import Candidate, Victims, candidates_to_victims_map
 
 log = logging.getLogger(__name__)
 
@@ -269,11 +270,13 @@ class Evaluator:
         def remove(p: Pod) -> Status | None:
             if not node_info.remove_pod(p):
                 return Status.error(f"pod {p.key} not found on node {node_info.name}")
-            return fw.run_pre_filter_remove_pod(state, pod, p, node_info)
+            status: Status | None = fw.run_pre_filter_remove_pod(state, pod, p, node_info)
+            return status
 
         def add(p: Pod) -> Status | None:
             node_info.add_pod(p)
-            return fw.run_pre_filter_add_pod(state, pod, p, node_info)
+            status: Status | None = fw.run_pre_filter_add_pod(state, pod, p, node_info)
+            return status
 
         potential = [p for p in node_info.pods if self.is_preemption_allowed(node_info, p, pod)]
         if not potential:
@@ -328,8 +331,6 @@ class Evaluator:
         extenders = list(getattr(self.handle, "extenders", None) or ())
         if not extenders or not candidates:
             return candidates, None
-        from ..extender.cycle import call_preempt_extenders
-
         try:
             victims_map = await call_preempt_extenders(
                 extenders, pod, candidates_to_victims_map(candidates), self.handle.snapshot)

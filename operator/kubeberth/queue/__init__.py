@@ -1,6 +1,6 @@
 """The scheduling queue: activeQ / backoffQ / unschedulable pods, cluster events, the nominator."""
 
-from .events import ActionType, ClusterEvent
+from ..framework.events import ActionType, ClusterEvent
 from .nominator import Nominator
 from .scheduling_queue import (
     ACTIVE,

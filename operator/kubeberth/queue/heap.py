@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -130,18 +131,9 @@ class Heap(Generic[T]):
 
     def sorted(self) -> list[T]:
         """Items in pop order (O(n log n); for tests and debugging)."""
-        order = sorted(range(len(self._items)), key=_cmp_key(self))
+
+        def cmp(i: int, j: int) -> int:
+            return -1 if self._lt(i, j) else 1 if self._lt(j, i) else 0
+
+        order = sorted(range(len(self._items)), key=functools.cmp_to_key(cmp))
         return [self._items[i] for i in order]
-
-
-def _cmp_key(h: Heap[T]) -> Callable[[int], object]:
-    import functools
-
-    def cmp(i: int, j: int) -> int:
-        if h._lt(i, j):
-            return -1
-        if h._lt(j, i):
-            return 1
-        return 0
-
-    return functools.cmp_to_key(cmp)

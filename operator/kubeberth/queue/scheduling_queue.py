@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, FakeClock
+from ..framework import events as ev
+from ..framework.events import ClusterEvent
 from ..framework.types import QueuedPodInfo
 from ..model import Pod
 from ..model.selectors import LabelSelector
-from . import events as ev
-from .events import ClusterEvent
 from .heap import Heap
 from .nominator import Nominator
 
@@ -668,7 +668,8 @@ def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _required_affinity_terms(pod: Pod) -> list[tuple[LabelSelector, frozenset[str] | None, LabelSelector | None]]:
-    cached = pod.cache.get("queue.requiredAffinityTerms")
+    cached: list[tuple[LabelSelector, frozenset[str] | None, LabelSelector | None]] | None = pod.cache.get(
+        "queue.requiredAffinityTerms")
     if cached is not None:
         return cached
     terms = []

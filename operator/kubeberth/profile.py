@@ -1,4 +1,5 @@
-"""Turn a validated SchedulingProfile spec into a Framework."""
+"""Turn a validated SchedulingProfile spec into a Framework (upstream's pkg/scheduler/profile):
+plugins from the registry with their args, and the profile's extenders."""
 
 from __future__ import annotations
 
@@ -6,14 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..config.defaults import merge_with_defaults
-from ..config.errors import ConfigError, from_validation_error
-from ..config.models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
-from .context import SchedulerContext
-from .interfaces import EXTENSION_POINTS
-from .registry import Registry
-from .runtime import Framework
-from .types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
+from .config.defaults import merge_with_defaults
+from .config.errors import ConfigError, from_validation_error
+from .config.models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
+from .extender import build_extenders
+from .framework.context import SchedulerContext
+from .framework.interfaces import EXTENSION_POINTS
+from .framework.registry import Registry
+from .framework.runtime import Framework
+from .framework.types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
 
 _ATTR = {
     "preEnqueue": "pre_enqueue_plugins",
@@ -154,9 +156,7 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
     merged = merge_with_defaults(custom)
     points = expand_points(merged, registry)
     fw = Framework(profile_name or spec.schedulerName, spec, ctx)
-    from ..extender import build_extenders  # late: the extender package imports framework types
-
-    fw.extenders = build_extenders(spec, node_infos=lambda: fw.snapshot)
+    fw.extenders = list(build_extenders(spec, node_infos=lambda: fw.snapshot))
     needed: list[str] = []
     for refs in points.values():
         for r in refs:

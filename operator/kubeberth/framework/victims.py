@@ -1,4 +1,5 @@
-"""Values of preemption: the victims on a node and a candidate node."""
+"""Values of preemption shared by the framework, preemption and extenders: the victims on a node
+and a candidate node."""
 
 from __future__ import annotations
 

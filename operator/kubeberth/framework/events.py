@@ -3,7 +3,7 @@
 A plugin's `events_to_register()` returns the `ClusterEvent`s that may make a pod it
 rejected schedulable, e.g. NodeResourcesFit::
 
-    from kubeberth.queue.events import ActionType, ClusterEvent, NODE, POD
+    from kubeberth.framework.events import ActionType, ClusterEvent, NODE, POD
 
     def events_to_register(self):
         return [ClusterEvent(POD, ActionType.DELETE),

@@ -1,0 +1,109 @@
+"""The layering of kubeberth's packages, the counterpart of upstream's .import-restrictions.
+
+Each part of the package may import only the parts listed for it: lower layers never reach
+up, so the model and the config stand alone, the framework knows nothing of the queue,
+plugins, preemption, extenders or the scheduler, and plugins never reach the scheduler or the
+operator. Every import counts, at module level or inside a function.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "operator" / "kubeberth"
+
+LEAVES = {"model", "config", "clock", "priority"}
+CORE = LEAVES | {"cache", "framework", "client", "metrics"}
+# part -> the parts it may import (itself always). A part is a subpackage or a top-level module.
+ALLOWED: dict[str, set[str]] = {
+    "model": set(),
+    "config": set(),
+    "clock": set(),
+    "priority": {"model"},
+    "metrics": set(),
+    "client": {"model"},
+    "cache": {"model", "clock", "priority"},
+    "framework": {"model", "config", "cache", "clock", "priority"},
+    "queue": {"model", "framework", "clock", "config"},
+    "preemption": {"model", "framework", "priority", "cache", "clock", "client"},
+    "extender": {"model", "config", "framework", "cache"},
+    "plugins": CORE | {"queue", "preemption", "extender"},
+    "profile": CORE | {"extender"},
+    "schedule_one": CORE | {"extender"},
+    "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile", "schedule_one"},
+}
+
+
+def part_of(module: str) -> str:
+    """kubeberth.framework.runtime -> framework; kubeberth.scheduler -> scheduler."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(source: str, name: str, *, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import of kubeberth in the source of module `name`."""
+    package = name if is_package else name.rsplit(".", 1)[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "kubeberth"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "kubeberth":
+                continue
+            if target == "kubeberth" or node.module is None:  # `from . import x`: x is a part or a module
+                out += [(node.lineno, f"{target}.{a.name}") for a in node.names]
+            else:
+                out.append((node.lineno, target))
+    return out
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_part_has_a_rule_or_is_an_entry_point() -> None:
+    entry_points = {"", "cli", "operator", "simulate", "sim_io", "convert_policy"}
+    parts = {part_of(module_name(p)) for p in SOURCES}
+    assert parts - entry_points - set(ALLOWED) == set(), "give the new part a rule in ALLOWED"
+
+
+def violations(source: str, name: str, *, is_package: bool = False) -> list[str]:
+    me = part_of(name)
+    return [f"line {line}: {target}" for line, target in imported_modules(source, name, is_package=is_package)
+            if part_of(target) not in ALLOWED[me] | {me}]
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if part_of(module_name(p)) in ALLOWED],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_respect_the_layers(path: Path) -> None:
+    name = module_name(path)
+    bad = violations(path.read_text(), name, is_package=path.name == "__init__.py")
+    assert bad == [], f"{part_of(name)} may import only {sorted(ALLOWED[part_of(name)])}"
+
+
+@pytest.mark.parametrize("source, name, expected", [
+    ("from ..scheduler import Scheduler\n", "kubeberth.framework.runtime", ["line 1: kubeberth.scheduler"]),
+    ("def f():\n    from ..extender import cycle\n", "kubeberth.framework.builder", ["line 2: kubeberth.extender"]),
+    ("from . import plugins\n", "kubeberth.model", ["line 1: kubeberth.plugins"]),
+    ("import kubeberth.operator.app\n", "kubeberth.plugins.node_name", ["line 1: kubeberth.operator.app"]),
+    ("from ..model import Pod\nfrom .status import Status\n", "kubeberth.framework.runtime", []),
+    ("from .evaluator import Evaluator\n", "kubeberth.preemption", []),
+])
+def test_the_rules_resolve_relative_and_late_imports(source: str, name: str, expected: list[str]) -> None:
+    assert violations(source, name, is_package=name == "kubeberth.preemption") == expected
