@@ -105,9 +105,9 @@ class _OperatorThread:
 
 # Operator-thread time by layer: (label, functions whose cumulative time counts).
 _OPERATOR_LAYERS = [
-    ("scheduling cycles (Scheduler.schedule_popped)", ("scheduler.py", "schedule_popped")),
-    ("  of which filter+score (schedule_pod)", ("schedule_one.py", "schedule_pod")),
-    ("binding calls (API client bind)", ("scheduler.py", "_bind")),
+    ("scheduling cycles (Scheduler.schedule_popped)", ("scheduler/schedule_one.py", "schedule_popped")),
+    ("  of which filter+score (schedule_pod)", ("scheduler/algorithm.py", "schedule_pod")),
+    ("binding calls (API client bind)", ("scheduler/schedule_one.py", "_bind")),
     ("watch events -> cache/queue (ingest handlers)", ("ingest.py", None)),
     ("  of which Pod parsing (Pod.__init__)", ("pod.py", "__init__")),
     ("HTTP client (aiohttp)", ("aiohttp", None)),

@@ -32,8 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "extender": {"model", "config", "framework", "cache"},
     "plugins": CORE | {"queue", "preemption", "extender"},
     "profile": CORE | {"extender"},
-    "schedule_one": CORE | {"extender"},
-    "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile", "schedule_one"},
+    "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile"},
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 from kubeberth.config import ConfigError
 from kubeberth.extender import HTTPExtender, close_extenders
 from kubeberth.framework import CycleState
-from kubeberth.schedule_one import SchedulingError, schedule_pod
+from kubeberth.scheduler.algorithm import SchedulingError, schedule_pod
 from kubeberth.simulate import simulate
 from tests.builders import framework_for, make_node, make_pod, node_dict, pod_dict
 from tests.extender.conftest import ExtenderServer

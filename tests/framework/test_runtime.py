@@ -20,7 +20,7 @@ from kubeberth.framework import (
 )
 from kubeberth.framework.runtime import Framework
 from kubeberth.profile import build_framework
-from kubeberth.schedule_one import num_feasible_nodes_to_find, schedule_pod, select_host
+from kubeberth.scheduler.algorithm import num_feasible_nodes_to_find, schedule_pod, select_host
 from tests.builders import make_node, make_pod
 
 from . import fakes
@@ -185,7 +185,7 @@ class TestScoring:
         assert {s.name: s.total for s in result.scores} == {"n1": 100, "n2": 200, "n3": 0}
 
     def test_score_out_of_range_is_an_error(self) -> None:
-        from kubeberth.schedule_one import SchedulingError
+        from kubeberth.scheduler.algorithm import SchedulingError
 
         spec = fakes.profile(scores=[("Fixed", 1)], args={"Fixed": {"scores": {"n1": 101}}})
         with pytest.raises(SchedulingError, match="invalid score 101"):

@@ -26,8 +26,8 @@ from kubeberth.framework.types import NodePluginScores
 from kubeberth.framework.vector import select_index
 from kubeberth.plugins import in_tree_registry
 from kubeberth.profile import build_framework
-from kubeberth.schedule_one import select_host
 from kubeberth.scheduler import Scheduler
+from kubeberth.scheduler.algorithm import select_host
 from kubeberth.simulate import InMemoryClient
 from tests.builders import make_node, make_pod, node_dict, pod_dict
 

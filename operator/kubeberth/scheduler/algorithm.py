@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .extender import ExtenderError, run_filter_extenders, run_prioritize_extenders
-from .framework import (
+from ..extender import ExtenderError, run_filter_extenders, run_prioritize_extenders
+from ..framework import (
     CycleState,
     Diagnosis,
     FitError,
@@ -23,9 +23,9 @@ from .framework import (
     NodePluginScores,
     Status,
 )
-from .framework.status import Code, PluginError
-from .framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
-from .model import NodeInfo, Pod
+from ..framework.status import Code, PluginError
+from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
+from ..model import NodeInfo, Pod
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

@@ -1,0 +1,136 @@
+"""The state every part of the scheduler shares (upstream's Scheduler struct)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any
+
+from ..cache.cache import SchedulerCache
+from ..cache.objects import ObjectStore
+from ..cache.snapshot import Snapshot
+from ..clock import Clock, FakeClock
+from ..framework import (
+    Framework,
+    SchedulerContext,
+)
+from ..model import Pod
+from ..queue.nominator import Nominator
+from ..queue.scheduling_queue import PriorityQueue
+from .records import EVICTED, PodRecord
+
+log = logging.getLogger("kubeberth.scheduler")
+
+
+class SchedulerBase:
+    """The scheduler's state, its records of pods, and its calls to the cluster client and
+    metrics; the event handlers, the cycles and the loops build on it."""
+
+
+    def __init__(self, *, client: Any = None, clock: Clock | None = None, rng: random.Random | None = None,
+                 seed: int = 0, objects: ObjectStore | None = None, metrics: Any = None,
+                 cache_ttl: float = 0.0, pod_max_in_unschedulable: float = 5 * 60.0,
+                 keep_deleted_records: bool = True) -> None:
+        self.clock: Clock = clock or FakeClock()
+        self.ctx = SchedulerContext(objects=objects, client=client, clock=self.clock,
+                                    rng=rng if rng is not None else random.Random(seed), metrics=metrics)
+        self.nominator = Nominator(pod_exists=self._is_pending)
+        self.queue = PriorityQueue(clock=self.clock, nominator=self.nominator,
+                                   pod_max_in_unschedulable=pod_max_in_unschedulable)
+        self.queue.namespace_labels = self.ctx.objects.namespace_labels
+        self.ctx.nominator = self.nominator
+        self.ctx.extras["record_victims"] = self.record_victims
+        self.ctx.extras["scheduler"] = self
+        self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)
+        self.snapshot = Snapshot()
+        self.profiles: dict[str, Framework] = {}
+        self.outcomes: dict[str, PodRecord] = {}
+        # simulate reports evicted pods; a long-running operator drops the records of deleted pods.
+        self.keep_deleted_records = keep_deleted_records
+        self.node_errors: dict[str, str] = {}
+        self._pending: dict[str, Pod] = {}          # uid -> latest unassigned pod (any profile)
+        self._wait_priority: dict[str, Mapping[str, Any]] = {}  # uid -> raw pod naming an unknown class
+        self._reported_errors: dict[str, str] = {}  # uid -> the malformed-pod error last reported
+        self._uids: dict[str, str] = {}             # pod key -> uid
+        self._seqs: dict[str, int] = {}             # uid -> arrival order
+        self._given_up: set[str] = set()
+        self._binding_tasks: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._deferred: list[Coroutine[Any, Any, Any]] = []
+        self._periodic: asyncio.Task[None] | None = None
+        # Whether this replica may write (it holds the leader Lease): checked before every cycle.
+        self.may_write: Callable[[], bool] = lambda: True
+
+
+    @staticmethod
+    def _ignored_message(pod: Pod) -> str:
+        return f"no profile for schedulerName {pod.scheduler_name}"
+
+    # ---- records --------------------------------------------------------------------
+    def _record(self, pod: Pod | None = None, *, key: str = "", uid: str = "") -> PodRecord:
+        key = pod.key if pod is not None else key
+        rec = self.outcomes.get(key)
+        if rec is None:
+            rec = self.outcomes[key] = PodRecord(key, pod.uid if pod is not None else uid)
+        elif pod is not None:
+            rec.uid = pod.uid
+        return rec
+
+    def record_victims(self, preemptor: Pod, victims: Iterable[Pod]) -> None:
+        """A PostFilter plugin evicted `victims` for `preemptor` (ctx.extras["record_victims"])."""
+        rec = self._record(preemptor)
+        for v in victims:
+            if v.key not in rec.victims:
+                rec.victims.append(v.key)
+            vrec = self._record(v)
+            vrec.status, vrec.preempted_by = EVICTED, preemptor.key
+            vrec.message = f"preempted by {preemptor.key}"
+
+    def _is_pending(self, pod: Pod) -> bool:
+        p = self._pending.get(pod.uid)
+        return p is not None and not p.node_name
+
+    def pending_pod(self, uid: str) -> Pod | None:
+        return self._pending.get(uid)
+
+    # ---- client calls ---------------------------------------------------------------
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run a client call in the background (from sync ingestion); deferred without a loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._deferred.append(coro)
+            return
+        task = loop.create_task(self._guard(coro))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _flush_deferred(self) -> None:
+        while self._deferred:
+            coro = self._deferred.pop(0)
+            await self._guard(coro)
+
+    @staticmethod
+    async def _guard(coro: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await coro
+        except Exception as exc:  # a failed status patch or event must not stop the scheduler
+            log.warning("cluster client call failed: %s", exc)
+
+    async def _call(self, method: str, *args: Any) -> None:
+        client = self.ctx.client
+        fn = getattr(client, method, None) if client is not None else None
+        if fn is None:
+            return
+        await self._guard(fn(*args))
+
+    def _observe(self, name: str, *args: Any) -> None:
+        metrics = self.ctx.metrics
+        fn = getattr(metrics, name, None) if metrics is not None else None
+        if fn is not None:
+            try:
+                fn(*args)
+            except Exception as exc:
+                log.debug("metrics %s failed: %s", name, exc)

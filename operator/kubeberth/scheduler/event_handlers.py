@@ -1,0 +1,281 @@
+"""Pod, node and other objects' events: the cache, the queue and the records follow them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ..cache.objects import object_key
+from ..client import SCHEDULER_ERROR
+from ..framework import events as ev
+from ..model import ModelError, Node, Pod, placeholder_pod
+from .base import SchedulerBase
+from .records import (
+    DELETED,
+    EVICTED,
+    EXISTING,
+    IGNORED,
+    PENDING,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    raw_key,
+    raw_uid,
+    truncate_message,
+)
+
+log = logging.getLogger("kubeberth.scheduler")
+
+# Kinds whose changes may make pods schedulable (volume plugins register them).
+_STORAGE_KINDS = {
+    "PersistentVolume": ev.PERSISTENT_VOLUME, "PersistentVolumeClaim": ev.PERSISTENT_VOLUME_CLAIM,
+    "StorageClass": ev.STORAGE_CLASS, "CSINode": ev.CSI_NODE, "CSIDriver": ev.CSI_DRIVER,
+    "CSIStorageCapacity": ev.CSI_STORAGE_CAPACITY, "VolumeAttachment": ev.VOLUME_ATTACHMENT,
+}
+
+
+
+
+class EventHandlers(SchedulerBase):
+    """Watch events into the cache and the queue (upstream's eventhandlers.go)."""
+
+    # ---- pods -----------------------------------------------------------------------
+    def _parse_pod(self, raw: Mapping[str, Any]) -> Pod | None:
+        """The Pod with its priority resolved; None (and the error recorded) when it cannot be."""
+        uid = raw_uid(raw)
+        seq = self._seqs.setdefault(uid, len(self._seqs))
+        try:
+            pod = Pod(raw, seq=seq)
+        except ModelError as exc:
+            self._pod_error(raw, str(exc), None)
+            return None
+        try:
+            prio, policy = self.ctx.objects.priorities.resolve(pod.spec)
+        except ModelError as exc:
+            if pod.node_name:
+                # Running already: it holds its room whatever its class; keep spec.priority (or 0).
+                log.warning("pod %s: %s; using priority %d", pod.key, exc, pod.priority)
+                self._wait_priority.pop(pod.uid, None)
+                return pod
+            self._wait_priority[pod.uid] = raw
+            self._pod_error(raw, str(exc), pod)
+            return None
+        pod.priority, pod.preemption_policy = prio, policy
+        self._wait_priority.pop(pod.uid, None)
+        self._reported_errors.pop(pod.uid, None)
+        return pod
+
+    def _pod_error(self, raw: Mapping[str, Any], message: str, pod: Pod | None) -> None:
+        """A pod we cannot schedule as given: report it, for that pod only, and keep going.
+        Upstream's SchedulerError: one FailedScheduling event and PodScheduled=False naming the
+        problem, written once per problem (the status patch comes back as an update, which must
+        not report it again); an update that fixes the pod brings it back to the queue."""
+        key, uid = raw_key(raw), raw_uid(raw)
+        log.warning("%s", message if key in message else f"pod {key}: {message}")
+        old = self._pending.pop(uid, None)
+        if old is not None:
+            self.queue.delete(old)
+        rec = self._record(pod, key=key, uid=uid)
+        rec.status, rec.message, rec.error = UNSCHEDULABLE, message, True
+        target = pod if pod is not None else placeholder_pod(raw)
+        if (target is None or target.node_name or target.scheduler_name not in self.profiles
+                or self._reported_errors.get(uid) == message):
+            return
+        self._reported_errors[uid] = message
+        self._spawn(self._call("record_event", target, "Warning", "FailedScheduling", truncate_message(message)))
+        self._spawn(self._call("set_unschedulable", target, message, SCHEDULER_ERROR))
+
+    def on_pod_add(self, raw: Mapping[str, Any]) -> Pod | None:
+        """A pod appeared (or is listed at start). Returns its model, None when it is unusable."""
+        pod = self._parse_pod(raw)
+        if pod is not None:
+            self._ingest_pod(pod)
+        return pod
+
+    def on_pod_update(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any]) -> Pod | None:
+        """A pod changed; `old_raw` may be None (the scheduler knows the version it had)."""
+        pod = self._parse_pod(new_raw)
+        if pod is not None:
+            self._ingest_pod(pod)
+        return pod
+
+    def _ingest_pod(self, pod: Pod) -> None:
+        uid = pod.uid
+        self._uids[pod.key] = uid
+        pending_old = self._pending.get(uid)
+        cached = self.cache.get_pod(uid)
+        if pod.node_name:
+            if pod.is_terminal:
+                # A finished pod frees its node: upstream's informers do not even list Succeeded and
+                # Failed pods, so it leaves the cache like a deleted one.
+                if pending_old is not None:
+                    del self._pending[uid]
+                    self.queue.delete(pending_old)
+                if cached is not None:
+                    self.cache.remove_pod(cached)
+                    self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, cached, None)
+                if pod.key not in self.outcomes:
+                    rec = self._record(pod)
+                    rec.status, rec.node = EXISTING, pod.node_name
+                return
+            fresh = pod.key not in self.outcomes
+            rec = self._record(pod)
+            if pending_old is not None:
+                # Bound (by us or by someone else): it leaves the queue, the cache confirms it.
+                del self._pending[uid]
+                self._given_up.discard(uid)
+                self.queue.delete(pending_old)
+                rec.status, rec.node, rec.nominated_node, rec.message = SCHEDULED, pod.node_name, "", ""
+                self.cache.add_pod(pod)
+                self.queue.assigned_pod_added(pod)
+            elif cached is None or self.cache.is_assumed(uid):
+                if fresh or rec.status == DELETED:
+                    rec.status = EXISTING
+                rec.node = pod.node_name
+                self.cache.add_pod(pod)
+                self.queue.assigned_pod_added(pod)
+            else:
+                self.cache.update_pod(cached, pod)
+                rec.node = pod.node_name
+                for e in ev.pod_scheduling_properties_change(pod, cached):
+                    self.queue.assigned_pod_updated(cached, pod, e)
+            return
+        # Unassigned.
+        if cached is not None and not self.cache.is_assumed(uid):
+            log.error("pod %s was bound to %s and is now unassigned", pod.key, cached.node_name)
+            self.cache.remove_pod(cached)
+        if pod.is_terminal:
+            if pending_old is not None:
+                del self._pending[uid]
+                self.queue.delete(pending_old)
+            rec = self._record(pod)
+            if rec.status in (PENDING, UNSCHEDULABLE):
+                rec.status, rec.message = IGNORED, f"pod phase is {pod.phase}"
+            return
+        self._pending[uid] = pod
+        rec = self._record(pod)
+        if pod.scheduler_name not in self.profiles:
+            rec.status, rec.message = IGNORED, self._ignored_message(pod)
+            return
+        if rec.status == IGNORED or (rec.error and pending_old is None):
+            rec.status, rec.message, rec.error = PENDING, "", False
+        if self.cache.is_assumed(uid):
+            return  # being bound; the latest version is kept for a requeue
+        if uid in self._given_up:
+            return
+        if pending_old is None:
+            self.queue.add(pod)
+        else:
+            self.queue.update(pending_old, pod)
+
+    def on_pod_delete(self, obj: Mapping[str, Any] | Pod | str) -> None:
+        """A pod was deleted: a raw object, a Pod, or its "namespace/name" key."""
+        if isinstance(obj, Pod):
+            uid, key = obj.uid, obj.key
+        elif isinstance(obj, str):
+            key = obj
+            uid = self._uids.get(key, key)
+        else:
+            uid, key = raw_uid(obj), raw_key(obj)
+        self._wait_priority.pop(uid, None)
+        self._reported_errors.pop(uid, None)
+        self._given_up.discard(uid)
+        pending = self._pending.pop(uid, None)
+        nominated = ""
+        if pending is not None:
+            nominated = self.nominator.nominated_node_for(pending) or pending.nominated_node_name
+            self.queue.delete(pending)
+        rejected = False
+        wp = self.ctx.waiting_pods.get(uid)
+        if wp is not None:
+            wp.reject("", "removed")
+            rejected = True
+        cached = self.cache.get_pod(uid)
+        if cached is not None:
+            self.cache.remove_pod(cached)
+            self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, cached, None)
+        elif rejected and pending is not None:
+            self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pending, None)
+        elif pending is not None and nominated:
+            # The room it was nominated to is free again for pods of lower or equal priority.
+            prio = pending.priority
+            self.queue.move_all_to_active_or_backoff(ev.EVENT_UNSCHEDULED_POD_DELETE, pending, None,
+                                                     pre_check=lambda p: p.priority <= prio)
+        self._seqs.pop(uid, None)
+        if self._uids.get(key) == uid:
+            del self._uids[key]
+        rec = self.outcomes.get(key)
+        if rec is not None and rec.uid in ("", uid):
+            if not self.keep_deleted_records:
+                del self.outcomes[key]
+            elif rec.status != EVICTED:
+                rec.status = DELETED
+
+    # ---- nodes ----------------------------------------------------------------------
+    def _parse_node(self, raw: Mapping[str, Any]) -> Node | None:
+        try:
+            node = Node(raw)
+        except ModelError as exc:
+            name = str(((raw.get("metadata") or {}) if isinstance(raw, Mapping) else {}).get("name") or "?")
+            self.node_errors[name] = str(exc)
+            log.warning("skipping node %s: %s", name, exc)
+            return None
+        self.node_errors.pop(node.name, None)
+        return node
+
+    def on_node_add(self, raw: Mapping[str, Any]) -> Node | None:
+        node = self._parse_node(raw)
+        if node is None:
+            return None
+        old = self.cache.node(node.name)
+        if old is not None:
+            self._node_updated(old, node)
+            return node
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff(ev.EVENT_NODE_ADD, None, node)
+        return node
+
+    def on_node_update(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any]) -> Node | None:
+        node = self._parse_node(new_raw)
+        if node is None:
+            return None
+        old = self.cache.node(node.name)
+        if old is None:
+            self.cache.add_node(node)
+            self.queue.move_all_to_active_or_backoff(ev.EVENT_NODE_ADD, None, node)
+            return node
+        self._node_updated(old, node)
+        return node
+
+    def _node_updated(self, old: Node, new: Node) -> None:
+        self.cache.update_node(new)
+        for e in ev.node_scheduling_properties_change(new, old):
+            self.queue.move_all_to_active_or_backoff(e, old, new)
+
+    def on_node_delete(self, obj: Mapping[str, Any] | str) -> None:
+        """A node was deleted: its raw object or its name. Pods still on it keep a NodeInfo
+        without node in the cache until they go; it no longer appears in snapshots."""
+        name = obj if isinstance(obj, str) else str((obj.get("metadata") or {}).get("name") or "")
+        self.node_errors.pop(name, None)
+        self.cache.remove_node(name)
+
+    # ---- other objects ---------------------------------------------------------------
+    def on_object(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """PriorityClass, PodDisruptionBudget, PV, PVC, StorageClass, CSINode, Namespace,
+        Service, ReplicaSet...: stored for plugins; storage changes may move pods."""
+        key = object_key(obj)
+        existed = self.ctx.objects.get(kind, key) is not None
+        self.ctx.objects.put(kind, obj)
+        resource = _STORAGE_KINDS.get(kind)
+        if resource is not None:
+            action = ev.ActionType.UPDATE_OTHER if existed else ev.ActionType.ADD
+            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), None, obj)
+        if kind == "PriorityClass":
+            for raw in list(self._wait_priority.values()):
+                self.on_pod_add(raw)
+
+    def on_object_delete(self, kind: str, key: str) -> None:
+        self.ctx.objects.delete(kind, key)
+        resource = _STORAGE_KINDS.get(kind)
+        if resource is not None:
+            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE))

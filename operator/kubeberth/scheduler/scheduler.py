@@ -1,0 +1,196 @@
+"""The scheduler: the loop the operator and `simulate` both drive (upstream's scheduleOne).
+
+    watch events ──▶ on_pod_* / on_node_* / on_object* ──▶ cache + queue
+    schedule_one(): pop ─▶ snapshot ─▶ scheduling cycle ─▶ assume ─▶ reserve ─▶ permit
+                    └──▶ binding cycle (its own task): wait on permit ─▶ prebind ─▶ bind ─▶ postbind
+
+Failures run Unreserve, forget the assumed pod and requeue it with the right event; a
+FitError runs the PostFilter plugins (preemption) first and records upstream's message for the
+pod (FailedScheduling event, PodScheduled=False condition through the ClusterClient).
+
+Driving it (the operator's kopf handlers, simulate), all from the event loop's thread:
+- profiles: `add_profile_spec(spec)` or `set_profile(build_framework(spec, registry, sched.ctx))`,
+  `remove_profile(schedulerName)`; frameworks are swapped between cycles.
+- watch events, raw dicts as received: `on_pod_add(raw)`, `on_pod_update(old_raw | None, new_raw)`,
+  `on_pod_delete(raw | Pod | "ns/name")`, `on_node_add/on_node_update/on_node_delete`,
+  `on_object(kind, obj)` / `on_object_delete(kind, key)` for PriorityClass, PDB, PV, PVC,
+  StorageClass, CSINode, Namespace, Service, ReplicaSet... A bad pod (ModelError, unknown
+  PriorityClass) is reported for that pod only (FailedScheduling, its PodRecord).
+- `await run()` (until `stop()`), or `await schedule_one()` per cycle; `await run_until_idle()`
+  for simulate (fake clock moved forward over backoffs; bounded attempts per pod).
+
+What other parts use:
+- `ctx.nominator` is the queue's Nominator (add_nominated_pod / delete_nominated_pod_if_exists /
+  nominated_pods_for_node / nominated_node_for).
+- `ctx.extras["record_victims"](preemptor, victims)`: a PostFilter plugin reports the pods it
+  evicted; they end as Evicted in `outcomes`, and the preemptor lists them as its victims.
+- `outcomes[pod key]` (PodRecord): per pod, its status, node, nominated node, victims and last
+  message; simulate reads it.
+- metrics (ctx.metrics, optional): schedule_attempt(result, profile, seconds),
+  pod_scheduled(attempts, seconds), pending_pods(queue, n).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..extender import close_extenders
+from ..framework import (
+    Framework,
+)
+from ..framework import events as ev
+from ..framework.registry import Registry
+from ..framework.types import QueuedPodInfo
+from ..profile import build_framework
+from .event_handlers import EventHandlers
+from .records import DEFAULT_MAX_ATTEMPTS, DELETED, EVICTED, IGNORED, PENDING, SCHEDULED, UNSCHEDULABLE
+from .schedule_one import SchedulingCycles
+
+log = logging.getLogger("kubeberth.scheduler")
+
+
+class Scheduler(EventHandlers, SchedulingCycles):
+    """Profiles, queue, cache and the scheduling loop. Single event loop, not thread-safe."""
+
+    # ---- profiles -----------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        return self.ctx.client
+
+    def add_profile_spec(self, spec: Any, registry: Registry | None = None,
+                         profile_name: str | None = None) -> Framework:
+        """Build a framework for a SchedulingProfile spec on this scheduler's context and use it.
+        Raises ConfigError (the running profile, if any, stays)."""
+        if registry is None:
+            from ..plugins import in_tree_registry
+
+            registry = in_tree_registry()
+        fw = build_framework(spec, registry, self.ctx, profile_name=profile_name)
+        self.set_profile(fw)
+        return fw
+
+    def set_profile(self, fw: Framework) -> None:
+        """Use `fw` for pods with spec.schedulerName == fw.scheduler_name (added or replaced
+        between cycles; a binding in flight finishes with the framework it started with)."""
+        name = fw.scheduler_name
+        if fw.ctx is not self.ctx:
+            raise ValueError(f"framework for {name} was built on another SchedulerContext")
+        old = self.profiles.get(name)
+        self.profiles[name] = fw
+        if old is not None and old is not fw:
+            self._retire(old)
+        self.queue.set_profile(fw)
+        for pod in list(self._pending.values()):
+            if pod.scheduler_name == name and self.queue.get(pod.uid) is None \
+                    and not self.queue.in_flight(pod.uid) and not self.cache.is_assumed(pod.uid):
+                self._given_up.discard(pod.uid)
+                self.queue.add(pod)
+                rec = self._record(pod)
+                if rec.status == IGNORED:
+                    rec.status, rec.message = PENDING, ""
+
+    def remove_profile(self, scheduler_name: str) -> None:
+        """Stop scheduling for `scheduler_name`; its pending pods become Ignored."""
+        old = self.profiles.pop(scheduler_name, None)
+        if old is not None:
+            self._retire(old)
+        for q in self.queue.remove_profile(scheduler_name):
+            rec = self._record(q.pod)
+            rec.status, rec.message = IGNORED, self._ignored_message(q.pod)
+
+    def _retire(self, fw: Framework) -> None:
+        """Release what a replaced framework holds: its extenders' connection pools."""
+        if fw.extenders:
+            self._spawn(close_extenders(fw.extenders))
+
+
+    # ---- loops ----------------------------------------------------------------------
+    async def wait_for_bindings(self) -> None:
+        """Wait until every binding cycle started so far has finished."""
+        while self._binding_tasks:
+            await asyncio.gather(*list(self._binding_tasks), return_exceptions=True)
+
+    async def run(self) -> None:
+        """The operator's loop: schedule pods as they come, until `stop()`."""
+        self._periodic = asyncio.get_running_loop().create_task(self._flush_periodically())
+        try:
+            while await self.schedule_one():
+                # Yield once per cycle: pop() returns at once while activeQ has pods, and the
+                # binding cycles, watch events and the periodic flush must run meanwhile.
+                await asyncio.sleep(0)
+        finally:
+            self._periodic.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._periodic
+
+    def stop(self) -> None:
+        self.queue.close()
+
+    async def _flush_periodically(self, interval: float = 1.0, leftover_every: int = 30) -> None:
+        ticks = 0
+        while not self.queue.closed:
+            await asyncio.sleep(interval)
+            ticks += 1
+            self.queue.flush_backoff_completed()
+            if ticks % leftover_every == 0:
+                self.queue.flush_unschedulable_leftover()
+            for pod in self.cache.cleanup_assumed_pods():
+                self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod, None)
+            self.report_pending_pods()
+
+    def report_pending_pods(self) -> dict[str, int]:
+        counts = {name: len(pods) for name, pods in self.queue.pending_pods().items()}
+        for name, n in counts.items():
+            self._observe("pending_pods", name, n)
+        return counts
+
+    async def run_until_idle(self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                             max_cycles: int | None = None) -> int:
+        """For simulate: schedule until nothing more can change. Backoffs are expired by moving
+        the (fake) clock forward, not by sleeping. A pod popped more than `max_attempts` times is
+        left unschedulable with its last message. Returns the number of cycles run."""
+        cycles = 0
+        while True:
+            await self._flush_deferred()
+            q = self.queue.pop_nowait()
+            if q is not None:
+                if q.attempts > max_attempts:
+                    self._give_up(q)
+                    continue
+                await self.schedule_popped(q)
+                cycles += 1
+                await asyncio.sleep(0)  # let the binding cycle just started run
+                if max_cycles is not None and cycles >= max_cycles:
+                    break
+                continue
+            if self._binding_tasks:
+                await asyncio.wait(list(self._binding_tasks), return_when=asyncio.FIRST_COMPLETED)
+                continue
+            if self._background:
+                await asyncio.gather(*list(self._background), return_exceptions=True)
+                continue
+            expiry = self.queue.next_backoff_expiry()
+            if expiry is None:
+                break
+            wait = expiry - self.clock.now()
+            if wait > 0:
+                advance: Callable[[float], None] | None = getattr(self.clock, "advance", None)
+                if advance is not None:
+                    advance(wait)
+                else:
+                    await asyncio.sleep(wait)
+            self.queue.flush_backoff_completed()
+        self.report_pending_pods()
+        return cycles
+
+    def _give_up(self, q: QueuedPodInfo) -> None:
+        uid = q.pod.uid
+        self._given_up.add(uid)
+        self.queue.done(uid)
+        rec = self._record(q.pod)
+        if rec.status not in (SCHEDULED, EVICTED, DELETED):
+            rec.status = UNSCHEDULABLE
