@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubeberth.framework.context import NoMetrics
+
 from . import workloads as wl
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -99,7 +101,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 # ---- in-process -------------------------------------------------------------------------------
 
-class Recorder:
+class Recorder(NoMetrics):
     """The metrics the Scheduler reports, kept for the measured phase only."""
 
     def __init__(self) -> None:

@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": set(),
     "client": {"model"},
     "cache": {"model", "clock", "priority"},
-    "framework": {"model", "config", "cache", "clock", "priority"},
+    "framework": {"model", "config", "cache", "clock", "priority", "client"},
     "queue": {"model", "framework", "clock", "config"},
     "preemption": {"model", "framework", "priority", "cache", "clock", "client"},
     "extender": {"model", "config", "framework", "cache"},

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from kubeberth.config import default_spec, parse_spec
+from kubeberth.framework.context import NoMetrics
 from kubeberth.operator.ingest import WATCHED, Ingest
 from kubeberth.operator.profiles import ProfileManager
 from kubeberth.plugins import in_tree_registry
@@ -15,7 +16,7 @@ from kubeberth.scheduler import Scheduler
 KINDS = {k.kind: k for k in WATCHED}
 
 
-class Recorder:
+class Recorder(NoMetrics):
     """A stand-in scheduler that records what it is fed."""
 
     def __init__(self) -> None:

@@ -132,7 +132,7 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
 
 def test_index_is_shared_through_the_scheduler_context() -> None:
     class Ctx:
-        extras: dict[str, Any] = {}
+        shared_indexes: dict[str, Any] = {}
 
     snap = Snapshot.from_objects([make_node("n1")], [])
     h1, h2 = Handle(snap), Handle(snap)

@@ -20,6 +20,7 @@ from kubeberth.framework import (
     SchedulerContext,
     Status,
 )
+from kubeberth.framework.context import NoMetrics
 from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
 from tests.builders import make_node, pod_dict
@@ -178,7 +179,7 @@ class FakeNominator:
         return entry[1] if entry else ""
 
 
-class FakeMetrics:
+class FakeMetrics(NoMetrics):
     def __init__(self) -> None:
         self.attempts = 0
         self.victims: list[int] = []
@@ -223,7 +224,7 @@ class Env:
             self.ctx.objects.put("PodDisruptionBudget", pdb)
         self.ctx.snapshot = Snapshot.from_objects(nodes, pods)
         self.recorded: list[tuple[str, list[str]]] = []
-        self.ctx.extras["record_victims"] = lambda p, victims: self.recorded.append(
+        self.ctx.record_victims = lambda p, victims: self.recorded.append(
             (p.key, [v.key for v in victims]))
         fw = Framework("default-scheduler", parse_spec({}), self.ctx)
         self.fit = FakeFit()

@@ -104,7 +104,7 @@ async def test_delete_failure_is_an_error():
 async def test_works_without_optional_collaborators(with_client):
     env = Env([node("n1")], [pod("low", cpu="4", prio=1, node="n1")])
     env.ctx.metrics = None
-    env.ctx.extras.clear()
+    env.ctx.record_victims = None
     env.ctx.nominator = None
     if not with_client:
         env.ctx.client = None

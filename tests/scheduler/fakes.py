@@ -143,7 +143,7 @@ class FakePreempt(PostFilterPlugin):
                 await self.handle.client.set_nominated_node(pod, ni.name)
                 for v in victims:
                     await self.handle.client.delete_pod(v)
-                self.handle.ctx.extras["record_victims"](pod, victims)
+                self.handle.ctx.record_victims(pod, victims)
                 return PostFilterResult(ni.name), None
         return PostFilterResult(""), Status.unschedulable("preemption: no victims")
 

@@ -453,7 +453,7 @@ async def test_record_victims_is_offered_to_plugins() -> None:
     sched, _, _ = scheduler()
     preemptor = add_pod(sched, "hi", prio=10)
     victim = sched.on_pod_add(pod_dict("lo", node="n1"))
-    sched.ctx.extras["record_victims"](preemptor, [victim])
+    sched.ctx.record_victims(preemptor, [victim])
     assert sched.outcomes["default/hi"].victims == ["default/lo"]
     assert (sched.outcomes["default/lo"].status, sched.outcomes["default/lo"].preempted_by) == (EVICTED, "default/hi")
 

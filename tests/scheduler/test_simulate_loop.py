@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from kubeberth.framework.context import NoMetrics
 from kubeberth.simulate import simulate
 from tests.builders import node_dict, pod_dict
 from tests.scheduler.fakes import add_pod, scheduler
@@ -46,7 +47,7 @@ def test_output_keeps_input_order_and_statuses() -> None:
         ("default/run", "Existing", "n1"), ("default/new", "Scheduled", "n1"), ("default/other", "Ignored", None)]
 
 
-class Metrics:
+class Metrics(NoMetrics):
     def __init__(self) -> None:
         self.attempts: list[tuple[str, str]] = []
         self.scheduled: list[int] = []

@@ -1,12 +1,14 @@
-"""What every profile's framework shares: the handle plugins are given."""
+"""What every profile's framework shares: the handle plugins are given (through their Framework)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..cache.objects import ObjectStore
 from ..cache.snapshot import Snapshot
+from ..client import ClusterClient
 from ..clock import Clock, FakeClock
 from ..model import Pod
 from .waiting_pods import WaitingPods
@@ -17,13 +19,54 @@ class Nominator(Protocol):
 
 
 class MetricsRecorder(Protocol):
+    """What the scheduler reports, with kube-scheduler's metric names (kubeberth.metrics)."""
+
     def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None: ...
+
+    def schedule_attempt(self, result: str, profile: str, seconds: float) -> None: ...
+
+    def pod_scheduled(self, attempts: int, seconds: float) -> None: ...
+
+    def pending_pods(self, queue: str, n: int) -> None: ...
+
+    def preemption_attempt(self) -> None: ...
+
+    def preemption_victims(self, n: int) -> None: ...
+
+
+class NoMetrics:
+    """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
+
+    def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
+        pass
+
+    def schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
+        pass
+
+    def pod_scheduled(self, attempts: int, seconds: float) -> None:
+        pass
+
+    def pending_pods(self, queue: str, n: int) -> None:
+        pass
+
+    def preemption_attempt(self) -> None:
+        pass
+
+    def preemption_victims(self, n: int) -> None:
+        pass
+
+
+NO_METRICS = NoMetrics()
+
+
+# A PostFilter plugin reports the pods it evicted for a preemptor (the scheduler keeps them in its records).
+VictimsRecorder = Callable[[Pod, Sequence[Pod]], None]
 
 
 class SchedulerContext:
     """Shared, long-lived dependencies. `snapshot` is replaced at the start of each cycle."""
 
-    def __init__(self, *, objects: ObjectStore | None = None, client: Any = None,
+    def __init__(self, *, objects: ObjectStore | None = None, client: ClusterClient | None = None,
                  nominator: Nominator | None = None, clock: Clock | None = None,
                  rng: random.Random | None = None, metrics: MetricsRecorder | None = None) -> None:
         self.objects = objects or ObjectStore()
@@ -36,5 +79,8 @@ class SchedulerContext:
         self.snapshot = Snapshot()
         # Upstream's nextStartNodeIndex: where the next cycle starts looking for feasible nodes.
         self.next_start_node_index = 0
-        # Filled by the scheduler: a callable running preemption-aware filters etc.
+        self.record_victims: VictimsRecorder | None = None
+        # Indexes plugins build over the snapshot's pods and share between profiles, by name.
+        self.shared_indexes: dict[str, Any] = {}
+        # Free-form state for out-of-tree plugins and tests; kubeberth's own code does not use it.
         self.extras: dict[str, Any] = {}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..client import ClusterClient
 from ..model import NodeInfo, Pod
 from .cycle_state import CycleState
 from .extender import Extender
@@ -94,7 +95,7 @@ class Framework:
         return self.ctx.objects
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ClusterClient | None:
         return self.ctx.client
 
     @property

@@ -22,7 +22,7 @@ from ..model import LabelSelector, NodeInfo, Pod
 Sig = tuple[str, frozenset[tuple[str, str]], bool]
 
 _SIG_KEY = "podIndex.sig"
-_EXTRAS_KEY = "kubeberth.plugins.podIndex"
+_INDEX_KEY = "kubeberth.plugins.podIndex"
 
 
 def pod_sig(pod: Pod) -> Sig:
@@ -160,11 +160,11 @@ def index_for(handle: Any, fallback: PodIndex) -> PodIndex:
     """The index shared through the scheduler context (one per scheduler), else the plugin's own; synced."""
     index = fallback
     ctx = getattr(handle, "ctx", None)
-    extras = getattr(ctx, "extras", None)
-    if isinstance(extras, dict):
-        shared = extras.get(_EXTRAS_KEY)
+    indexes = getattr(ctx, "shared_indexes", None)
+    if isinstance(indexes, dict):
+        shared = indexes.get(_INDEX_KEY)
         if not isinstance(shared, PodIndex):
-            shared = extras[_EXTRAS_KEY] = PodIndex()
+            shared = indexes[_INDEX_KEY] = PodIndex()
         index = shared
     snapshot = handle.snapshot
     arrays = getattr(snapshot, "arrays", None)

@@ -53,10 +53,9 @@ class DefaultPreemption(PostFilterPlugin):
 
     async def post_filter(self, state: CycleState, pod: Pod,
                           statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
-        metrics = getattr(getattr(self.handle, "ctx", None), "metrics", None)
-        attempt = getattr(metrics, "preemption_attempt", None)
-        if attempt is not None:
-            attempt()
+        metrics = self.handle.ctx.metrics
+        if metrics is not None:
+            metrics.preemption_attempt()
         result, status = await self.evaluator.preempt(state, pod, statuses)
         msg = status.message()
         if msg:

@@ -13,7 +13,7 @@ the DefaultPreemption plugin's victim selection.
    priority, ...);
 5. acting: nominate the preemptor (queue nominator + status.nominatedNodeName), evict the
    victims (or reject them at Permit), record a Preempted event on each, call
-   `ctx.extras["record_victims"](pod, victims)` when the scheduler set it, and clear the
+   `ctx.record_victims(pod, victims)` when the scheduler set it, and clear the
    nominations of lower-priority pods on that node.
 
 Nothing here mutates the snapshot the cycle reads.
@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..framework.context import SchedulerContext
 from ..framework.cycle_state import CycleState
 from ..framework.status import Code, Status
 from ..framework.types import Diagnosis, FitError, NodeToStatus, PostFilterResult
@@ -373,15 +374,11 @@ class Evaluator:
             except Exception as exc:
                 log.warning("preempting %s for %s failed: %s", victim.key, pod.key, exc)
                 return Status.error(f"preempting {victim.key}: {exc}")
-        ctx = getattr(fw, "ctx", None)
-        metrics = getattr(ctx, "metrics", None)
-        observe = getattr(metrics, "preemption_victims", None)
-        if observe is not None:
-            observe(len(c.victims.pods))
-        # The scheduler may note the victims on the preemptor's outcome: record_victims(pod, victims).
-        record = (getattr(ctx, "extras", None) or {}).get("record_victims")
-        if record is not None:
-            record(pod, list(c.victims.pods))
+        ctx: SchedulerContext = fw.ctx
+        if ctx.metrics is not None:
+            ctx.metrics.preemption_victims(len(c.victims.pods))
+        if ctx.record_victims is not None:  # the scheduler notes the victims on the preemptor's record
+            ctx.record_victims(pod, list(c.victims.pods))
         for p in self.lower_priority_nominated_pods(pod, c.name):
             try:
                 await self.clear_nomination(p)

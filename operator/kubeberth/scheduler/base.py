@@ -11,11 +11,13 @@ from typing import Any
 from ..cache.cache import SchedulerCache
 from ..cache.objects import ObjectStore
 from ..cache.snapshot import Snapshot
+from ..client import ClusterClient
 from ..clock import Clock, FakeClock
 from ..framework import (
     Framework,
     SchedulerContext,
 )
+from ..framework.context import NO_METRICS, MetricsRecorder
 from ..model import Pod
 from ..queue.nominator import Nominator
 from ..queue.scheduling_queue import PriorityQueue
@@ -29,8 +31,9 @@ class SchedulerBase:
     metrics; the event handlers, the cycles and the loops build on it."""
 
 
-    def __init__(self, *, client: Any = None, clock: Clock | None = None, rng: random.Random | None = None,
-                 seed: int = 0, objects: ObjectStore | None = None, metrics: Any = None,
+    def __init__(self, *, client: ClusterClient | None = None, clock: Clock | None = None,
+                 rng: random.Random | None = None, seed: int = 0, objects: ObjectStore | None = None,
+                 metrics: MetricsRecorder | None = None,
                  cache_ttl: float = 0.0, pod_max_in_unschedulable: float = 5 * 60.0,
                  keep_deleted_records: bool = True) -> None:
         self.clock: Clock = clock or FakeClock()
@@ -41,8 +44,7 @@ class SchedulerBase:
                                    pod_max_in_unschedulable=pod_max_in_unschedulable)
         self.queue.namespace_labels = self.ctx.objects.namespace_labels
         self.ctx.nominator = self.nominator
-        self.ctx.extras["record_victims"] = self.record_victims
-        self.ctx.extras["scheduler"] = self
+        self.ctx.record_victims = self.record_victims
         self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)
         self.snapshot = Snapshot()
         self.profiles: dict[str, Framework] = {}
@@ -79,7 +81,7 @@ class SchedulerBase:
         return rec
 
     def record_victims(self, preemptor: Pod, victims: Iterable[Pod]) -> None:
-        """A PostFilter plugin evicted `victims` for `preemptor` (ctx.extras["record_victims"])."""
+        """A PostFilter plugin evicted `victims` for `preemptor` (ctx.record_victims)."""
         rec = self._record(preemptor)
         for v in victims:
             if v.key not in rec.victims:
@@ -119,18 +121,19 @@ class SchedulerBase:
         except Exception as exc:  # a failed status patch or event must not stop the scheduler
             log.warning("cluster client call failed: %s", exc)
 
-    async def _call(self, method: str, *args: Any) -> None:
-        client = self.ctx.client
-        fn = getattr(client, method, None) if client is not None else None
-        if fn is None:
-            return
-        await self._guard(fn(*args))
+    @property
+    def metrics(self) -> MetricsRecorder:
+        return self.ctx.metrics if self.ctx.metrics is not None else NO_METRICS
 
-    def _observe(self, name: str, *args: Any) -> None:
-        metrics = self.ctx.metrics
-        fn = getattr(metrics, name, None) if metrics is not None else None
-        if fn is not None:
-            try:
-                fn(*args)
-            except Exception as exc:
-                log.debug("metrics %s failed: %s", name, exc)
+    # The cluster writes of a scheduling outcome; none without a client (a bare scheduler in tests).
+    async def _record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        if self.ctx.client is not None:
+            await self._guard(self.ctx.client.record_event(pod, event_type, reason, message))
+
+    async def _set_unschedulable(self, pod: Pod, message: str, reason: str) -> None:
+        if self.ctx.client is not None:
+            await self._guard(self.ctx.client.set_unschedulable(pod, message, reason))
+
+    async def _set_nominated_node(self, pod: Pod, node_name: str) -> None:
+        if self.ctx.client is not None:
+            await self._guard(self.ctx.client.set_nominated_node(pod, node_name))

@@ -82,8 +82,8 @@ class EventHandlers(SchedulerBase):
                 or self._reported_errors.get(uid) == message):
             return
         self._reported_errors[uid] = message
-        self._spawn(self._call("record_event", target, "Warning", "FailedScheduling", truncate_message(message)))
-        self._spawn(self._call("set_unschedulable", target, message, SCHEDULER_ERROR))
+        self._spawn(self._record_event(target, "Warning", "FailedScheduling", truncate_message(message)))
+        self._spawn(self._set_unschedulable(target, message, SCHEDULER_ERROR))
 
     def on_pod_add(self, raw: Mapping[str, Any]) -> Pod | None:
         """A pod appeared (or is listed at start). Returns its model, None when it is unusable."""

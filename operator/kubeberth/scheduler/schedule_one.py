@@ -150,7 +150,7 @@ class SchedulingCycles(SchedulerBase):
             q.unschedulable_plugins = set()
             q.pending_plugins = set()
         if started is not None:
-            self._observe("schedule_attempt", "unschedulable" if rejected else "error", fw.profile_name,
+            self.metrics.schedule_attempt("unschedulable" if rejected else "error", fw.profile_name,
                           time.perf_counter() - started)
         latest = self._pending.get(uid)
         if latest is None or latest.node_name:
@@ -170,10 +170,10 @@ class SchedulingCycles(SchedulerBase):
         rec.attempts = max(rec.attempts, q.attempts)
         rec.status, rec.message = UNSCHEDULABLE, message
         rec.nominated_node = self.nominator.nominated_node_for(pod)
-        await self._call("record_event", pod, "Warning", "FailedScheduling", truncate_message(message))
-        await self._call("set_unschedulable", pod, message, UNSCHEDULABLE_REASON if rejected else SCHEDULER_ERROR)
+        await self._record_event(pod, "Warning", "FailedScheduling", truncate_message(message))
+        await self._set_unschedulable(pod, message, UNSCHEDULABLE_REASON if rejected else SCHEDULER_ERROR)
         if nominating is not None and nominating != pod.nominated_node_name:
-            await self._call("set_nominated_node", pod, nominating)
+            await self._set_nominated_node(pod, nominating)
 
     # ---- the binding cycle -------------------------------------------------------------
     async def _binding_cycle(self, fw: Framework, state: CycleState, q: QueuedPodInfo, assumed: Pod,
@@ -217,9 +217,9 @@ class SchedulingCycles(SchedulerBase):
         if assumed.uid in self._pending or self.cache.get_pod(assumed.uid) is not None:
             rec.status, rec.node, rec.nominated_node, rec.message = SCHEDULED, host, "", ""
         rec.attempts = max(rec.attempts, q.attempts)
-        self._observe("schedule_attempt", "scheduled", fw.profile_name, time.perf_counter() - started)
+        self.metrics.schedule_attempt("scheduled", fw.profile_name, time.perf_counter() - started)
         first = q.initial_attempt_timestamp
-        self._observe("pod_scheduled", q.attempts, self.clock.now() - first if first is not None else 0.0)
+        self.metrics.pod_scheduled(q.attempts, self.clock.now() - first if first is not None else 0.0)
 
     async def _bind(self, fw: Framework, state: CycleState, assumed: Pod, host: str) -> Status | None:
         """Extenders' bind first, else the Bind plugins; then FinishBinding and the Scheduled event."""
@@ -241,7 +241,7 @@ class SchedulingCycles(SchedulerBase):
             status = Status.error("no Bind plugin bound the pod")
         self.cache.finish_binding(assumed)
         if status is None or status.is_success():
-            await self._call("record_event", assumed, "Normal", "Scheduled",
+            await self._record_event(assumed, "Normal", "Scheduled",
                              f"Successfully assigned {assumed.namespace}/{assumed.name} to {host}")
         return status
 

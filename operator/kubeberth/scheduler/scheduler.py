@@ -22,7 +22,7 @@ Driving it (the operator's kopf handlers, simulate), all from the event loop's t
 What other parts use:
 - `ctx.nominator` is the queue's Nominator (add_nominated_pod / delete_nominated_pod_if_exists /
   nominated_pods_for_node / nominated_node_for).
-- `ctx.extras["record_victims"](preemptor, victims)`: a PostFilter plugin reports the pods it
+- `ctx.record_victims(preemptor, victims)`: a PostFilter plugin reports the pods it
   evicted; they end as Evicted in `outcomes`, and the preemptor lists them as its victims.
 - `outcomes[pod key]` (PodRecord): per pod, its status, node, nominated node, victims and last
   message; simulate reads it.
@@ -38,6 +38,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..client import ClusterClient
 from ..extender import close_extenders
 from ..framework import (
     Framework,
@@ -58,7 +59,7 @@ class Scheduler(EventHandlers, SchedulingCycles):
 
     # ---- profiles -----------------------------------------------------------------
     @property
-    def client(self) -> Any:
+    def client(self) -> ClusterClient | None:
         return self.ctx.client
 
     def add_profile_spec(self, spec: Any, registry: Registry | None = None,
@@ -145,7 +146,7 @@ class Scheduler(EventHandlers, SchedulingCycles):
     def report_pending_pods(self) -> dict[str, int]:
         counts = {name: len(pods) for name, pods in self.queue.pending_pods().items()}
         for name, n in counts.items():
-            self._observe("pending_pods", name, n)
+            self.metrics.pending_pods(name, n)
         return counts
 
     async def run_until_idle(self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
