@@ -33,13 +33,8 @@ from .scheduler import (
     PodRecord,
     Scheduler,
 )
+from .scheduler.watched import OBJECT_KINDS
 from .sim_io import PodOutcome
-
-STORED_KINDS = {
-    "PriorityClass", "PodDisruptionBudget", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
-    "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "Service", "ReplicaSet",
-    "ReplicationController", "StatefulSet",
-}
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -190,7 +185,7 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
     for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
         sched.set_profile(fw)
     for obj in objects:
-        if obj.get("kind") in STORED_KINDS:
+        if obj.get("kind") in OBJECT_KINDS:
             sched.on_object(str(obj["kind"]), obj)
     for obj in objects:
         if obj.get("kind") == "Node" and sched.on_node_add(obj) is None:

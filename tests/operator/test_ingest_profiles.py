@@ -8,10 +8,11 @@ import pytest
 
 from kubeberth.config import default_spec, parse_spec
 from kubeberth.framework.context import NoMetrics
-from kubeberth.operator.ingest import WATCHED, Ingest
+from kubeberth.operator.ingest import Ingest
 from kubeberth.operator.profiles import ProfileManager
 from kubeberth.plugins import in_tree_registry
 from kubeberth.scheduler import Scheduler
+from kubeberth.scheduler.watched import WATCHED
 
 KINDS = {k.kind: k for k in WATCHED}
 

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubeberth.operator.reflector import ADDED, DELETED, MODIFIED, Event, Informers, Reflector, WatchedKind
+from kubeberth.operator.reflector import ADDED, DELETED, MODIFIED, Event, Informers, Reflector
 from kubeberth.operator.rest import api_exception
+from kubeberth.scheduler.watched import WatchedKind
 
 PODS = WatchedKind("", "v1", "pods", "Pod", 4)
 NODES = WatchedKind("", "v1", "nodes", "Node", 3)

@@ -35,13 +35,14 @@ from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import MetricsServer, SchedulerMetrics
 from ..plugins import in_tree_registry
 from ..scheduler import Scheduler
+from ..scheduler.watched import WATCHED, WatchedKind
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient
 from .background import cancel_and_wait
-from .ingest import WATCHED, Ingest
+from .ingest import Ingest
 from .leader import LeaderElector
 from .profiles import ProfileManager
-from .reflector import Informers, WatchedKind
+from .reflector import Informers
 from .rest import RestClient, authorization
 from .run import OperatorConfig
 

@@ -19,32 +19,11 @@ from typing import Any
 
 from ..cache.objects import object_key
 from ..scheduler import Scheduler
-from .reflector import ADDED, DELETED, Event, WatchedKind
+from ..scheduler.watched import NODE, POD, SCHEDULING_PROFILE, WatchedKind
+from .reflector import ADDED, DELETED, Event
 
 logger = logging.getLogger(__name__)
 
-
-PODS = "Pod"
-NODES = "Node"
-PROFILES = "SchedulingProfile"
-
-# Everything the scheduler reads. The order is the initial-sync order.
-WATCHED: tuple[WatchedKind, ...] = (
-    WatchedKind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", 0),
-    WatchedKind("", "v1", "namespaces", "Namespace", 0),
-    WatchedKind("kubeberth.io", "v1alpha1", "schedulingprofiles", PROFILES, 1),
-    WatchedKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", 2),
-    WatchedKind("", "v1", "persistentvolumes", "PersistentVolume", 2),
-    WatchedKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", 2),
-    WatchedKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", 2),
-    WatchedKind("storage.k8s.io", "v1", "csinodes", "CSINode", 2),
-    WatchedKind("", "v1", "services", "Service", 2),
-    WatchedKind("", "v1", "replicationcontrollers", "ReplicationController", 2),
-    WatchedKind("apps", "v1", "replicasets", "ReplicaSet", 2),
-    WatchedKind("apps", "v1", "statefulsets", "StatefulSet", 2),
-    WatchedKind("", "v1", "nodes", NODES, 3),
-    WatchedKind("", "v1", "pods", PODS, 4),
-)
 
 ProfileHook = Callable[[str, Mapping[str, Any] | None], None]
 
@@ -63,7 +42,7 @@ class Ingest:
         self.applied_events = 0
 
     def apply(self, kind: WatchedKind, events: list[Event]) -> None:
-        if not self.synced.is_set() and kind.kind == PODS:
+        if not self.synced.is_set() and kind.kind == POD:
             events = sorted(events, key=_bound_first)  # the initial list: bound pods before pending ones
         for etype, raw in events:
             try:
@@ -77,28 +56,28 @@ class Ingest:
 
     def _apply(self, kind: WatchedKind, raw: Mapping[str, Any], *, added: bool) -> None:
         s = self.scheduler
-        if kind.kind == PODS:
+        if kind.kind == POD:
             if added:
                 s.on_pod_add(raw)
             else:
                 s.on_pod_update(None, raw)
-        elif kind.kind == NODES:
+        elif kind.kind == NODE:
             if added:
                 s.on_node_add(raw)
             else:
                 s.on_node_update(None, raw)
-        elif kind.kind == PROFILES:
+        elif kind.kind == SCHEDULING_PROFILE:
             self.on_profile(str((raw.get("metadata") or {}).get("name") or ""), raw)
         else:
             s.on_object(kind.kind, raw)
 
     def _delete(self, kind: WatchedKind, raw: Mapping[str, Any]) -> None:
         s = self.scheduler
-        if kind.kind == PODS:
+        if kind.kind == POD:
             s.on_pod_delete(raw)
-        elif kind.kind == NODES:
+        elif kind.kind == NODE:
             s.on_node_delete(raw)
-        elif kind.kind == PROFILES:
+        elif kind.kind == SCHEDULING_PROFILE:
             self.on_profile(str((raw.get("metadata") or {}).get("name") or ""), None)
         else:
             s.on_object_delete(kind.kind, object_key(raw))

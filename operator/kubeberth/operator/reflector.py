@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..cache.objects import object_key
+from ..scheduler.watched import WatchedKind
 from .background import cancel_and_wait
 from .rest import RestClient, describe_error
 
@@ -33,20 +34,6 @@ logger = logging.getLogger(__name__)
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 Event = tuple[str, dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class WatchedKind:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    order: int  # initial-sync order: lower first
-
-    @property
-    def path(self) -> str:
-        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        return f"{prefix}/{self.plural}"
 
 
 class Sink(Protocol):

@@ -23,15 +23,10 @@ from .records import (
     raw_uid,
     truncate_message,
 )
+from .watched import EVENT_RESOURCES
 
 log = logging.getLogger("kubeberth.scheduler")
 
-# Kinds whose changes may make pods schedulable (volume plugins register them).
-_STORAGE_KINDS = {
-    "PersistentVolume": ev.PERSISTENT_VOLUME, "PersistentVolumeClaim": ev.PERSISTENT_VOLUME_CLAIM,
-    "StorageClass": ev.STORAGE_CLASS, "CSINode": ev.CSI_NODE, "CSIDriver": ev.CSI_DRIVER,
-    "CSIStorageCapacity": ev.CSI_STORAGE_CAPACITY, "VolumeAttachment": ev.VOLUME_ATTACHMENT,
-}
 
 
 
@@ -266,7 +261,7 @@ class EventHandlers(SchedulerBase):
         key = object_key(obj)
         existed = self.ctx.objects.get(kind, key) is not None
         self.ctx.objects.put(kind, obj)
-        resource = _STORAGE_KINDS.get(kind)
+        resource = EVENT_RESOURCES.get(kind)
         if resource is not None:
             action = ev.ActionType.UPDATE_OTHER if existed else ev.ActionType.ADD
             self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), None, obj)
@@ -276,6 +271,6 @@ class EventHandlers(SchedulerBase):
 
     def on_object_delete(self, kind: str, key: str) -> None:
         self.ctx.objects.delete(kind, key)
-        resource = _STORAGE_KINDS.get(kind)
+        resource = EVENT_RESOURCES.get(kind)
         if resource is not None:
             self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE))

@@ -1,0 +1,50 @@
+"""The kinds the scheduler reads, in one table: the operator lists and watches them, simulate
+loads them from a cluster dump, and the event handlers know which of them move pods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..framework import events as ev
+
+POD = "Pod"
+NODE = "Node"
+SCHEDULING_PROFILE = "SchedulingProfile"
+
+
+@dataclass(frozen=True)
+class WatchedKind:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    order: int  # initial-sync order: lower first (classes before the pods that name them...)
+    event_resource: str | None = None  # a change is this ClusterEvent resource: it may move pods
+
+    @property
+    def path(self) -> str:
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{prefix}/{self.plural}"
+
+
+WATCHED: tuple[WatchedKind, ...] = (
+    WatchedKind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", 0),
+    WatchedKind("", "v1", "namespaces", "Namespace", 0),
+    WatchedKind("kubeberth.io", "v1alpha1", "schedulingprofiles", SCHEDULING_PROFILE, 1),
+    WatchedKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", 2),
+    WatchedKind("", "v1", "persistentvolumes", "PersistentVolume", 2, ev.PERSISTENT_VOLUME),
+    WatchedKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", 2, ev.PERSISTENT_VOLUME_CLAIM),
+    WatchedKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", 2, ev.STORAGE_CLASS),
+    WatchedKind("storage.k8s.io", "v1", "csinodes", "CSINode", 2, ev.CSI_NODE),
+    WatchedKind("", "v1", "services", "Service", 2),
+    WatchedKind("", "v1", "replicationcontrollers", "ReplicationController", 2),
+    WatchedKind("apps", "v1", "replicasets", "ReplicaSet", 2),
+    WatchedKind("apps", "v1", "statefulsets", "StatefulSet", 2),
+    WatchedKind("", "v1", "nodes", NODE, 3),
+    WatchedKind("", "v1", "pods", POD, 4),
+)
+
+# Kinds kept as plain objects for the plugins (everything but pods, nodes and profiles).
+OBJECT_KINDS = frozenset(k.kind for k in WATCHED if k.kind not in (POD, NODE, SCHEDULING_PROFILE))
+# Kinds whose changes may make pods schedulable, as the ClusterEvent resource they are.
+EVENT_RESOURCES = {k.kind: k.event_resource for k in WATCHED if k.event_resource is not None}
