@@ -84,7 +84,7 @@ class InMemoryClient:
             raise BindConflict(f"pod {pod.key} is gone or already bound")
         raw = self._latest_raw(pod)
         raw.setdefault("spec", {})["nodeName"] = node_name
-        self.scheduler.on_pod_update(None, raw)
+        self.scheduler.on_pod_update(raw)
 
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
         if self.scheduler.pending_pod(pod.uid) is None:
@@ -95,7 +95,7 @@ class InMemoryClient:
             status["nominatedNodeName"] = node_name
         else:
             status.pop("nominatedNodeName", None)
-        self.scheduler.on_pod_update(None, raw)
+        self.scheduler.on_pod_update(raw)
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass

@@ -224,24 +224,6 @@ def test_unschedulable_leftovers_are_flushed_after_five_minutes() -> None:
     assert where(q, p) == ACTIVE
 
 
-@pytest.mark.looptime
-async def test_run_task_flushes_periodically() -> None:
-    q, clock = new_queue()
-    p = pod("p")
-    q.add(p)
-    fail(q, q.pop_nowait(), "NodeResourcesFit")  # type: ignore[arg-type]
-    task = asyncio.ensure_future(q.run())
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    while where(q, p) == UNSCHEDULABLE:
-        await asyncio.sleep(10)
-        clock.advance(10)
-    assert where(q, p) == ACTIVE
-    assert 300 < loop.time() - start <= 340  # the 30-second leftover flush after 5 minutes
-    q.close()
-    await task
-
-
 # ---- in-flight pods ------------------------------------------------------------------------
 def test_event_while_in_flight_requeues_the_pod_when_it_comes_back() -> None:
     q, _ = new_queue()

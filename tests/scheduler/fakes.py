@@ -195,7 +195,7 @@ class Client:
         if self.feed and self.sched is not None:
             raw = self._raw(pod)
             raw["spec"]["nodeName"] = node_name
-            self.sched.on_pod_update(None, raw)
+            self.sched.on_pod_update(raw)
 
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
         self.calls.append(("nominate", pod.key, node_name))

@@ -99,9 +99,9 @@ async def test_node_allocatable_growth_retries_but_a_label_change_does_not() -> 
     sched, _, _ = scheduler(nodes={"n1": "1"})
     p = add_pod(sched, "p", cpu="2")
     await sched.run_until_idle()
-    sched.on_node_update(None, node_dict("n1", cpu="1", labels={"x": "y"}))
+    sched.on_node_update(node_dict("n1", cpu="1", labels={"x": "y"}))
     assert where(sched, p) == UNSCHEDULABLE
-    sched.on_node_update(None, node_dict("n1", cpu="4", labels={"x": "y"}))
+    sched.on_node_update(node_dict("n1", cpu="4", labels={"x": "y"}))
     assert where(sched, p) == BACKOFF
     await sched.run_until_idle()
     assert sched.outcomes["default/p"].status == SCHEDULED
@@ -333,10 +333,10 @@ async def test_a_malformed_pod_is_reported_once_as_a_scheduler_error_and_retried
     assert client.reasons["default/broken"] == "SchedulerError"
     assert sched.outcomes["default/fine"].status == SCHEDULED
     # Our own status patch comes back as an update: nothing is reported again.
-    sched.on_pod_update(None, raw)
+    sched.on_pod_update(raw)
     await sched.run_until_idle()
     assert len([e for e in client.of("event") if e[0] == "default/broken"]) == 1
-    sched.on_pod_update(None, pod_dict("broken", cpu="1"))  # fixed by its owner
+    sched.on_pod_update(pod_dict("broken", cpu="1"))  # fixed by its owner
     await sched.run_until_idle()
     assert sched.outcomes["default/broken"].status == SCHEDULED
 
@@ -362,7 +362,7 @@ async def test_a_pod_bound_by_a_rival_is_dropped_without_a_failure_report() -> N
     assert where(sched, p) == "absent" and not sched.cache.is_assumed(p.uid)
     # The rival's binding arrives through the watch: the pod is counted on its node.
     sched.on_node_add(node_dict("n9", cpu="2"))
-    sched.on_pod_update(None, pod_dict("raced", cpu="1", nodeName="n9"))
+    sched.on_pod_update(pod_dict("raced", cpu="1", nodeName="n9"))
     assert sched.cache.get_pod(p.uid).node_name == "n9"  # type: ignore[union-attr]
     assert where(sched, p) == "absent"
 
@@ -375,6 +375,24 @@ async def test_a_failed_binding_is_a_scheduler_error() -> None:
     await sched.wait_for_bindings()
     assert client.reasons["default/p"] == "SchedulerError"
     assert [e[1] for e in client.of("event")] == ["FailedScheduling"]
+
+
+@pytest.mark.looptime
+async def test_the_periodic_flush_moves_a_pod_left_unschedulable_for_five_minutes() -> None:
+    sched, _, clock = scheduler(nodes={"n1": "1"})
+    p = add_pod(sched, "big", cpu="2")
+    await sched.schedule_one()
+    assert where(sched, p) == UNSCHEDULABLE  # no event will move it: only the leftover flush
+    task = asyncio.ensure_future(sched._flush_periodically())
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while where(sched, p) == UNSCHEDULABLE:
+        await asyncio.sleep(10)
+        clock.advance(10)
+    assert where(sched, p) in (ACTIVE, BACKOFF)
+    assert 300 < loop.time() - start <= 340  # upstream's 30-second leftover flush, after 5 minutes
+    sched.stop()
+    await task
 
 
 async def test_profiles_can_be_added_and_removed_between_cycles() -> None:
@@ -407,7 +425,7 @@ async def test_gated_pod_is_not_tried_until_ungated() -> None:
     g = sched.on_pod_add(raw)
     await sched.run_until_idle()
     assert where(sched, g) == "gated" and sched.outcomes["default/g"].attempts == 0
-    sched.on_pod_update(raw, pod_dict("g", cpu="1"))
+    sched.on_pod_update(pod_dict("g", cpu="1"))
     await sched.run_until_idle()
     assert sched.outcomes["default/g"].status == SCHEDULED
 
@@ -417,7 +435,7 @@ async def test_update_of_a_pod_being_bound_is_kept_for_later() -> None:
     p = add_pod(sched, "p")
     await sched.schedule_one()
     newer = pod_dict("p", cpu="1", labels={"v": "2"})
-    sched.on_pod_update(None, newer)
+    sched.on_pod_update(newer)
     assert sched.queue.get(p.uid) is None and sched.cache.is_assumed(p.uid)  # not queued again
     assert sched.pending_pod(p.uid).labels == {"v": "2"}  # type: ignore[union-attr]
 
@@ -469,7 +487,7 @@ async def test_finished_pods_hold_no_room() -> None:
     await sched.run_until_idle()
     assert where(sched, p) == UNSCHEDULABLE
     running["status"]["phase"] = "Failed"
-    sched.on_pod_update(None, running)  # finishing frees the node like a deletion
+    sched.on_pod_update(running)  # finishing frees the node like a deletion
     await sched.run_until_idle()
     assert sched.outcomes["default/p"].status == SCHEDULED
     assert sched.outcomes["default/done"].status == EXISTING and sched.cache.pod_count() == 1

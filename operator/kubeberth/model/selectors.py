@@ -136,10 +136,6 @@ class LabelSelector:
         return all(r.matches(labels) for r in self.requirements)
 
 
-def selector_from_set(labels: Mapping[str, str]) -> LabelSelector:
-    return LabelSelector(labels)
-
-
 class NodeSelectorTerm:
     """One term: all its expressions and fields must match. An empty term matches nothing."""
 

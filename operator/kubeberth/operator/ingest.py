@@ -60,12 +60,12 @@ class Ingest:
             if added:
                 s.on_pod_add(raw)
             else:
-                s.on_pod_update(None, raw)
+                s.on_pod_update(raw)
         elif kind.kind == NODE:
             if added:
                 s.on_node_add(raw)
             else:
-                s.on_node_update(None, raw)
+                s.on_node_update(raw)
         elif kind.kind == SCHEDULING_PROFILE:
             self.on_profile(str((raw.get("metadata") or {}).get("name") or ""), raw)
         else:

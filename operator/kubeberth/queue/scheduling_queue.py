@@ -579,18 +579,6 @@ class PriorityQueue:
         if stale:
             self._move_pods(stale, ev.EVENT_UNSCHEDULABLE_TIMEOUT)
 
-    async def run(self, backoff_interval: float = BACKOFF_FLUSH_INTERVAL,
-                  unschedulable_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL) -> None:
-        """The operator's flusher task: backoffQ every second, leftovers every 30 seconds."""
-        since_leftover = 0.0
-        while not self._closed:
-            await asyncio.sleep(backoff_interval)
-            self.flush_backoff_completed()
-            since_leftover += backoff_interval
-            if since_leftover >= unschedulable_interval:
-                since_leftover = 0.0
-                self.flush_unschedulable_leftover()
-
     # ---- lookups and metrics -------------------------------------------------------
     @property
     def scheduling_cycle(self) -> int:
@@ -611,9 +599,6 @@ class PriorityQueue:
 
     def in_flight(self, uid: str) -> bool:
         return uid in self._in_flight
-
-    def in_flight_pods(self) -> list[Pod]:
-        return [q.pod for _, q in self._in_flight.values()]
 
     def pods_in_active(self) -> list[Pod]:
         """activeQ in pop order."""

@@ -87,9 +87,9 @@ class EventHandlers(SchedulerBase):
             self._ingest_pod(pod)
         return pod
 
-    def on_pod_update(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any]) -> Pod | None:
-        """A pod changed; `old_raw` may be None (the scheduler knows the version it had)."""
-        pod = self._parse_pod(new_raw)
+    def on_pod_update(self, raw: Mapping[str, Any]) -> Pod | None:
+        """A pod changed (the scheduler knows the version it had: no old object is needed)."""
+        pod = self._parse_pod(raw)
         if pod is not None:
             self._ingest_pod(pod)
         return pod
@@ -230,8 +230,8 @@ class EventHandlers(SchedulerBase):
         self.queue.move_all_to_active_or_backoff(ev.EVENT_NODE_ADD, None, node)
         return node
 
-    def on_node_update(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any]) -> Node | None:
-        node = self._parse_node(new_raw)
+    def on_node_update(self, raw: Mapping[str, Any]) -> Node | None:
+        node = self._parse_node(raw)
         if node is None:
             return None
         old = self.cache.node(node.name)

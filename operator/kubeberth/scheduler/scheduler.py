@@ -11,7 +11,7 @@ pod (FailedScheduling event, PodScheduled=False condition through the ClusterCli
 Driving it (the operator's kopf handlers, simulate), all from the event loop's thread:
 - profiles: `add_profile_spec(spec)` or `set_profile(build_framework(spec, registry, sched.ctx))`,
   `remove_profile(schedulerName)`; frameworks are swapped between cycles.
-- watch events, raw dicts as received: `on_pod_add(raw)`, `on_pod_update(old_raw | None, new_raw)`,
+- watch events, raw dicts as received: `on_pod_add(raw)`, `on_pod_update(raw)`,
   `on_pod_delete(raw | Pod | "ns/name")`, `on_node_add/on_node_update/on_node_delete`,
   `on_object(kind, obj)` / `on_object_delete(kind, key)` for PriorityClass, PDB, PV, PVC,
   StorageClass, CSINode, Namespace, Service, ReplicaSet... A bad pod (ModelError, unknown
@@ -47,6 +47,7 @@ from ..framework import events as ev
 from ..framework.registry import Registry
 from ..framework.types import QueuedPodInfo
 from ..profile import build_framework
+from ..queue.scheduling_queue import BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL
 from .event_handlers import EventHandlers
 from .records import DEFAULT_MAX_ATTEMPTS, DELETED, EVICTED, IGNORED, PENDING, SCHEDULED, UNSCHEDULABLE
 from .schedule_one import SchedulingCycles
@@ -131,7 +132,9 @@ class Scheduler(EventHandlers, SchedulingCycles):
     def stop(self) -> None:
         self.queue.close()
 
-    async def _flush_periodically(self, interval: float = 1.0, leftover_every: int = 30) -> None:
+    async def _flush_periodically(self, interval: float = BACKOFF_FLUSH_INTERVAL,
+                                  leftover_every: int = int(UNSCHEDULABLE_FLUSH_INTERVAL / BACKOFF_FLUSH_INTERVAL)
+                                  ) -> None:
         ticks = 0
         while not self.queue.closed:
             await asyncio.sleep(interval)
