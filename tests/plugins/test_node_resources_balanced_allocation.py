@@ -1,5 +1,7 @@
-"""NodeResourcesBalancedAllocation: (1 - std of the requested fractions) * 100, over the
-configured resources, on plain requests; best-effort pods are skipped."""
+"""NodeResourcesBalancedAllocation as v1.37: the balance ((1 - std of the requested fractions)
+* 100, over the configured resources, on plain requests) with the pod against without it,
+mapped into 50..100 (75: no change); best-effort pods are skipped. The first cases and the
+expected scores are upstream's own table (balanced_allocation_test.go of v1.37.2)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from kubeberth.model import Node, Pod
 from kubeberth.plugins.node_resources_balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
+    balanced_resource_score,
     balanced_resource_scorer,
 )
 from tests.builders import make_pod
@@ -54,52 +57,62 @@ WITH_GPU = [*CPU_MEM, {"name": GPU, "weight": 1}]
 CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int]]] = [
     ("nothing scheduled, nothing requested: best-effort pods are skipped",
      pod(), [node("node1", 4000, 10000), node("node2", 4000, 10000)], [], CPU_MEM, [0, 0]),
-    # node1: 3000/4000 = 0.75, 5000/10000 = 0.5 -> std 0.125 -> 87; node2: 0.5, 0.5 -> 100
+    # node1: balance 100 -> 87 (0.75, 0.5): 50 + (50 + 87 - 100) / 2 = 68; node2: 100 -> 100: 75
     ("nothing scheduled, resources requested, differently sized nodes",
-     cpu_and_memory(), [node("node1", 4000, 10000), node("node2", 6000, 10000)], [], CPU_MEM, [87, 100]),
+     cpu_and_memory(), [node("node1", 4000, 10000), node("node2", 6000, 10000)], [], CPU_MEM, [68, 75]),
     ("no resources requested, pods scheduled with resources: skipped",
      pod(), [node("node1", 10000, 20000), node("node2", 10000, 20000)],
      [cpu_only("node1"), cpu_only("node1"), cpu_only("node2"), cpu_and_memory("node2")], CPU_MEM, [0, 0]),
-    # node1: 0.6, 0.25 -> std 0.175 -> 82; node2: 0.6, 0.5 -> std 0.05 -> 95
+    # node1: 85 (0.3, 0) -> 82 (0.6, 0.25): 73; node2: 97 (0.3, 0.25) -> 95 (0.6, 0.5): 74
     ("resources requested, pods scheduled with resources",
      cpu_and_memory(), [node("node1", 10000, 20000), node("node2", 10000, 20000)],
-     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [82, 95]),
-    # node2: 0.6, 10000/50000 = 0.2 -> std 0.2 -> 80
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [73, 74]),
+    # node2: 90 (0.3, 0.1) -> 80 (0.6, 0.2): 70
     ("resources requested, pods scheduled with resources, differently sized nodes",
      cpu_and_memory(), [node("node1", 10000, 20000), node("node2", 10000, 50000)],
-     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [82, 80]),
-    # fractions above 1 are capped: node1: 1, 0 -> 50; node2: 1, 0.5 -> 75
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [73, 70]),
+    # node1: 50 (1, 0) -> 100 (1, 1): the pod restores the balance; node2: 100 (0, 0) -> 50 (0, 1)
+    ("nodes to reach min/max score",
+     pod({"memory": "2000"}, {"memory": "3000"}), [node("node1", 3000, 5000), node("node2", 3000, 5000)],
+     [cpu_only("node1")], CPU_MEM, [100, 50]),
+    # node1: 75 (0.5, 0) -> 50 (1, 0); node2: 100 (0.5, 0.5) -> 75 (1, 0.5): both 62
     ("requested resources at node capacity",
+     cpu_only(), [node("node1", 6000, 10000), node("node2", 6000, 10000)],
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [62, 62]),
+    # fractions above 1 are capped: node1: 62 (0.75, 0) -> 50 (1, 0): 69; node2: 87 -> 75: 69
+    ("requested resources beyond node capacity",
      cpu_only(), [node("node1", 4000, 10000), node("node2", 4000, 10000)],
-     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [50, 75]),
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [69, 69]),
     ("zero node resources: nothing to compare", cpu_and_memory(), [node("node1", 0, 0), node("node2", 0, 0)],
-     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [100, 100]),
-    # three fractions: std over all of them.
-    # node1: 1000/3500, 2000/40000, 1/4 -> std 0.1037 -> 89; node2: 0.25, 0.2, 0.125 -> std 0.0514 -> 94
-    ("include scalar resource on a node for balanced resource allocation",
-     pod({"cpu": "1000m", "memory": "2000", GPU: "1"}),
-     [node("node1", 3500, 40000, nvidia_gpu=4), node("node2", 4000, 10000, nvidia_gpu=8)], [], WITH_GPU, [89, 94]),
-    # node2 has no GPU: only cpu and memory count there: 0.25, 0.2 -> 97
+     [cpu_only("node1"), cpu_and_memory("node2")], CPU_MEM, [75, 75]),
+    # three fractions: std over all of them. node1: 69 (0.857, 0.125, 0.375) -> 70 (.., 0.5): 75;
+    # node2: 62 (0.857, 0.125, 0) -> 65 (.., 0.125): 76
+    ("scalar resource is included in the score computation if pod requests the scalar resource",
+     pod({"cpu": "0", "memory": "0", GPU: "1"}),
+     [node("node1", 3500, 40000, nvidia_gpu=8), node("node2", 3500, 40000, nvidia_gpu=8)],
+     [pod({"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000", GPU: "3"}, node_name="node1"),
+      cpu_and_memory("node2")], WITH_GPU, [75, 76]),
+    # node2 has no GPU: only cpu and memory count there: 100 -> 97 (0.25, 0.2): 73
     ("a node without the scalar resource skips it",
      pod({"cpu": "1000m", "memory": "2000", GPU: "1"}),
-     [node("node1", 3500, 40000, nvidia_gpu=4), node("node2", 4000, 10000)], [], WITH_GPU, [89, 97]),
-    # The pod asks for no GPU: only cpu and memory count. node1: 2/7, 0.05 -> 88; node2: 0.25, 0.2 -> 97
+     [node("node1", 3500, 40000, nvidia_gpu=4), node("node2", 4000, 10000)], [], WITH_GPU, [69, 73]),
+    # The pod asks for no GPU: only cpu and memory count. node1: 100 -> 88: 69; node2: 100 -> 97: 73
     ("a scalar resource the pod does not request is skipped",
      pod({"cpu": "1000m", "memory": "2000"}),
      [node("node1", 3500, 40000, nvidia_gpu=4), node("node2", 4000, 10000, nvidia_gpu=8)],
-     [pod({GPU: "3"}, node_name="node1")], WITH_GPU, [88, 97]),
+     [pod({GPU: "3"}, node_name="node1")], WITH_GPU, [69, 73]),
     # Plain requests count, not the scoring defaults: a pod without a memory request adds 0 memory.
-    # node1: 1000/4000, 0 -> std 0.125 -> 87
+    # node1: 100 -> 87 (0.25, 0): 68
     ("requests are used without the non-zero defaults",
-     pod({"cpu": "1000m"}), [node("node1", 4000, 10000)], [], CPU_MEM, [87]),
-    # Sidecar requests add to the pod's: (1000 + 1000)/4000 = 0.5, (2000 + 2000)/10000 = 0.4 -> 95
+     pod({"cpu": "1000m"}), [node("node1", 4000, 10000)], [], CPU_MEM, [68]),
+    # Sidecar requests add to the pod's: 100 -> 95 (0.5, 0.4): 72
     ("sidecars count",
      pod({"cpu": "1000m", "memory": "2000"}, init=[
          {"name": "s", "image": "i", "restartPolicy": "Always",
           "resources": {"requests": {"cpu": "1000m", "memory": "2000"}}}]),
-     [node("node1", 4000, 10000)], [], CPU_MEM, [95]),
-    ("only cpu configured: one fraction, std 0", cpu_and_memory(), [node("node1", 4000, 10000)], [],
-     [{"name": "cpu", "weight": 1}], [100]),
+     [node("node1", 4000, 10000)], [], CPU_MEM, [72]),
+    ("only cpu configured: one fraction, std 0, no change", cpu_and_memory(), [node("node1", 4000, 10000)], [],
+     [{"name": "cpu", "weight": 1}], [75]),
 ]
 
 
@@ -130,8 +143,20 @@ def test_pre_score_skips_best_effort() -> None:
     ([1, 2, 3], [4, 4, 4], 79),
     ([1, 0, 3], [4, 0, 4], 75),
 ])
-def test_balanced_resource_scorer(requested: list[int], allocatable: list[int], want: int) -> None:
-    assert balanced_resource_scorer(requested, allocatable) == want
+def test_balanced_resource_score(requested: list[int], allocatable: list[int], want: int) -> None:
+    assert balanced_resource_score(requested, allocatable) == want
+
+
+@pytest.mark.parametrize(("requested", "allocated", "allocatable", "want"), [
+    ([3, 5], [0, 0], [4, 10], 68),   # 100 -> 87
+    ([3, 5], [3, 5], [4, 10], 75),   # no change (87 -> 87)
+    ([3, 5], [3, 0], [3, 5], 100),   # 50 -> 100: the most the balance can improve
+    ([0, 5], [0, 0], [3, 5], 50),    # 100 -> 50: the most it can worsen
+    ([6, 5], [3, 5], [6, 10], 62),   # 100 -> 75: (50 - 25) / 2 = 12 (Go truncates)
+])
+def test_balanced_resource_scorer_scores_the_change(requested: list[int], allocated: list[int],
+                                                     allocatable: list[int], want: int) -> None:
+    assert balanced_resource_scorer(requested, allocated, allocatable) == want
 
 
 def test_args_defaults_and_validation() -> None:

@@ -64,10 +64,12 @@ def _kind(name: str) -> int | None:
     return _KIND_SCALAR
 
 
-Scorer = Callable[[list[int], list[int]], int]
-# A scorer's vectorised twin, set as its `vector` attribute: (requested, allocatable), int64
-# arrays of shape (nodes, resources) with 0/0 for skipped resources -> int64 scores, or None.
-VectorScorer = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
+# upstream's scorer(requested, allocated, allocatable): the node's requests with the pod, without
+# it, and its allocatable, per configured resource (0/0/0 for a resource that is not scored).
+Scorer = Callable[[list[int], list[int], list[int]], int]
+# A scorer's vectorised twin, set as its `vector` attribute: the same three as int64 arrays of
+# shape (nodes, resources) -> int64 scores, or None.
+VectorScorer = Callable[[np.ndarray, np.ndarray, np.ndarray], "np.ndarray | None"]
 
 # Beyond this, int64 products or float64 conversions could differ from Python's ints.
 _EXACT_LIMIT = 1 << 52
@@ -107,6 +109,7 @@ class ResourceAllocationScorer:
         requested_cpu_mem = requested_all if self.use_requested else node_info.non_zero_requested
         n = len(self.names)
         requested = [0] * n
+        allocated = [0] * n
         allocatable = [0] * n
         for i in range(n):
             kind = self.kinds[i]
@@ -130,10 +133,12 @@ class ResourceAllocationScorer:
                 continue
             allocatable[i] = alloc
             requested[i] = req
-        return self.scorer(requested, allocatable)
+            allocated[i] = req - pod_req
+        return self.scorer(requested, allocated, allocatable)
 
-    def vector_inputs(self, nodes: Any, pod_requests: Sequence[int]) -> tuple[np.ndarray, np.ndarray] | None:
-        """`score`'s (requested, allocatable) for every node of a NodeView, as int64 arrays of shape
+    def vector_inputs(self, nodes: Any, pod_requests: Sequence[int]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """`score`'s (requested, allocated, allocatable) for every node of a NodeView, as int64 arrays of shape
         (nodes, resources); None when only the per-node path can tell (a scalar resource the pod
         requests, a node without node, values too large for exact integer arithmetic)."""
         if not self.names:
@@ -147,6 +152,7 @@ class ResourceAllocationScorer:
         m = alloc_cols.shape[0]
         n = len(self.names)
         requested = np.zeros((m, n), dtype=np.int64)
+        allocated = np.zeros((m, n), dtype=np.int64)
         allocatable = np.zeros((m, n), dtype=np.int64)
         for i in range(n):
             kind = self.kinds[i]
@@ -167,9 +173,10 @@ class ResourceAllocationScorer:
             valid = alloc != 0
             allocatable[:, i] = np.where(valid, alloc, 0)
             requested[:, i] = np.where(valid, req, 0)
+            allocated[:, i] = np.where(valid, req - pod_req, 0)
         if not a.small_values(_EXACT_LIMIT) or max(abs(r) for r in pod_requests) >= _EXACT_LIMIT:
             return None
-        return requested, allocatable
+        return requested, allocated, allocatable
 
     def score_all(self, nodes: Any, pod_requests: Sequence[int]) -> np.ndarray | None:
         """`score` for every node of a NodeView (None: use the per-node path).

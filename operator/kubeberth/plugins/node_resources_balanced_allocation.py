@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation: favours nodes whose resource fractions stay close together."""
+"""NodeResourcesBalancedAllocation: favours nodes whose resource fractions stay close together,
+scored as v1.37 does: by how much the pod improves the node's balance."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ class NodeResourcesBalancedAllocationArgs(BaseModel):
         return resources
 
 
-def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> int:
+def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int:
+    """How balanced the fractions requested/allocatable are: (1 - their std) * 100."""
     fractions: list[float] = []
     total = 0.0
     for req, alloc in zip(requested, allocatable):
@@ -62,8 +64,8 @@ def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> in
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
-def balanced_resource_vector(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray | None:
-    """balanced_resource_scorer for every row, with the same float operations in the same order
+def balanced_resource_score_vector(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray | None:
+    """balanced_resource_score for every row, with the same float operations in the same order
     (None when some row skips a resource and there are more than two: use the per-node path)."""
     m, n = requested.shape
     valid = allocatable != 0
@@ -89,6 +91,33 @@ def balanced_resource_vector(requested: np.ndarray, allocatable: np.ndarray) -> 
             acc = acc + d * d
         std = np.sqrt(acc / n)
     return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+HALF_SCORE = MAX_NODE_SCORE // 2
+
+
+def balanced_resource_scorer(requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+    """v1.37: the improvement in balance the pod brings. Both balances lie in [50, 100], their
+    difference in [-50, 50]; mapped back into [50, 100] (75: no change, towards 100: better
+    balanced with the pod, towards 50: worse)."""
+    with_pod = balanced_resource_score(requested, allocatable)
+    without_pod = balanced_resource_score(allocated, allocatable)
+    return HALF_SCORE + _go_half(HALF_SCORE + with_pod - without_pod)
+
+
+def _go_half(x: int) -> int:
+    """x / 2 as Go's integer division (towards zero)."""
+    return x // 2 if x >= 0 else -((-x) // 2)
+
+
+def balanced_resource_vector(requested: np.ndarray, allocated: np.ndarray,
+                             allocatable: np.ndarray) -> np.ndarray | None:
+    with_pod = balanced_resource_score_vector(requested, allocatable)
+    without_pod = balanced_resource_score_vector(allocated, allocatable)
+    if with_pod is None or without_pod is None:
+        return None
+    x = HALF_SCORE + with_pod - without_pod
+    return HALF_SCORE + np.where(x >= 0, x // 2, -((-x) // 2))
 
 
 balanced_resource_scorer.vector = balanced_resource_vector  # type: ignore[attr-defined]

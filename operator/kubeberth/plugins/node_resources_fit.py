@@ -146,7 +146,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
 
 
 def _weighted(per_resource: Any, weights: Sequence[int], vector_per_resource: Any = None) -> Scorer:
-    def scorer(requested: list[int], allocatable: list[int]) -> int:
+    def scorer(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
         for i, alloc in enumerate(allocatable):
             if alloc == 0:
@@ -158,7 +158,7 @@ def _weighted(per_resource: Any, weights: Sequence[int], vector_per_resource: An
     if vector_per_resource is not None:
         w = np.asarray(weights, dtype=np.int64)
 
-        def vector(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+        def vector(requested: np.ndarray, _allocated: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
             valid = allocatable != 0
             per = vector_per_resource(requested, np.where(valid, allocatable, 1))
             node_score = np.where(valid, per * w, 0).sum(axis=1)
@@ -227,7 +227,7 @@ def requested_to_capacity_ratio_scorer(resources: Sequence[ResourceSpec],
     w = np.asarray(weights, dtype=np.int64)
     full_score = raw(MAX_UTILIZATION)
 
-    def vector(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+    def vector(requested: np.ndarray, _allocated: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
         valid = allocatable != 0
         cap = np.where(valid, allocatable, 1)
         over = requested > allocatable
@@ -244,7 +244,7 @@ def requested_to_capacity_ratio_scorer(resources: Sequence[ResourceSpec],
             return raw(MAX_UTILIZATION)
         return raw(requested * MAX_UTILIZATION // capacity)
 
-    def scorer(requested: list[int], allocatable: list[int]) -> int:
+    def scorer(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
         for i, alloc in enumerate(allocatable):
             if alloc == 0:
