@@ -79,7 +79,7 @@ class TestMergeWithDefaults:
                                                                     {"name": "Extra"}]}})
         merged = merge_with_defaults(custom)
         refs = merged.multiPoint.enabled
-        assert names(refs)[-2:] == ["DefaultBinder", "Extra"]
+        assert names(refs)[-2:] == ["NodeDeclaredFeatures", "Extra"]
         assert next(r for r in refs if r.name == "ImageLocality").weight == 5
         assert names(refs).index("ImageLocality") == names(refs).index("DefaultBinder") - 1
 

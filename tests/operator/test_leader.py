@@ -122,3 +122,23 @@ async def test_release_hands_the_lease_over_at_once():
     await a.release()
     assert not a.is_leader and server.lease["spec"]["holderIdentity"] is None
     assert await b.try_acquire_or_renew()  # no 15 s wait
+
+
+async def test_a_read_older_than_the_renew_deadline_is_not_acted_on():
+    """A process paused between reading the Lease and writing it (SIGSTOP, a long GC) writes
+    nothing with what it read: the next attempt reads again."""
+    server, clock = LeaseServer(), Clock()
+    elector = LeaderElector(rest=server, identity="me", config=CONFIG, monotonic=clock)  # type: ignore[arg-type]
+    assert await elector.try_acquire_or_renew()
+    rv_before = server.rv
+    real_request = server.request
+
+    async def paused_after_get(method: str, path: str, **kw: Any) -> Any:
+        answer = await real_request(method, path, **kw)
+        if method == "GET":
+            clock.t += CONFIG.renew_deadline + 1  # frozen right after the read
+        return answer
+
+    server.request = paused_after_get  # type: ignore[method-assign]
+    assert not await elector.try_acquire_or_renew()
+    assert server.rv == rv_before  # no PUT went out

@@ -6,13 +6,14 @@ from .models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-# Upstream's default MultiPoint set (kube-scheduler v1.3x), in order; the order
-# is the order filters run and reasons are reported.
+# Upstream's default MultiPoint set (kube-scheduler v1.37 with its feature gates at their
+# defaults: NodeDeclaredFeatures, GA, appended), in order; the order is the order filters run
+# and reasons are reported.
 DEFAULT_MULTI_POINT: list[tuple[str, int | None]] = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
-    ("NodeUnschedulable", None),
     ("NodeName", None),
+    ("NodeUnschedulable", None),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodePorts", None),
@@ -27,6 +28,7 @@ DEFAULT_MULTI_POINT: list[tuple[str, int | None]] = [
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
+    ("NodeDeclaredFeatures", None),
 ]
 
 

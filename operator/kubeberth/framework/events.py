@@ -43,10 +43,12 @@ class ActionType(IntFlag):
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = 1 << 11
     # Any other update (upstream's catch-all "Update" bits of the other resources).
     UPDATE_OTHER = 1 << 12
+    UPDATE_NODE_DECLARED_FEATURE = 1 << 13
 
     UPDATE = (UPDATE_NODE_ALLOCATABLE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT | UPDATE_NODE_CONDITION
-              | UPDATE_NODE_ANNOTATION | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN | UPDATE_POD_TOLERATION
-              | UPDATE_POD_SCHEDULING_GATES_ELIMINATED | UPDATE_POD_GENERATED_RESOURCE_CLAIM | UPDATE_OTHER)
+              | UPDATE_NODE_ANNOTATION | UPDATE_NODE_DECLARED_FEATURE | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN
+              | UPDATE_POD_TOLERATION | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+              | UPDATE_POD_GENERATED_RESOURCE_CLAIM | UPDATE_OTHER)
     ALL = ADD | DELETE | UPDATE
 
 
@@ -164,6 +166,8 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
     new_ann = (new.raw.get("metadata") or {}).get("annotations") or {}
     if old_ann != new_ann:
         events.append(ClusterEvent(NODE, ActionType.UPDATE_NODE_ANNOTATION))
+    if (old.raw.get("status") or {}).get("declaredFeatures") != (new.raw.get("status") or {}).get("declaredFeatures"):
+        events.append(ClusterEvent(NODE, ActionType.UPDATE_NODE_DECLARED_FEATURE))
     return events
 
 

@@ -109,6 +109,8 @@ class LeaderElector:
         duration = float(spec.get("leaseDurationSeconds") or c.lease_duration)
         if holder and holder != self.identity and self._observed_at + duration > started:
             return False  # held by another, and not expired as far as this process has seen
+        if self.monotonic() - started > c.renew_deadline:
+            return False  # the read is too old to act on (this process was paused): read again
         lease["spec"] = self._spec(spec)
         try:
             updated = await self.rest.request("PUT", self.path, body=lease, timeout=c.renew_deadline)
