@@ -46,7 +46,7 @@ def test_sample_policy_of_the_extender_design_doc() -> None:
     # What the policy does not govern stays as in the default profile.
     assert names(fw.queue_sort_plugins) == ["PrioritySort"]
     assert names(fw.bind_plugins) == ["DefaultBinder"]
-    assert names(fw.post_filter_plugins) == ["DefaultPreemption"]
+    assert names(fw.post_filter_plugins) == ["DynamicResources", "DefaultPreemption"]
     assert profile["spec"]["extenders"] == [
         {"urlPrefix": "http://127.0.0.1:12345/api/scheduler", "filterVerb": "filter", "enableHTTPS": False}]
     _, spec = parse_profile_object(profile)

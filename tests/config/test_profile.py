@@ -71,7 +71,8 @@ class TestMergeWithDefaults:
         merged = merge_with_defaults(Plugins())
         weights = {r.name: r.weight for r in merged.multiPoint.enabled if r.weight}
         assert weights == {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
-                           "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+                           "DynamicResources": 2, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1,
+                           "ImageLocality": 1}
         assert names(merged.multiPoint.enabled) == [n for n, _ in DEFAULT_MULTI_POINT]
 
     def test_custom_entry_replaces_default_in_place(self) -> None:

@@ -7,8 +7,8 @@ from .models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 # Upstream's default MultiPoint set (kube-scheduler v1.37 with its feature gates at their
-# defaults: NodeDeclaredFeatures, GA, appended), in order; the order is the order filters run
-# and reasons are reported.
+# defaults: DynamicResources, GA, before DefaultPreemption; NodeDeclaredFeatures, GA, last), in
+# order; the order is the order filters run and reasons are reported.
 DEFAULT_MULTI_POINT: list[tuple[str, int | None]] = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -24,6 +24,7 @@ DEFAULT_MULTI_POINT: list[tuple[str, int | None]] = [
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
