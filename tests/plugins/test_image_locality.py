@@ -25,10 +25,12 @@ def image_node(name: str, *images: tuple[list[str], int]) -> Node:
     return Node(node_dict(name, images=[{"names": names, "sizeBytes": size} for names, size in images]))
 
 
-def image_pod(*images: str, init: tuple[str, ...] = ()) -> Pod:
+def image_pod(*images: str, init: tuple[str, ...] = (), volumes: tuple[str, ...] = ()) -> Pod:
     spec: dict[str, Any] = {}
     if init:
         spec["initContainers"] = [{"name": f"i{i}", "image": img} for i, img in enumerate(init)]
+    if volumes:
+        spec["volumes"] = [{"name": f"v{i}", "image": {"reference": ref}} for i, ref in enumerate(volumes)]
     return make_pod("p", containers=[{"name": f"c{i}", "image": img} for i, img in enumerate(images)], **spec)
 
 
@@ -78,6 +80,11 @@ CASES: list[tuple[str, Pod, list[Node], list[int]]] = [
      [image_node("node1", (["docker.io/library/nginx:latest"], 500 * MB)),
       image_node("node2", (["nginx:latest"], 500 * MB))], [0, 23]),
     ("no images anywhere", image_pod("gcr.io/40"), [image_node("node1"), image_node("node2")], [0, 0]),
+    # v1.37: image volumes count in the sum and in the number of images: (150 + 20)MB over 2 -> 7
+    ("image volume images count", image_pod("gcr.io/40", volumes=("gcr.io/300",)), two_nodes(), [7, 0]),
+    # an image volume absent from every node still raises the threshold: 125MB over 2 -> 100*(125-23)/(2000-23)
+    ("an absent image volume raises the threshold", image_pod("gcr.io/250", volumes=("gcr.io/none",)), two_nodes(),
+     [0, 5]),
     # The max threshold grows with the number of containers: 2000MB / 1 node, 3 containers -> 100*(2000-23)/(3000-23)
     ("max threshold is per container", image_pod("gcr.io/2000", "a", "b"), [image_node("node1", *NODE_40_300_2000)],
      [66]),

@@ -1,4 +1,5 @@
-"""ImageLocality: favours nodes that already have the pod's images, scaled by their spread."""
+"""ImageLocality: favours nodes that already have the pod's images (its containers' and, as v1.37,
+its image volumes'), scaled by their spread."""
 
 from __future__ import annotations
 
@@ -55,12 +56,17 @@ def _node_images(node_info: NodeInfo) -> dict[str, int]:
 
 
 def _pod_images(pod: Pod) -> list[str]:
-    """Normalised images of the init containers and the containers (one per container)."""
+    """Normalised images of the init containers, the containers (one per container) and, as
+    v1.37 counts them, the image volumes (one per volume)."""
     cached = pod.cache.get(NAME)
     if cached is None:
         spec = pod.spec
         cached = [normalized_image_name(str(c.get("image") or ""))
                   for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]]
+        for volume in spec.get("volumes") or ():
+            image = volume.get("image") if isinstance(volume, dict) else None
+            if isinstance(image, dict):
+                cached.append(normalized_image_name(str(image.get("reference") or "")))
         pod.cache[NAME] = cached
     return cached
 
