@@ -36,3 +36,10 @@ def test_bad_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad.write_text("kind: [unclosed\n")
     assert main(["simulate", str(bad)]) == 2
     assert "invalid YAML" in capsys.readouterr().err
+
+
+def test_simulate_takes_a_scheduler_wide_percentage_of_nodes_to_score(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit):
+        main(["simulate", "examples/cluster.yaml", "--percentage-of-nodes-to-score", "150"])
+    assert "must be from 0 to 100, not 150" in capsys.readouterr().err
+    assert main(["simulate", "examples/cluster.yaml", "--percentage-of-nodes-to-score", "50", "-o", "json"]) == 0

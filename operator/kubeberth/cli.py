@@ -22,7 +22,7 @@ def _simulate(args: argparse.Namespace) -> int:
     except sim_io.InputError as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2
-    outcomes = simulate(objects, seed=args.seed)
+    outcomes = simulate(objects, seed=args.seed, percentage_of_nodes_to_score=args.percentage_of_nodes_to_score)
     print(sim_io.render_json(outcomes) if args.output == "json" else sim_io.render_table(outcomes))
     return 0
 
@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
     sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
     sim.add_argument("--verbose", "-v", action="store_true", help="log each scheduling step to stderr")
+    from .operator.run import PERCENTAGE_HELP, percentage
+
+    sim.add_argument("--percentage-of-nodes-to-score", dest="percentage_of_nodes_to_score", metavar="PERCENT",
+                     type=percentage, default=0, help=PERCENTAGE_HELP)
     sim.set_defaults(func=_simulate)
     from .operator.run import add_run_arguments
 

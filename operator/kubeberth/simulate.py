@@ -176,10 +176,13 @@ async def _run_settled(sched: Scheduler, clock: FakeClock) -> None:
             return
 
 
-def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr) -> list[PodOutcome]:
-    """Schedule the pending pods of `objects`; one outcome per Pod, in input order."""
+def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
+             percentage_of_nodes_to_score: int = 0) -> list[PodOutcome]:
+    """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
+    `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own)."""
     clock = FakeClock()
     sched = Scheduler(clock=clock, seed=seed)
+    sched.ctx.percentage_of_nodes_to_score = percentage_of_nodes_to_score
     client = InMemoryClient(sched)
     sched.ctx.client = client
     for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():

@@ -216,6 +216,20 @@ class TestPercentageOfNodesToScore:
     def test_adaptive_formula(self, pct: int | None, nodes: int, want: int) -> None:
         assert num_feasible_nodes_to_find(pct, nodes) == want
 
+    @pytest.mark.parametrize(("profile", "scheduler_wide", "want"), [
+        pytest.param(None, 0, 0, id="neither: adaptive"),
+        pytest.param(None, 30, 30, id="the scheduler-wide value when the profile sets none"),
+        pytest.param(50, 30, 50, id="the profile's own value wins"),
+        pytest.param(0, 30, 0, id="a profile's explicit 0 (adaptive) wins too"),
+    ])
+    def test_a_profile_value_wins_over_the_scheduler_wide_one(self, profile: int | None, scheduler_wide: int,
+                                                               want: int) -> None:
+        fw = build(fakes.profile(filters=["Reject"], percentage=profile), nodes=3)
+        fw.ctx.percentage_of_nodes_to_score = scheduler_wide
+        assert fw.percentage_of_nodes_to_score == want
+        # ... and what it means at 1000 nodes: 0 is upstream's adaptive 42%.
+        assert num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, 1000) == (want or 42) * 10
+
     def test_rotating_start_index(self) -> None:
         names = [f"n{i:03}" for i in range(200)]
         spec = fakes.profile(filters=["Reject"], percentage=50)

@@ -56,14 +56,22 @@ def test_defaults_and_options(monkeypatch):
     assert (old.leader_elect, old.lease_name) == (True, "mine")
     assert config_from_args(parser.parse_args([])).bind_concurrency == 64
     assert config_from_args(parser.parse_args(["--bind-concurrency", "8"])).bind_concurrency == 8
+    assert config_from_args(parser.parse_args([])).percentage_of_nodes_to_score == 0
+    assert config_from_args(parser.parse_args(["--percentage-of-nodes-to-score", "40"])
+                            ).percentage_of_nodes_to_score == 40
 
 
-@pytest.mark.parametrize("value, message", [("0", "must be at least 1, not 0"), ("many", "not a whole number")])
-def test_bind_concurrency_must_be_a_positive_number(capsys, value, message):
+@pytest.mark.parametrize("flag, value, message", [
+    ("--bind-concurrency", "0", "must be at least 1, not 0"),
+    ("--bind-concurrency", "many", "not a whole number"),
+    ("--percentage-of-nodes-to-score", "101", "must be from 0 to 100, not 101"),
+    ("--percentage-of-nodes-to-score", "-5", "must be from 0 to 100, not -5"),
+])
+def test_numeric_options_are_checked(capsys, flag, value, message):
     parser = add_run_arguments(argparse.ArgumentParser())
     with pytest.raises(SystemExit):
-        parser.parse_args(["--bind-concurrency", value])
-    assert f"argument --bind-concurrency: {message}" in capsys.readouterr().err
+        parser.parse_args([flag, value])
+    assert f"argument {flag}: {message}" in capsys.readouterr().err
 
 
 async def test_the_command_schedules_and_stops_on_sigterm(cluster):

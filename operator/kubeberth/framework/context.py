@@ -80,6 +80,8 @@ class SchedulerContext:
         # Upstream's nextStartNodeIndex: where the next cycle starts looking for feasible nodes.
         self.next_start_node_index = 0
         self.record_victims: VictimsRecorder | None = None
+        # The scheduler-wide percentageOfNodesToScore (a profile's own value wins); 0: adaptive.
+        self.percentage_of_nodes_to_score = 0
         # Indexes plugins build over the snapshot's pods and share between profiles, by name.
         self.shared_indexes: dict[str, Any] = {}
         # Free-form state for out-of-tree plugins and tests; kubeberth's own code does not use it.

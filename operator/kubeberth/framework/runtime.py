@@ -115,8 +115,11 @@ class Framework:
         return self.ctx.waiting_pods
 
     @property
-    def percentage_of_nodes_to_score(self) -> int | None:
-        return self.spec.percentageOfNodesToScore
+    def percentage_of_nodes_to_score(self) -> int:
+        """The profile's percentageOfNodesToScore if it sets one, else the scheduler-wide one
+        (upstream's precedence; 0 means the adaptive percentage)."""
+        own = self.spec.percentageOfNodesToScore
+        return own if own is not None else self.ctx.percentage_of_nodes_to_score
 
     def plugin(self, name: str) -> Plugin | None:
         return self.plugins.get(name)

@@ -136,6 +136,7 @@ class OperatorApp:
                                                bind_concurrency=cfg.bind_concurrency)
         rng = random.Random(cfg.seed) if cfg.seed is not None else random.Random()
         self._scheduler = Scheduler(client=self._client, clock=clock, rng=rng, metrics=self.metrics)
+        self._scheduler.ctx.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
         self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile)
         self._ingest = Ingest(self._scheduler, self._profiles.apply)
         self._informers = Informers(rest=self._rest, kinds=WATCHED, sink=self._ingest, on_batch=self._after_batch)

@@ -58,6 +58,7 @@ class OperatorConfig:
     metrics_host: str = "0.0.0.0"
     request_timeout: float = 10.0
     bind_concurrency: int = DEFAULT_BIND_CONCURRENCY  # bindings in flight at once
+    percentage_of_nodes_to_score: int = 0  # scheduler-wide; 0: adaptive
     seed: int | None = None
     default_profile: bool = True  # serve default-scheduler with upstream's defaults absent a profile
     verbose: bool = False
@@ -82,6 +83,21 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def percentage(text: str) -> int:
+    """An argparse type: a whole number from 0 to 100."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 100, not {value}")
+    return value
+
+
+PERCENTAGE_HELP = ("the scheduler-wide percentageOfNodesToScore: the share of feasible nodes to find "
+                   "before scoring; a profile's own value wins; 0: upstream's adaptive share (default: 0)")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -130,6 +146,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     obs.add_argument("--log-format", choices=["plain", "full", "json"], default="plain",
                      help="log line format (default: plain)")
     sched = parser.add_argument_group("scheduling")
+    sched.add_argument("--percentage-of-nodes-to-score", dest="percentage_of_nodes_to_score", metavar="PERCENT",
+                       type=percentage, default=0, help=PERCENTAGE_HELP)
     sched.add_argument("--seed", type=int, default=None,
                        help="seed of the random tie-breaks between equally scored nodes (default: random)")
     sched.add_argument("--no-default-profile", dest="default_profile", action="store_false",
@@ -151,6 +169,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         renew_deadline=args.renew_deadline, retry_period=args.retry_period, liveness=args.liveness,
         metrics_port=metrics_port or None, metrics_host=args.metrics_host,
         request_timeout=args.request_timeout, bind_concurrency=args.bind_concurrency, seed=args.seed,
+        percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
         default_profile=args.default_profile,
         verbose=args.verbose, debug=args.debug, log_format=args.log_format)
 

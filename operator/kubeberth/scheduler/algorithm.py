@@ -74,7 +74,7 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     """How many feasible nodes to look for before scoring (upstream's adaptive formula)."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
         return num_all_nodes
-    pct = percentage or DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
+    pct = percentage if percentage is not None else DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
     if pct == 0:
         pct = 50 - num_all_nodes // 125
         if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
