@@ -9,7 +9,7 @@ protocol plus what the scheduler loop, the queue and preemption report.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from aiohttp import web
 from prometheus_client import (
@@ -87,6 +87,25 @@ class SchedulerMetrics:
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
             buckets=exponential_buckets(1, 2, 5), registry=r)
+        self.scheduling_algorithm_duration_seconds = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self.queue_incoming_pods_total = Counter(
+            "scheduler_queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"], registry=r)
+        self.cache_size_gauge = Gauge(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"], registry=r)
+        self.unschedulable_pods_gauge = Gauge(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge "
+            "for all plugins that caused it to not schedule and so this metric have meaning only when "
+            "broken down by plugin.",
+            ["plugin", "profile"], registry=r)
+        self._unschedulable_labels: set[tuple[str, str]] = set()
         for queue in QUEUES:
             self.pending_pods_gauge.labels(queue=queue).set(0)
 
@@ -117,6 +136,24 @@ class SchedulerMetrics:
 
     def preemption_victims(self, n: int) -> None:
         self.preemption_victims_histogram.observe(n)
+
+    def scheduling_algorithm_duration(self, seconds: float) -> None:
+        self.scheduling_algorithm_duration_seconds.observe(max(seconds, 0.0))
+
+    def queue_incoming_pod(self, queue: str, event: str) -> None:
+        self.queue_incoming_pods_total.labels(queue=queue, event=event).inc()
+
+    def cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
+        for kind, n in (("nodes", nodes), ("pods", pods), ("assumed_pods", assumed_pods)):
+            self.cache_size_gauge.labels(type=kind).set(n)
+
+    def unschedulable_pods(self, by_plugin_and_profile: Mapping[tuple[str, str], int]) -> None:
+        """The pods waiting in the unschedulable pool, counted under each plugin that rejected them."""
+        for key in self._unschedulable_labels - set(by_plugin_and_profile):
+            self.unschedulable_pods_gauge.labels(plugin=key[0], profile=key[1]).set(0)
+        for (plugin, profile), n in by_plugin_and_profile.items():
+            self.unschedulable_pods_gauge.labels(plugin=plugin, profile=profile).set(n)
+        self._unschedulable_labels |= set(by_plugin_and_profile)
 
     def render(self) -> bytes:
         """The text exposition format, as served on /metrics."""

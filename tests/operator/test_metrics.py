@@ -97,3 +97,34 @@ async def test_the_operator_serves_metrics_and_liveness(cluster, start_operator)
         health = await r.json()
     assert health["scheduler"]["synced"] is True
     assert "default-scheduler" in health["scheduler"]["profiles"]
+
+
+async def test_the_scheduler_reports_algorithm_latency_incoming_pods_cache_size_and_unschedulable_plugins():
+    from kubeberth.clock import FakeClock
+    from kubeberth.config import default_spec
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import InMemoryClient
+    from tests.builders import node_dict, pod_dict
+
+    m = SchedulerMetrics()
+    sched = Scheduler(clock=FakeClock(), metrics=m)
+    sched.ctx.client = InMemoryClient(sched)
+    sched.add_profile_spec(default_spec())
+    sched.on_node_add(node_dict("n1", cpu="2"))
+    sched.on_node_add(node_dict("n2", cpu="2"))
+    sched.on_pod_add(pod_dict("fits", cpu="1"))
+    sched.on_pod_add(pod_dict("too-big", cpu="8"))
+    await sched.run_until_idle(max_attempts=1)
+    assert m.sample("scheduler_scheduling_algorithm_duration_seconds_count") == 1  # only successful runs
+    assert m.sample("scheduler_queue_incoming_pods_total", {"queue": "active", "event": "UnschedulablePodAdd"}) == 2
+    assert m.sample("scheduler_queue_incoming_pods_total",
+                    {"queue": "unschedulable", "event": "ScheduleAttemptFailure"}) == 1
+    assert m.sample("scheduler_cache_size", {"type": "nodes"}) == 2
+    assert m.sample("scheduler_cache_size", {"type": "pods"}) == 1
+    assert m.sample("scheduler_cache_size", {"type": "assumed_pods"}) == 0
+    assert m.sample("scheduler_unschedulable_pods",
+                    {"plugin": "NodeResourcesFit", "profile": "default-scheduler"}) == 1
+    sched.on_pod_delete(pod_dict("too-big", cpu="8"))
+    sched.report_pending_pods()
+    assert m.sample("scheduler_unschedulable_pods",
+                    {"plugin": "NodeResourcesFit", "profile": "default-scheduler"}) == 0

@@ -334,6 +334,9 @@ class SchedulerCache:
     def assumed_pods(self) -> list[Pod]:
         return [self._pods[u].pod for u in self._assumed if u in self._pods]
 
+    def assumed_count(self) -> int:
+        return len(self._assumed)
+
     def pod_count(self) -> int:
         return len(self._pods)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..cache.objects import ObjectStore
@@ -33,6 +33,14 @@ class MetricsRecorder(Protocol):
 
     def preemption_victims(self, n: int) -> None: ...
 
+    def scheduling_algorithm_duration(self, seconds: float) -> None: ...
+
+    def queue_incoming_pod(self, queue: str, event: str) -> None: ...
+
+    def cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None: ...
+
+    def unschedulable_pods(self, by_plugin_and_profile: Mapping[tuple[str, str], int]) -> None: ...
+
 
 class NoMetrics:
     """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
@@ -53,6 +61,18 @@ class NoMetrics:
         pass
 
     def preemption_victims(self, n: int) -> None:
+        pass
+
+    def scheduling_algorithm_duration(self, seconds: float) -> None:
+        pass
+
+    def queue_incoming_pod(self, queue: str, event: str) -> None:
+        pass
+
+    def cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
+        pass
+
+    def unschedulable_pods(self, by_plugin_and_profile: Mapping[tuple[str, str], int]) -> None:
         pass
 
 

@@ -151,6 +151,8 @@ class PriorityQueue:
         self._closed = False
         # Set by the scheduler so that namespaceSelector affinity terms can be evaluated.
         self.namespace_labels: Callable[[str], Mapping[str, str]] | None = None
+        # Told (queue, event) whenever a pod enters a queue (scheduler_queue_incoming_pods_total).
+        self.on_incoming: Callable[[str, str], None] | None = None
         for p in profiles:
             self.set_profile(p)
 
@@ -250,8 +252,13 @@ class PriorityQueue:
         heap.add_or_update(q)
         if event in (ev.EVENT_UNSCHEDULED_POD_ADD.label, ev.EVENT_UNSCHEDULED_POD_UPDATE.label):
             self.nominator.add_nominated_pod(q.pod)
+        self._incoming(ACTIVE, event)
         self._wake()
         return True
+
+    def _incoming(self, queue: str, event: str) -> None:
+        if self.on_incoming is not None:
+            self.on_incoming(queue, event)
 
     def _move_to_backoff(self, q: QueuedPodInfo) -> None:
         uid = q.pod.uid
@@ -263,9 +270,11 @@ class PriorityQueue:
         """Where the pod goes for a strategy; returns the queue's name."""
         if strategy == Strategy.SKIP:
             self._unschedulable[q.pod.uid] = q
+            self._incoming(UNSCHEDULABLE, event)
             return UNSCHEDULABLE
         if strategy == Strategy.AFTER_BACKOFF and self.is_backing_off(q):
             self._move_to_backoff(q)
+            self._incoming(BACKOFF, event)
             return BACKOFF
         if self._move_to_active(q, event):
             return ACTIVE
@@ -424,6 +433,7 @@ class PriorityQueue:
             if is_pod_updated(old or old_pod, new):
                 if self.is_backing_off(q) and not q.gated:
                     self._move_to_backoff(q)
+                    self._incoming(BACKOFF, ev.EVENT_UNSCHEDULED_POD_UPDATE.label)
                 else:
                     self._move_to_active(q, ev.EVENT_UNSCHEDULED_POD_UPDATE.label)
             return
@@ -627,6 +637,17 @@ class PriorityQueue:
         unsched = [q.pod for q in self._unschedulable.values() if not q.gated]
         gated = [q.pod for q in self._unschedulable.values() if q.gated]
         return {ACTIVE: active, BACKOFF: [q.pod for q in self._backoff], UNSCHEDULABLE: unsched, GATED: gated}
+
+    def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
+        """(plugin, profile) -> pods waiting in the unschedulable pool that the plugin rejected."""
+        counts: dict[tuple[str, str], int] = {}
+        for q in self._unschedulable.values():
+            if q.gated:
+                continue
+            for plugin in q.unschedulable_plugins | q.pending_plugins:
+                key = (plugin, q.pod.scheduler_name)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def __len__(self) -> int:
         return sum(len(h) for h in self._active.values()) + len(self._backoff) + len(self._unschedulable)

@@ -43,6 +43,7 @@ class SchedulerBase:
         self.queue = PriorityQueue(clock=self.clock, nominator=self.nominator,
                                    pod_max_in_unschedulable=pod_max_in_unschedulable)
         self.queue.namespace_labels = self.ctx.objects.namespace_labels
+        self.queue.on_incoming = lambda queue, event: self.metrics.queue_incoming_pod(queue, event)
         self.ctx.nominator = self.nominator
         self.ctx.record_victims = self.record_victims
         self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)

@@ -62,7 +62,9 @@ class SchedulingCycles(SchedulerBase):
         self.ctx.snapshot = self.snapshot
         state = CycleState()
         try:
+            algorithm_started = time.perf_counter()
             result = await schedule_pod(fw, state, pod)
+            self.metrics.scheduling_algorithm_duration(time.perf_counter() - algorithm_started)
         except FitError as fit:
             await self._on_fit_error(fw, state, q, fit, started)
             return

@@ -147,9 +147,13 @@ class Scheduler(EventHandlers, SchedulingCycles):
             self.report_pending_pods()
 
     def report_pending_pods(self) -> dict[str, int]:
+        """scheduler_pending_pods, and with it the gauges upstream refreshes periodically:
+        scheduler_unschedulable_pods and scheduler_cache_size."""
         counts = {name: len(pods) for name, pods in self.queue.pending_pods().items()}
         for name, n in counts.items():
             self.metrics.pending_pods(name, n)
+        self.metrics.unschedulable_pods(self.queue.unschedulable_by_plugin())
+        self.metrics.cache_size(self.cache.node_count(), self.cache.pod_count(), self.cache.assumed_count())
         return counts
 
     async def run_until_idle(self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
