@@ -91,6 +91,10 @@ class SchedulerMetrics:
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self.permit_wait_duration_seconds = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
         self.queue_incoming_pods_total = Counter(
             "scheduler_queue_incoming_pods_total",
             "Number of pods added to scheduling queues by event and queue type.",
@@ -139,6 +143,9 @@ class SchedulerMetrics:
 
     def scheduling_algorithm_duration(self, seconds: float) -> None:
         self.scheduling_algorithm_duration_seconds.observe(max(seconds, 0.0))
+
+    def permit_wait_duration(self, result: str, seconds: float) -> None:
+        self.permit_wait_duration_seconds.labels(result=result).observe(max(seconds, 0.0))
 
     def queue_incoming_pod(self, queue: str, event: str) -> None:
         self.queue_incoming_pods_total.labels(queue=queue, event=event).inc()

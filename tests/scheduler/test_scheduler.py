@@ -46,6 +46,23 @@ async def test_binding_runs_as_its_own_task() -> None:
     assert client.of("bind") == [("default/p", "n1")]
 
 
+async def test_the_wait_on_permit_is_measured_by_its_result() -> None:
+    from kubeberth.metrics import SchedulerMetrics
+
+    sched, _, _ = scheduler(script={"permit": "wait"})
+    sched.ctx.metrics = metrics = SchedulerMetrics()
+    add_pod(sched, "p")
+    await sched.schedule_one()
+    sched.ctx.waiting_pods.get(sched._uids["default/p"]).allow("Script")  # type: ignore[union-attr]
+    await sched.wait_for_bindings()
+    assert metrics.sample("scheduler_permit_wait_duration_seconds_count", {"result": "Success"}) == 1
+    add_pod(sched, "q")
+    await sched.schedule_one()
+    sched.ctx.waiting_pods.get(sched._uids["default/q"]).reject("Script", "no")  # type: ignore[union-attr]
+    await sched.wait_for_bindings()
+    assert metrics.sample("scheduler_permit_wait_duration_seconds_count", {"result": "Unschedulable"}) == 1
+
+
 async def test_assumed_pod_holds_its_room_for_the_next_cycle() -> None:
     sched, client, _ = scheduler(feed=False, nodes={"n1": "2", "n2": "2"})
     add_pod(sched, "a", cpu="2")

@@ -35,6 +35,8 @@ class MetricsRecorder(Protocol):
 
     def scheduling_algorithm_duration(self, seconds: float) -> None: ...
 
+    def permit_wait_duration(self, result: str, seconds: float) -> None: ...
+
     def queue_incoming_pod(self, queue: str, event: str) -> None: ...
 
     def cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None: ...
@@ -64,6 +66,9 @@ class NoMetrics:
         pass
 
     def scheduling_algorithm_duration(self, seconds: float) -> None:
+        pass
+
+    def permit_wait_duration(self, result: str, seconds: float) -> None:
         pass
 
     def queue_incoming_pod(self, queue: str, event: str) -> None:

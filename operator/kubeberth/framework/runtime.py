@@ -381,10 +381,15 @@ class Framework:
         wp = self.ctx.waiting_pods.get(pod.uid)
         if wp is None:
             return None
+        started = time.perf_counter()
         try:
-            return await wp.wait()
+            status = await wp.wait()
         finally:
             self.ctx.waiting_pods.remove(pod.uid)
+        if self.ctx.metrics is not None:
+            code = (status.code if status is not None else Code.SUCCESS).upstream_name
+            self.ctx.metrics.permit_wait_duration(code, time.perf_counter() - started)
+        return status
 
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for p in self.pre_bind_plugins:
