@@ -41,7 +41,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from ..client import UNSCHEDULABLE_REASON, BindConflict
 from ..clock import Clock, RealClock
 from ..model import Pod
-from .background import cancel_and_wait
+from .background import drain_then_cancel
 from .rest import RestClient, describe_error
 from .status_writer import PodStatusWriter
 
@@ -271,9 +271,7 @@ class EventRecorder:
         """Send what is queued (within `timeout`), then stop."""
         if not self._tasks:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.flush(), timeout)
-        await cancel_and_wait(self._tasks)
+        await drain_then_cancel(self._tasks, self.flush, timeout)
         self._tasks = []
 
     async def flush(self) -> None:

@@ -10,13 +10,12 @@ patched out of order and a burst of failures of one pod costs one or two request
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..model import Pod
-from .background import cancel_and_wait
+from .background import drain_then_cancel
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +92,5 @@ class PodStatusWriter:
     async def close(self, timeout: float = 2.0) -> None:
         if not self._tasks:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.flush(), timeout)
-        await cancel_and_wait(self._tasks)
+        await drain_then_cancel(self._tasks, self.flush, timeout)
         self._tasks = []
