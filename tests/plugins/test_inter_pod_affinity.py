@@ -34,6 +34,9 @@ NAMESPACES = [
 class Handle:
     """The slice of the framework handle the plugin reads."""
 
+    vectorise = False
+    vector_min_nodes = 0
+
     def __init__(self, nodes: list[Node], pods: list[Pod], namespaces: Any = NAMESPACES) -> None:
         self.snapshot = Snapshot.from_objects(nodes, pods)
         self.objects = ObjectStore()

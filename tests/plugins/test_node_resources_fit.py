@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubeberth.config.models import ExtenderConfig
+from kubeberth.extender import build_extenders
 from kubeberth.framework import Code, CycleState, PluginError, Status
 from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import Node, NodeInfo, Pod
@@ -286,10 +287,10 @@ def test_ignored_extended_resources_from_extenders() -> None:
     h = handle()
     pl = NodeResourcesFit(None, h)
     assert run_filter(pl, pod, ni) == unresolvable(EXT_B)
-    h.extenders = [ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[
-        {"name": EXT_B, "ignoredByScheduler": True}])]
+    h.extenders = build_extenders([ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[
+        {"name": EXT_B, "ignoredByScheduler": True}])])
     assert run_filter(pl, pod, ni) is None
-    h.extenders = [ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[{"name": EXT_B}])]
+    h.extenders = build_extenders([ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[{"name": EXT_B}])])
     assert run_filter(pl, pod, ni) == unresolvable(EXT_B)
 
 

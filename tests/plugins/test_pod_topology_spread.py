@@ -100,6 +100,9 @@ def hn(name: str, **more: str) -> Node:
 
 
 class Handle:
+    vectorise = False
+    vector_min_nodes = 0
+
     def __init__(self, nodes: list[Node], pods: list[Pod], objects: list[tuple[str, dict[str, Any]]] = ()) -> None:  # type: ignore[assignment]
         self.snapshot = Snapshot.from_objects(nodes, pods)
         self.objects = ObjectStore()

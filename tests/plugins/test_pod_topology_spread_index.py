@@ -25,6 +25,9 @@ APPS = ["web", "db", "cache"]
 
 
 class Handle:
+    vectorise = False
+    vector_min_nodes = 0
+
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.objects = ObjectStore()

@@ -201,5 +201,5 @@ def test_through_the_framework() -> None:
     state = CycleState()
     infos = list(fw.snapshot.node_infos)
     assert fw.run_pre_score(state, incoming, infos) is None
-    got = {r.name: r.total for r in fw.run_score(state, incoming, infos)}
+    got = {r.name: r.total for r in fw.run_score(state, incoming, infos).to_list()}
     assert got == {M1: 0, M2: 100}

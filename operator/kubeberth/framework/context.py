@@ -17,6 +17,8 @@ from .waiting_pods import WaitingPods
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
+    def nominated_node_names(self) -> list[str]: ...
+
 
 class MetricsRecorder(Protocol):
     """What the scheduler reports, with kube-scheduler's metric names (kubeberth.metrics)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -10,8 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..cache.objects import ObjectStore
+from ..cache.snapshot import Snapshot
 from ..client import ClusterClient
+from ..clock import Clock
 from ..model import NodeInfo, Pod
+from .context import NO_METRICS
 from .cycle_state import CycleState
 from .extender import Extender
 from .interfaces import (
@@ -33,7 +38,6 @@ from .status import Code, PluginError, Status
 from .types import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
-    NodePluginScores,
     NodeScore,
     NodeToStatus,
     PostFilterResult,
@@ -41,20 +45,21 @@ from .types import (
     QueuedPodInfo,
 )
 from .vector import NodeView, ScoreTable
-from .waiting_pods import WaitingPod
+from .waiting_pods import WaitingPod, WaitingPods
 
 if TYPE_CHECKING:
     from ..config.models import SchedulingProfileSpec
-    from .context import SchedulerContext
+    from .context import MetricsRecorder, Nominator, SchedulerContext, VictimsRecorder
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 
 class Framework:
-    """Runs a profile. It is also the handle given to plugins (as upstream's frameworkImpl).
+    """Runs a profile. It is also the handle given to plugins (handle.py; as upstream's
+    frameworkImpl).
 
     `vectorise`: filter and score through the plugins' `filter_all` / `score_all` over the
-    snapshot's node arrays (see framework/vector.py) when the cycle sees at least
+    snapshot's node arrays (see framework/vector/) when the cycle sees at least
     `vector_min_nodes` nodes; the decisions are the same either way, only faster.
     """
 
@@ -81,17 +86,17 @@ class Framework:
         self.score_weights: dict[str, int] = {}
         self.extenders: list[Extender] = []
 
-    # ---- handle ---------------------------------------------------------------
+    # ---- handle (handle.py) ----------------------------------------------------
     @property
     def scheduler_name(self) -> str:
         return self.spec.schedulerName
 
     @property
-    def snapshot(self) -> Any:
+    def snapshot(self) -> Snapshot:
         return self.ctx.snapshot
 
     @property
-    def objects(self) -> Any:
+    def objects(self) -> ObjectStore:
         return self.ctx.objects
 
     @property
@@ -99,20 +104,32 @@ class Framework:
         return self.ctx.client
 
     @property
-    def nominator(self) -> Any:
+    def nominator(self) -> Nominator | None:
         return self.ctx.nominator
 
     @property
-    def rng(self) -> Any:
+    def rng(self) -> random.Random:
         return self.ctx.rng
 
     @property
-    def clock(self) -> Any:
+    def clock(self) -> Clock:
         return self.ctx.clock
 
     @property
-    def waiting_pods(self) -> Any:
+    def waiting_pods(self) -> WaitingPods:
         return self.ctx.waiting_pods
+
+    @property
+    def metrics(self) -> MetricsRecorder:
+        return self.ctx.metrics or NO_METRICS
+
+    @property
+    def record_victims(self) -> VictimsRecorder | None:
+        return self.ctx.record_victims
+
+    @property
+    def shared_indexes(self) -> dict[str, Any]:
+        return self.ctx.shared_indexes
 
     @property
     def percentage_of_nodes_to_score(self) -> int:
@@ -281,52 +298,24 @@ class Framework:
         self._observe("PreScore", None, started)
         return None
 
-    def run_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[NodePluginScores]:
-        """Scores, normalised and weighted, per node. Raises PluginError on a plugin failure.
-        The per-node path: `score_all` is for run_score_vectorised."""
-        started = time.perf_counter()
-        results = [NodePluginScores(ni.name) for ni in nodes]
-        skip = state.skip_score_plugins
-        for p in self.score_plugins:
-            if skip and p.name in skip:
-                continue
-            raw = [p.score(state, pod, ni) for ni in nodes]
-            if p.has_normalize:
-                scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, raw)]
-                st = p.normalize_score(state, pod, scores)
-                if st is not None and not st.is_success():
-                    raise PluginError(f"running Normalize on Score plugin {p.name!r}: {st.message()}", p.name)
-                raw = [ns.score for ns in scores]
-            weight = self.score_weights[p.name]
-            for res, s in zip(results, raw):
-                if s > MAX_NODE_SCORE or s < MIN_NODE_SCORE:
-                    raise PluginError(
-                        f"plugin {p.name!r} returns an invalid score {s}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
-                weighted = s * weight
-                res.scores[p.name] = weighted
-                res.total += weighted
-        self._observe("Score", None, started)
-        return results
-
-    def run_score_vectorised(self, state: CycleState, pod: Pod, nodes: NodeView) -> ScoreTable:
-        """run_score for a NodeView, as arrays: plugins' `score_all` / `normalize_all` where they
-        have them, their per-node methods otherwise. Same scores, same errors."""
+    def run_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> ScoreTable:
+        """Scores, normalised and weighted, per node of `nodes`. Raises PluginError on a plugin
+        failure. When `nodes` is a NodeView of a vectorising framework, plugins' `score_all` /
+        `normalize_all` give whole columns where they can; their per-node methods otherwise."""
         started = time.perf_counter()
         m = len(nodes)
         totals = np.zeros(m, dtype=np.int64)
         per_plugin: dict[str, np.ndarray] = {}
+        view = nodes if self.vectorise and isinstance(nodes, NodeView) else None
         skip = state.skip_score_plugins
         for p in self.score_plugins:
             if skip and p.name in skip:
                 continue
-            score_all = getattr(p, "score_all", None)
-            raw = score_all(state, pod, nodes) if score_all is not None else None
+            raw = p.score_all(state, pod, view) if view is not None else None
             if raw is None:
                 raw = np.fromiter((p.score(state, pod, ni) for ni in nodes), dtype=np.int64, count=m)
             if p.has_normalize:
-                normalize_all = getattr(p, "normalize_all", None)
-                out = normalize_all(state, pod, nodes, raw) if normalize_all is not None else None
+                out = p.normalize_all(state, pod, view, raw) if view is not None else None
                 if out is None:
                     scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, raw.tolist())]
                     st = p.normalize_score(state, pod, scores)

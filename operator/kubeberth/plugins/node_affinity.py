@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..framework.cycle_state import CycleState
 from ..framework.events import NODE, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
@@ -133,7 +134,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     args_model = NodeAffinityArgs
     has_normalize = True
 
-    def __init__(self, args: NodeAffinityArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: NodeAffinityArgs | None = None, handle: Handle | None = None) -> None:
         self.handle = handle
         # Matches of node selectors / preferred terms against every node, per node-label version.
         self._masks = MaskCache()

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..framework.cycle_state import CycleState
 from ..framework.events import NODE, UNSCHEDULED_POD, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
@@ -82,7 +83,7 @@ def declared_features(node: Node) -> frozenset[str]:
 class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
     name = NAME
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def events_to_register(self) -> list[ClusterEvent]:

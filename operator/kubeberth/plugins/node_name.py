@@ -8,6 +8,7 @@ import numpy as np
 
 from ..framework.cycle_state import CycleState
 from ..framework.events import NODE, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
@@ -22,7 +23,7 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
 class NodeName(FilterPlugin):
     name = "NodeName"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def events_to_register(self) -> list[ClusterEvent]:

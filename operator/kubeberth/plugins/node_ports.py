@@ -9,6 +9,7 @@ import numpy as np
 
 from ..framework.cycle_state import CycleState
 from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
@@ -44,7 +45,7 @@ def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = NAME
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def events_to_register(self) -> list[ClusterEvent]:

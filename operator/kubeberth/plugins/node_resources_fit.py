@@ -13,9 +13,9 @@ from ..cache.node_arrays import CPU as COL_CPU
 from ..cache.node_arrays import EPH as COL_EPH
 from ..cache.node_arrays import MEM as COL_MEM
 from ..cache.node_arrays import PODS as COL_PODS
-from ..extender.cycle import ignored_resources
 from ..framework.cycle_state import CycleState
 from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import Status
 from ..framework.types import MAX_NODE_SCORE, PreFilterResult
@@ -357,7 +357,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     name = NAME
     args_model = NodeResourcesFitArgs
 
-    def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
         args = args if args is not None else NodeResourcesFitArgs()
         self.handle = handle
         self.args = args
@@ -373,10 +373,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def _ignored(self) -> frozenset[str]:
         """The args' ignoredResources plus the resources this profile's extenders manage with
         ignoredByScheduler (read each cycle: extenders are attached after plugins are built)."""
-        extenders = getattr(self.handle, "extenders", None)
+        extenders = self.handle.extenders
         if not extenders:
             return self.ignored_resources
-        return self.ignored_resources | frozenset(ignored_resources(extenders))
+        return self.ignored_resources.union(*(e.ignored_resources for e in extenders))
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:

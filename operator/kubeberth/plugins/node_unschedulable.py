@@ -8,6 +8,7 @@ import numpy as np
 
 from ..framework.cycle_state import CycleState
 from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
@@ -23,7 +24,7 @@ _UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def events_to_register(self) -> list[ClusterEvent]:

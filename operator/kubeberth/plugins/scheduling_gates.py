@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..framework.events import POD, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import PreEnqueuePlugin
 from ..framework.status import Status
 from ..model import Pod
@@ -13,7 +14,7 @@ from ..model import Pod
 class SchedulingGates(PreEnqueuePlugin):
     name = "SchedulingGates"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def events_to_register(self) -> list[ClusterEvent]:

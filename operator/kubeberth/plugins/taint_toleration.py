@@ -9,6 +9,7 @@ import numpy as np
 
 from ..framework.cycle_state import CycleState
 from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore
@@ -50,7 +51,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
     has_normalize = True
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def events_to_register(self) -> list[ClusterEvent]:
