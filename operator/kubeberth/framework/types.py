@@ -98,6 +98,16 @@ class Diagnosis:
         self.pre_filter_msg = ""
         self.post_filter_msg = ""
 
+    def add_plugin_status(self, status: Status) -> None:
+        """Note the plugin that rejected a node or the pod (upstream's AddPluginStatus): it is
+        the plugin whose events may make the pod schedulable again."""
+        if not status.plugin:
+            return
+        if status.code == Code.PENDING:
+            self.pending_plugins.add(status.plugin)
+        elif status.is_rejected():
+            self.unschedulable_plugins.add(status.plugin)
+
 
 class FitError(Exception):
     """No node fits the pod. The message is upstream's, word for word."""

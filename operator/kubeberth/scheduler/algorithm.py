@@ -83,10 +83,7 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
 
 def _record(diagnosis: Diagnosis, name: str, status: Status) -> None:
     diagnosis.node_to_status.set(name, status)
-    if status.code == Code.PENDING:
-        diagnosis.pending_plugins.add(status.plugin)
-    elif status.plugin:
-        diagnosis.unschedulable_plugins.add(status.plugin)
+    diagnosis.add_plugin_status(status)
 
 
 def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
@@ -245,10 +242,7 @@ async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
             raise SchedulingError(status)
         diagnosis.node_to_status.absent = status
         diagnosis.pre_filter_msg = status.message()
-        if status.code == Code.PENDING:
-            diagnosis.pending_plugins.add(status.plugin)
-        elif status.plugin:
-            diagnosis.unschedulable_plugins.add(status.plugin)
+        diagnosis.add_plugin_status(status)
         return [], diagnosis
 
     if pod.nominated_node_name:

@@ -266,9 +266,5 @@ class SchedulingCycles(SchedulerBase):
 def _single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError:
     diagnosis = Diagnosis()
     diagnosis.node_to_status.set(host, status)
-    if status.plugin:
-        if status.code == Code.PENDING:
-            diagnosis.pending_plugins.add(status.plugin)
-        else:
-            diagnosis.unschedulable_plugins.add(status.plugin)
+    diagnosis.add_plugin_status(status)
     return FitError(pod, 1, diagnosis, [host])
