@@ -45,6 +45,10 @@ class MetricsRecorder(Protocol):
 
     def unschedulable_pods(self, by_plugin_and_profile: Mapping[tuple[str, str], int]) -> None: ...
 
+    def plugin_execution_durations(self, plugin: str, point: str, status: str, seconds: Sequence[float]) -> None: ...
+
+    def plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None: ...
+
 
 class NoMetrics:
     """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
@@ -80,6 +84,12 @@ class NoMetrics:
         pass
 
     def unschedulable_pods(self, by_plugin_and_profile: Mapping[tuple[str, str], int]) -> None:
+        pass
+
+    def plugin_execution_durations(self, plugin: str, point: str, status: str, seconds: Sequence[float]) -> None:
+        pass
+
+    def plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None:
         pass
 
 

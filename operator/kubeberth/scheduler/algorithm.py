@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 
@@ -140,10 +141,14 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
     passed = np.ones(n, dtype=bool) if arrays is not None else None
     chain: list[tuple[FilterPlugin, np.ndarray | None]] = []  # in filter order
     per_node: list[FilterPlugin] = []
+    pm = fw.plugin_metrics
     for p in fw.filter_plugins:
         if skip and p.name in skip:
             continue
+        t0 = time.perf_counter()
         mask = p.filter_all(state, pod, view_all) if view_all is not None else None
+        if mask is not None and state.record_plugin_metrics:  # one observation for all the nodes
+            pm.took(p.name, "Filter", None, time.perf_counter() - t0)
         chain.append((p, mask))
         if mask is None:
             per_node.append(p)
@@ -172,7 +177,9 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             special = special.copy()
             special[[arrays.pos[name] for name in nominated if name in arrays.pos]] = True
         if not per_node and not special.any():
-            return _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
+            view, processed = _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
+            pm.count_filter_calls((p.name for p, _ in chain), _stops(diagnosis), len(view))
+            return view, processed
         passed_l: list[bool] | None = passed.tolist()
         special_l: list[bool] = special.tolist()
     else:
@@ -183,11 +190,15 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
     feasible: list[NodeInfo] = []
     feasible_pos: list[int] = []
     processed = 0
+    # Filter calls of the nodes walked here (run_all counts its own): see PluginMetrics.
+    stops: dict[str, int] = {}
+    plain_passed = 0
     status: Status | None
     for i in itertools.chain(range(start, n), range(start)):
         ni = nodes[i]
         processed += 1
-        if special_l[i]:
+        counted = special_l[i]
+        if counted:
             status = run_all(state, pod, ni)
         elif passed_l is not None and not passed_l[i]:
             status = rejected(ni, i)
@@ -198,15 +209,28 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
         if status is None or status.code == Code.SUCCESS:
             feasible.append(ni)
             feasible_pos.append(i)
+            if not counted:
+                plain_passed += 1
             if len(feasible) >= to_find:
                 break
         elif status.code == Code.ERROR:
             raise SchedulingError(status)
         else:
             _record(diagnosis, ni.name, status)
+            if not counted:
+                stops[status.plugin] = stops.get(status.plugin, 0) + 1
+    pm.count_filter_calls((p.name for p, _ in chain), stops, plain_passed)
     if arrays is None:
         return feasible, processed
     return NodeView(feasible, arrays, np.asarray(feasible_pos, dtype=np.intp)), processed
+
+
+def _stops(diagnosis: Diagnosis) -> dict[str, int]:
+    """How many nodes of the diagnosis each plugin rejected."""
+    out: dict[str, int] = {}
+    for status in diagnosis.node_to_status.statuses.values():
+        out[status.plugin] = out.get(status.plugin, 0) + 1
+    return out
 
 
 def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarray, to_find: int, start: int,

@@ -46,6 +46,14 @@ class SchedulingCycles(SchedulerBase):
         return True
 
     async def schedule_popped(self, q: QueuedPodInfo) -> None:
+        try:
+            await self._scheduling_cycle(q)
+        finally:
+            if self.ctx.metrics is not None:
+                for fw in self.profiles.values():
+                    fw.flush_plugin_metrics()
+
+    async def _scheduling_cycle(self, q: QueuedPodInfo) -> None:
         pod = q.pod
         uid = pod.uid
         fw = self.profiles.get(pod.scheduler_name)
@@ -61,6 +69,7 @@ class SchedulingCycles(SchedulerBase):
         self.cache.update_snapshot(self.snapshot)
         self.ctx.snapshot = self.snapshot
         state = CycleState()
+        state.record_plugin_metrics = self.ctx.metrics is not None and fw.plugin_metrics.sample()
         try:
             algorithm_started = time.perf_counter()
             result = await schedule_pod(fw, state, pod)
