@@ -161,9 +161,35 @@ class SchedulerMetrics:
             "Number of attempts to schedule pods by each plugin and the extension point (available only "
             "in PreFilter, Filter, PreScore, and Score).",
             ["plugin", "extension_point", "profile"], registry=r)
+        self.queueing_hint_execution_duration_seconds = BulkHistogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"], exponential_buckets(0.00001, 1.5, 20), r)
+        self.inflight_events_gauge = Gauge(
+            "scheduler_inflight_events",
+            "Number of events currently tracked in the scheduling queue.", ["event"], registry=r)
+        self.queued_entities_gauge = Gauge(
+            "scheduler_queued_entities",
+            "Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands for individual pods "
+            "that are not members of any podgroup) by the queue type. 'active' means number of entities in "
+            "activeQ; 'backoff' means number of entities in backoffQ; 'unschedulable' means number of entities "
+            "in unschedulableEntities that the scheduler attempted to schedule and failed; 'gated' is the number "
+            "of unschedulable entities that the scheduler never attempted to schedule because they are gated.",
+            ["queue", "type"], registry=r)
+        self.queue_incoming_entities_total = Counter(
+            "scheduler_queue_incoming_entities_total",
+            "Number of entities added to scheduling queues by event, queue type, and entity type.",
+            ["queue", "event", "type"], registry=r)
+        self.pod_scheduled_after_flush_total = Counter(
+            "scheduler_pod_scheduled_after_flush_total",
+            "Number of pods that were successfully scheduled after being flushed from unschedulableEntities "
+            "due to timeout. This metric helps detect potential queueing hint misconfigurations or event "
+            "handling issues.", registry=r)
+        self._inflight_labels: set[str] = set()
         self._unschedulable_labels: set[tuple[str, str]] = set()
         for queue in QUEUES:
             self.pending_pods_gauge.labels(queue=queue).set(0)
+            self.queued_entities_gauge.labels(queue=queue, type="pod").set(0)
 
     # framework.context.MetricsRecorder
     def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
@@ -186,6 +212,7 @@ class SchedulerMetrics:
 
     def pending_pods(self, queue: str, n: int) -> None:
         self.pending_pods_gauge.labels(queue=queue).set(n)
+        self.queued_entities_gauge.labels(queue=queue, type="pod").set(n)
 
     def preemption_attempt(self) -> None:
         self.preemption_attempts_total.inc()
@@ -201,6 +228,20 @@ class SchedulerMetrics:
 
     def queue_incoming_pod(self, queue: str, event: str) -> None:
         self.queue_incoming_pods_total.labels(queue=queue, event=event).inc()
+        self.queue_incoming_entities_total.labels(queue=queue, event=event, type="pod").inc()
+
+    def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        self.queueing_hint_execution_duration_seconds.observe_many((plugin, event, hint), (seconds,))
+
+    def inflight_events(self, by_event: Mapping[str, int]) -> None:
+        for label in self._inflight_labels - set(by_event):
+            self.inflight_events_gauge.labels(event=label).set(0)
+        for label, n in by_event.items():
+            self.inflight_events_gauge.labels(event=label).set(n)
+        self._inflight_labels |= set(by_event)
+
+    def pod_scheduled_after_flush(self) -> None:
+        self.pod_scheduled_after_flush_total.inc()
 
     def cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
         for kind, n in (("nodes", nodes), ("pods", pods), ("assumed_pods", assumed_pods)):

@@ -116,7 +116,7 @@ async def test_the_scheduler_reports_algorithm_latency_incoming_pods_cache_size_
     sched.on_pod_add(pod_dict("too-big", cpu="8"))
     await sched.run_until_idle(max_attempts=1)
     assert m.sample("scheduler_scheduling_algorithm_duration_seconds_count") == 1  # only successful runs
-    assert m.sample("scheduler_queue_incoming_pods_total", {"queue": "active", "event": "UnschedulablePodAdd"}) == 2
+    assert m.sample("scheduler_queue_incoming_pods_total", {"queue": "active", "event": "UnscheduledPodAdd"}) == 2
     assert m.sample("scheduler_queue_incoming_pods_total",
                     {"queue": "unschedulable", "event": "ScheduleAttemptFailure"}) == 1
     assert m.sample("scheduler_cache_size", {"type": "nodes"}) == 2

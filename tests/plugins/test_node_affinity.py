@@ -10,7 +10,6 @@ from pydantic import ValidationError
 
 from kubeberth.config import ConfigError
 from kubeberth.framework import Code, CycleState, PreFilterResult, Status
-from kubeberth.framework.events import NODE, ActionType, ClusterEvent
 from kubeberth.model import NodeInfo
 from kubeberth.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
 from tests.builders import make_node, make_pod
@@ -314,8 +313,3 @@ def test_args_through_the_profile_name_the_field() -> None:
     fw = framework_for(profile)
     pl = fw.plugin("NodeAffinity")
     assert isinstance(pl, NodeAffinity) and pl.added_node_selector is not None
-
-
-def test_events() -> None:
-    assert plugin().events_to_register() == [
-        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT)]

@@ -12,17 +12,10 @@ from pydantic import ValidationError
 from kubeberth.config.models import ExtenderConfig
 from kubeberth.extender import build_extenders
 from kubeberth.framework import Code, CycleState, PluginError, Status
-from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins._resource_allocation import ResourceAllocationScorer
-from kubeberth.plugins.node_resources_fit import (
-    NodeResourcesFit,
-    NodeResourcesFitArgs,
-    broken_linear_function,
-    fits,
-    fits_request,
-    least_resource_scorer,
-)
+from kubeberth.plugins._scoring_strategies import broken_linear_function, least_resource_scorer
+from kubeberth.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs, fits, fits_request
 from tests.builders import make_node, make_pod, node_dict
 
 from ._core_helpers import handle, run_filter, run_score
@@ -628,10 +621,3 @@ def test_profile_args_error_names_the_field() -> None:
     fw = framework_for(profile)
     pl = fw.plugin("NodeResourcesFit")
     assert isinstance(pl, NodeResourcesFit) and pl.scorer.weights == [2]
-
-
-def test_events() -> None:
-    assert NodeResourcesFit(None, handle()).events_to_register() == [
-        ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
-        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE | ActionType.UPDATE_NODE_TAINT
-                     | ActionType.UPDATE_NODE_LABEL)]

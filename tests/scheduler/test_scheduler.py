@@ -466,8 +466,9 @@ async def test_run_until_idle_gives_up_on_a_pod_that_keeps_failing() -> None:
     rec = sched.outcomes["default/p"]
     assert cycles == 5 and rec.attempts == 5
     assert (rec.status, rec.message) == (S_UNSCHEDULABLE, "running Bind plugin 'Script': bind failed")
-    # Backoffs expired by moving the fake clock; popped a 6th time after the last one, it is dropped.
-    assert clock.now() - start == 1 + 2 + 4 + 8 + 10
+    # Backoffs (an error: never popped early) expired by moving the fake clock past the end of the
+    # one-second window each ends in; popped a 6th time after the last one, it is dropped.
+    assert clock.now() - start == (1 + 1) + (2 + 1) + (4 + 1) + (8 + 1) + (10 + 1)
     assert where(sched, sched.pending_pod(rec.uid)) == "absent"
 
 

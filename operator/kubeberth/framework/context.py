@@ -49,6 +49,12 @@ class MetricsRecorder(Protocol):
 
     def plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None: ...
 
+    def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None: ...
+
+    def inflight_events(self, by_event: Mapping[str, int]) -> None: ...
+
+    def pod_scheduled_after_flush(self) -> None: ...
+
 
 class NoMetrics:
     """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
@@ -90,6 +96,15 @@ class NoMetrics:
         pass
 
     def plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None:
+        pass
+
+    def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        pass
+
+    def inflight_events(self, by_event: Mapping[str, int]) -> None:
+        pass
+
+    def pod_scheduled_after_flush(self) -> None:
         pass
 
 

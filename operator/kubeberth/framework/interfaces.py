@@ -18,7 +18,7 @@ import numpy as np
 
 from ..model import NodeInfo, Pod
 from .cycle_state import CycleState
-from .events import ClusterEvent
+from .events import ClusterEvent, ClusterEventWithHint
 from .status import Status
 from .types import NodeScore, PostFilterResult, PreFilterResult, QueuedPodInfo
 from .vector import AllNodes, NodeView
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 class Plugin:
     name: ClassVar[str] = ""
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        """Cluster events that may make a pod this plugin rejected schedulable; the default,
-        no list, means any event may help."""
+    def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
+        """Cluster events that may make a pod this plugin rejected schedulable, each with an
+        optional QueueingHint (framework/events.py); the default, no list, means any event may help."""
         return []
 
 

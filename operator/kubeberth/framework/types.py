@@ -152,14 +152,20 @@ class FitError(Exception):
 class QueuedPodInfo:
     """A pod in the scheduling queue with its bookkeeping."""
 
-    __slots__ = ("attempts", "gated", "initial_attempt_timestamp", "pending_plugins", "pod",
-                 "timestamp", "unschedulable_count", "unschedulable_plugins")
+    __slots__ = ("attempts", "backoff_expiry", "consecutive_errors", "flushed", "gated", "initial_attempt_timestamp",
+                 "pending_plugins", "pod", "timestamp", "unschedulable_count", "unschedulable_plugins")
 
     def __init__(self, pod: Pod, timestamp: float = 0.0) -> None:
         self.pod = pod
         self.timestamp = timestamp
         self.attempts = 0
         self.unschedulable_count = 0
+        # Failures with an error (no plugin rejected the pod) in a row: they set the backoff instead.
+        self.consecutive_errors = 0
+        # When the backoff ends (the queue's cache; -1: no backoff; None: not computed yet).
+        self.backoff_expiry: float | None = None
+        # Moved out of the unschedulable pool by the timeout (scheduler_pod_scheduled_after_flush_total).
+        self.flushed = False
         self.initial_attempt_timestamp: float | None = None
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()

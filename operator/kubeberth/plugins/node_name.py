@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, ActionType, ClusterEvent
+from ..framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
 from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
@@ -26,8 +26,9 @@ class NodeName(FilterPlugin):
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        # No hint: a pod rejected here is retried after its backoff whenever a node is added.
+        return [ClusterEvent(NODE, ActionType.ADD)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if node_info.node is None:

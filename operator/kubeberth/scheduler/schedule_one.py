@@ -231,6 +231,8 @@ class SchedulingCycles(SchedulerBase):
         self.metrics.schedule_attempt("scheduled", fw.profile_name, time.perf_counter() - started)
         first = q.initial_attempt_timestamp
         self.metrics.pod_scheduled(q.attempts, self.clock.now() - first if first is not None else 0.0)
+        if q.flushed:
+            self.metrics.pod_scheduled_after_flush()
 
     async def _bind(self, fw: Framework, state: CycleState, assumed: Pod, host: str) -> Status | None:
         """Extenders' bind first, else the Bind plugins; then FinishBinding and the Scheduled event."""

@@ -152,6 +152,7 @@ class Scheduler(EventHandlers, SchedulingCycles):
         for name, n in counts.items():
             self.metrics.pending_pods(name, n)
         self.metrics.unschedulable_pods(self.queue.unschedulable_by_plugin())
+        self.metrics.inflight_events(self.queue.inflight_events())
         self.metrics.cache_size(self.cache.node_count(), self.cache.pod_count(), self.cache.assumed_count())
         return counts
 
@@ -163,7 +164,11 @@ class Scheduler(EventHandlers, SchedulingCycles):
         cycles = 0
         while True:
             await self._flush_deferred()
-            q = self.queue.pop_nowait()
+            # backoffQ only once nothing else can change: a pod popped early from it would only
+            # fail again before the binding and deletions under way have landed.
+            q = self.queue.pop_nowait(from_backoff=False)
+            if q is None and not self._binding_tasks and not self._background:
+                q = self.queue.pop_nowait()
             if q is not None:
                 if q.attempts > max_attempts:
                     self._give_up(q)
