@@ -1,4 +1,5 @@
-"""The test doubles every test area shares: the cluster client and the plugin handle.
+"""The test doubles every test area shares: the cluster client, the plugin handle, and the two
+plugins the scheduler, queue and preemption tests stand on instead of the in-tree ones.
 
 `RecordingClient` is the product's in-memory cluster client (simulate's `InMemoryClient`, the one
 `kubeberth simulate` runs on) with every call recorded and failures injectable per call. `handle`
@@ -16,9 +17,12 @@ from kubeberth.cache.objects import ObjectStore
 from kubeberth.cache.snapshot import Snapshot
 from kubeberth.clock import Clock
 from kubeberth.config import parse_spec
-from kubeberth.framework import Framework, SchedulerContext
+from kubeberth.framework import CycleState, FilterPlugin, Framework, QueueSortPlugin, SchedulerContext, Status
+from kubeberth.framework import events as ev
 from kubeberth.framework.context import MetricsRecorder, NoMetrics, Nominator
+from kubeberth.framework.events import ActionType, ClusterEvent
 from kubeberth.framework.registry import Registry
+from kubeberth.framework.types import QueuedPodInfo
 from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins import in_tree_registry
 from kubeberth.profile import build_framework
@@ -127,6 +131,42 @@ class FixedRng(random.Random):
     def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
         n = start if stop is None else stop - start
         return self.value % n
+
+
+def priority_then_age(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort's order: higher priority first, then the earlier queued."""
+    pa, pb = a.pod.priority, b.pod.priority
+    return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+
+class Sort(QueueSortPlugin):
+    name = "Sort"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        pass
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return priority_then_age(a, b)
+
+
+class CpuFit(FilterPlugin):
+    """NodeResourcesFit on cpu alone ("Insufficient cpu"), registering the events it does;
+    `calls` lists the nodes it filtered, in order."""
+
+    name = "CpuFit"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.calls: list[str] = []
+
+    def events_to_register(self) -> list[Any]:
+        return [ClusterEvent(ev.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                ClusterEvent(ev.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)]
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        self.calls.append(node_info.name)
+        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
+            return Status.unschedulable("Insufficient cpu")
+        return None
 
 
 def store_of(*objs: dict[str, Any]) -> ObjectStore:

@@ -20,7 +20,7 @@ from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
 from kubeberth.queue.nominator import Nominator
 from tests.builders import make_node, pod_dict
-from tests.doubles import CountingMetrics, FixedRng, RecordingClient, handle, store_of
+from tests.doubles import CountingMetrics, CpuFit, FixedRng, RecordingClient, handle, store_of
 
 T0 = 1_700_000_000.0
 
@@ -56,21 +56,6 @@ def node(name: str, cpu: str = "4", *, pods: str = "110", labels: dict[str, str]
 
 
 # ---- plugins -------------------------------------------------------------------
-class FakeFit(FilterPlugin):
-    """cpu only: Unschedulable 'Insufficient cpu' when the node lacks room."""
-
-    name = "FakeFit"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        self.calls: list[str] = []
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        self.calls.append(node_info.name)
-        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
-            return Status.unschedulable("Insufficient cpu")
-        return None
-
-
 class _Counts:
     def __init__(self, counts: dict[str, int]) -> None:
         self.counts = counts
@@ -149,7 +134,7 @@ class Env:
         self.recorded: list[tuple[str, list[str]]] = []
         self.ctx.record_victims = lambda p, victims: self.recorded.append(
             (p.key, [v.key for v in victims]))
-        self.fit = FakeFit()
+        self.fit = CpuFit()
         self.count = FakePodCount()
         self.selector = FakeSelector()
         filters: list[Any] = [self.selector, self.fit]

@@ -12,7 +12,7 @@ from kubeberth.model import NodeInfo, Pod
 from kubeberth.queue import ActionType, ClusterEvent, Nominator, PriorityQueue
 from kubeberth.queue.heap import Heap
 from tests.builders import make_node, make_pod, node_dict, pod_dict
-from tests.doubles import handle
+from tests.doubles import CpuFit, handle
 from tests.queue.fakes import fail, new_queue, pod, where
 
 A = ActionType
@@ -137,15 +137,6 @@ def test_queue_tracks_nominations_of_pending_pods() -> None:
 
 
 # ---- the two-pass filter with nominated pods ---------------------------------------------------------
-class CpuFit(FilterPlugin):
-    name = "CpuFit"
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
-            return Status.unschedulable("Insufficient cpu")
-        return None
-
-
 class NeedsCompany(FilterPlugin):
     """Passes only on a node that already has a pod (an affinity-like rule)."""
 

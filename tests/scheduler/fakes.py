@@ -11,56 +11,22 @@ from kubeberth.framework import (
     BindPlugin,
     Code,
     CycleState,
-    FilterPlugin,
     NodeToStatus,
     PermitPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
-    QueueSortPlugin,
     Registry,
     ReservePlugin,
     Status,
 )
-from kubeberth.framework import events as ev
-from kubeberth.framework.types import QueuedPodInfo
-from kubeberth.model import NodeInfo, Pod
-from kubeberth.queue import ActionType, ClusterEvent
+from kubeberth.model import Pod
 from kubeberth.scheduler import Scheduler
 from tests.builders import node_dict, pod_dict
-from tests.doubles import RecordingClient
+from tests.doubles import CpuFit, RecordingClient, Sort
 
 T0 = 1_700_000_000.0
-
-
-class Sort(QueueSortPlugin):
-    name = "Sort"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        pass
-
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        pa, pb = a.pod.priority, b.pod.priority
-        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
-
-
-class CpuFit(FilterPlugin):
-    """cpu only, registering the events upstream's NodeResourcesFit does."""
-
-    name = "CpuFit"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        pass
-
-    def events_to_register(self) -> list[Any]:
-        return [ClusterEvent(ev.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
-                ClusterEvent(ev.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)]
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
-            return Status.unschedulable("Insufficient cpu")
-        return None
 
 
 class Script(ReservePlugin, PermitPlugin, PreBindPlugin, BindPlugin, PostBindPlugin):
