@@ -29,9 +29,6 @@ from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
 from kubeberth.simulate import InMemoryClient
 
-# What RecordingClient records, by the name `of()` and `fail()` take.
-CALLS = ("bind", "nominate", "unschedulable", "delete", "event", "apply")
-
 
 class RecordingClient:
     """A ClusterClient recording each call that succeeded as `(call, *args)` in `calls`.
@@ -43,14 +40,18 @@ class RecordingClient:
     nothing) until `fail(call, None)`.
     """
 
+    # What it records, by the name `of()` and `fail()` take.
+    CALLS: tuple[str, ...] = ("bind", "nominate", "unschedulable", "delete", "event")
+
     def __init__(self, scheduler: Scheduler | None = None, *, feed: bool = True) -> None:
         self.cluster = InMemoryClient(scheduler) if scheduler is not None and feed else None
         self.calls: list[tuple[str, ...]] = []
         self.failing: dict[str, BaseException] = {}
 
     def fail(self, call: str, error: BaseException | None) -> None:
-        if call not in CALLS:
-            raise ValueError(f"RecordingClient has no call {call!r} to fail; it has {', '.join(CALLS)}")
+        if call not in self.CALLS:
+            raise ValueError(f"{type(self).__name__} has no call {call!r} to fail; "
+                             f"it has {', '.join(self.CALLS)}")
         if error is None:
             self.failing.pop(call, None)
         else:
@@ -58,8 +59,8 @@ class RecordingClient:
 
     def of(self, call: str) -> list[tuple[str, ...]]:
         """The arguments of each recorded `call`, in order."""
-        if call not in CALLS:
-            raise ValueError(f"RecordingClient records no call {call!r}; it records {', '.join(CALLS)}")
+        if call not in self.CALLS:
+            raise ValueError(f"{type(self).__name__} records no call {call!r}; it records {', '.join(self.CALLS)}")
         return [c[1:] for c in self.calls if c[0] == call]
 
     def _raise_if_failing(self, call: str) -> None:
@@ -101,6 +102,8 @@ class RecordingClient:
 class ObjectWritingClient(RecordingClient):
     """A client that can also write objects back (VolumeBinding's PreBind uses `apply_object`
     when the client has it); records `("apply", kind, name)`."""
+
+    CALLS = (*RecordingClient.CALLS, "apply")
 
     async def apply_object(self, kind: str, obj: dict[str, Any]) -> None:
         self._raise_if_failing("apply")
