@@ -129,6 +129,6 @@ async def test_default_preemption_asks_a_real_extender(server: ExtenderServer, m
     result, status = await env.post_filter(pod("p", cpu="4", prio=10))
     assert status.is_success(), status
     assert result.nominated_node_name == "n2"
-    assert [c[1] for c in env.client.of("delete")] == ["default/b"]
+    assert [c[0] for c in env.client.of("delete")] == ["default/b"]
     assert sorted(server.last("preempt").body["NodeNameToMetaVictims" if cache else "NodeNameToVictims"]) == [
         "n1", "n2"]
