@@ -131,7 +131,7 @@ class FixedRng(random.Random):
         super().__init__(0)
         self.value = value
 
-    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:
         n = start if stop is None else stop - start
         return self.value % n
 
