@@ -189,13 +189,15 @@ def handle(nodes: Sequence[Node] = (), pods: Sequence[Pod] = (), *,
            registry: Registry | None = None, client: Any = None, nominator: Nominator | None = None,
            rng: random.Random | None = None, metrics: MetricsRecorder | None = None,
            clock: Clock | None = None, extras: dict[str, Any] | None = None,
-           ctx: SchedulerContext | None = None) -> Framework:
+           ctx: SchedulerContext | None = None, vectorise: bool | None = None) -> Framework:
     """A framework, the handle plugins get, over a snapshot of `nodes` with the bound `pods`
     (or of ready-made `node_infos`, or `snapshot` itself) and a context holding the other
     arguments; or over `ctx` as it is (another profile's framework in the same scheduler).
 
     Without `profile` it has no plugins; with one (a SchedulingProfile spec dict, `{}` for the
-    defaults) the plugins come from `registry` (the in-tree plugins unless given)."""
+    defaults) the plugins come from `registry` (the in-tree plugins unless given). `vectorise`:
+    False keeps plugins on their per-node path whatever the cluster's size; True lets them
+    vectorise from the first node; None keeps the framework's defaults."""
     if sum((bool(nodes or pods), node_infos is not None, snapshot is not None)) > 1:
         raise ValueError("handle: give one of nodes and pods, node_infos or snapshot")
     if registry is not None and profile is None:
@@ -215,5 +217,10 @@ def handle(nodes: Sequence[Node] = (), pods: Sequence[Pod] = (), *,
         ctx.snapshot = snapshot
         ctx.extras.update(extras or {})
     if profile is None:
-        return Framework("default-scheduler", parse_spec({}), ctx)
-    return build_framework(parse_spec(profile), registry if registry is not None else in_tree_registry(), ctx)
+        fw = Framework("default-scheduler", parse_spec({}), ctx)
+    else:
+        fw = build_framework(parse_spec(profile), registry if registry is not None else in_tree_registry(), ctx)
+    if vectorise is not None:
+        fw.vectorise = vectorise
+        fw.vector_min_nodes = 0
+    return fw

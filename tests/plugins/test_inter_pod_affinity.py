@@ -99,7 +99,7 @@ def node(name: str, **labels: str) -> Node:
 
 
 def plugin(nodes: list[Node], pods: list[Pod], **args: Any) -> InterPodAffinity:
-    return InterPodAffinity(InterPodAffinityArgs(**args), handle(nodes, pods, objects=namespaces()))
+    return InterPodAffinity(InterPodAffinityArgs(**args), handle(nodes, pods, objects=namespaces(), vectorise=False))
 
 
 def run_filter(pl: InterPodAffinity, p: Pod, names: list[str]) -> tuple[Status | None, list[Status | None]]:

@@ -101,7 +101,8 @@ def hn(name: str, **more: str) -> Node:
 def plugin(nodes: list[Node], pods: list[Pod], objects: list[tuple[str, dict[str, Any]]] = (),  # type: ignore[assignment]
            **args: Any) -> PodTopologySpread:
     store = store_of(*({**obj, "kind": kind} for kind, obj in objects))
-    return PodTopologySpread(PodTopologySpreadArgs.model_validate(args), handle(nodes, pods, objects=store))
+    h = handle(nodes, pods, objects=store, vectorise=False)
+    return PodTopologySpread(PodTopologySpreadArgs.model_validate(args), h)
 
 
 def rs(name: str, selector: Any, kind: str = "ReplicaSet", ns: str = "default") -> tuple[str, dict[str, Any]]:

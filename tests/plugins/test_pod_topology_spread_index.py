@@ -86,7 +86,8 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
     nodes = [make_node(f"n{i}", labels={"zone": f"z{i % 3}"}) for i in range(8)]
     pods = [rand_pod(rng, i, f"n{rng.randrange(8)}") for i in range(40)]
     snap = Snapshot.from_objects(nodes, pods)
-    pts, ipa = PodTopologySpread(None, handle(snapshot=snap)), InterPodAffinity(None, handle(snapshot=snap))
+    pts = PodTopologySpread(None, handle(snapshot=snap, vectorise=False))
+    ipa = InterPodAffinity(None, handle(snapshot=snap, vectorise=False))
     counter = 100
     for _step in range(25):
         op = rng.random()
@@ -110,8 +111,8 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
         elif len(infos) > 2:
             del infos[rng.randrange(len(infos))]
             snap.refresh()
-        fresh_pts = PodTopologySpread(None, handle(snapshot=snap))
-        fresh_ipa = InterPodAffinity(None, handle(snapshot=snap))
+        fresh_pts = PodTopologySpread(None, handle(snapshot=snap, vectorise=False))
+        fresh_ipa = InterPodAffinity(None, handle(snapshot=snap, vectorise=False))
         assert states(pts, ipa) == states(fresh_pts, fresh_ipa)
         index = index_for(pts.handle, pts._index)
         for sel in (LabelSelector({"app": "web"}), LabelSelector(requirements=[]),
