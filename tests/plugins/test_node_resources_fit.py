@@ -17,8 +17,9 @@ from kubeberth.plugins._resource_allocation import ResourceAllocationScorer
 from kubeberth.plugins._scoring_strategies import broken_linear_function, least_resource_scorer
 from kubeberth.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs, fits, fits_request
 from tests.builders import make_node, make_pod, node_dict
+from tests.doubles import handle
 
-from ._core_helpers import handle, run_filter, run_score
+from ._core_helpers import run_filter, run_score
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -605,7 +606,6 @@ def test_broken_linear_function(points: list[tuple[int, int]], assertions: list[
 
 def test_profile_args_error_names_the_field() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
     profile = {
         "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourcesFit"}], "disabled": [{"name": "*"}]},
@@ -615,9 +615,9 @@ def test_profile_args_error_names_the_field() -> None:
             "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 200}]}}}],
     }
     with pytest.raises(ConfigError) as exc:
-        framework_for(profile)
+        handle(profile=profile)
     assert exc.value.path.startswith("spec.pluginConfig[0].args.scoringStrategy.resources")
     profile["pluginConfig"][0]["args"]["scoringStrategy"]["resources"][0]["weight"] = 2
-    fw = framework_for(profile)
+    fw = handle(profile=profile)
     pl = fw.plugin("NodeResourcesFit")
     assert isinstance(pl, NodeResourcesFit) and pl.scorer.weights == [2]
