@@ -27,8 +27,7 @@ from kubeberth.plugins.node_unschedulable import NodeUnschedulable
 from kubeberth.plugins.scheduling_gates import SchedulingGates
 from kubeberth.plugins.taint_toleration import TaintToleration
 from tests.builders import make_node, make_pod, node_dict, pod_dict
-
-from ._core_helpers import handle
+from tests.doubles import handle
 
 QUEUE, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 A = ActionType
