@@ -153,9 +153,9 @@ async def test_post_filter_failure_message_is_appended() -> None:
 # ---- Reserve / Permit failures ------------------------------------------------------------------
 @pytest.mark.parametrize(("point", "answer", "message", "queue"), [
     ("reserve", "reject", "0/1 nodes are available: 1 reserve says no.", UNSCHEDULABLE),
-    ("reserve", "error", "running Reserve plugin 'Script': reserve broke", BACKOFF),
+    ("reserve", "error", 'running Reserve plugin "Script": reserve broke', BACKOFF),
     ("permit", "reject", "0/1 nodes are available: 1 permit says no.", UNSCHEDULABLE),
-    ("permit", "error", "running Permit plugin 'Script': permit broke", BACKOFF),
+    ("permit", "error", 'running Permit plugin "Script": permit broke', BACKOFF),
 ])
 async def test_reserve_and_permit_failures_unreserve_forget_and_requeue(point: str, answer: str, message: str,
                                                                         queue: str) -> None:
@@ -171,8 +171,8 @@ async def test_reserve_and_permit_failures_unreserve_forget_and_requeue(point: s
 
 # ---- the binding cycle -------------------------------------------------------------------------------
 @pytest.mark.parametrize(("script", "message"), [
-    ({"bind": "error"}, "running Bind plugin 'Script': bind failed"),
-    ({"prebind": "error"}, "running PreBind plugin 'Script': volume not ready"),
+    ({"bind": "error"}, 'running Bind plugin "Script": bind failed'),
+    ({"prebind": "error"}, 'running PreBind plugin "Script": volume not ready'),
     ({"bind": "skip"}, "no Bind plugin bound the pod"),
 ])
 async def test_binding_failures_go_to_backoff(script: dict[str, str], message: str) -> None:
@@ -464,7 +464,7 @@ async def test_run_until_idle_gives_up_on_a_pod_that_keeps_failing() -> None:
     cycles = await sched.run_until_idle(max_attempts=5)
     rec = sched.outcomes["default/p"]
     assert cycles == 5 and rec.attempts == 5
-    assert (rec.status, rec.message) == (S_UNSCHEDULABLE, "running Bind plugin 'Script': bind failed")
+    assert (rec.status, rec.message) == (S_UNSCHEDULABLE, 'running Bind plugin "Script": bind failed')
     # Backoffs (an error: never popped early) expired by moving the fake clock past the end of the
     # one-second window each ends in; popped a 6th time after the last one, it is dropped.
     assert clock.now() - start == (1 + 1) + (2 + 1) + (4 + 1) + (8 + 1) + (10 + 1)

@@ -135,7 +135,7 @@ class Framework(ContextHandle):
                 if s.is_rejected():
                     involved.add(p.name)
                 elif s.code == Code.ERROR:
-                    s.reasons = [f"running PreFilter plugin {p.name!r}: {s.message()}"]
+                    s.reasons = [f'running PreFilter plugin "{p.name}": {s.message()}']
                 self._observe("PreFilter", s, started)
                 return None, s, involved
             if r is not None and not r.all_nodes():
@@ -165,7 +165,7 @@ class Framework(ContextHandle):
             call = ext.add_pod if which == "AddPod" else ext.remove_pod
             s = call(state, pod, other, node_info)
             if s is not None and not s.is_success():
-                return Status.error(f"running {which} on PreFilter plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running {which} on PreFilter plugin "{p.name}": {s.message()}', p.name)
         return None
 
     def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -193,7 +193,7 @@ class Framework(ContextHandle):
                 s = p.filter(state, pod, node_info)
             if s is not None and s.code != Code.SUCCESS:
                 if s.code == Code.ERROR:
-                    return Status.error(f"running {p.name!r} filter plugin: {s.message()}", p.name)
+                    return Status.error(f'running "{p.name}" filter plugin: {s.message()}', p.name)
                 return s.with_plugin(p.name)
         return None
 
@@ -257,7 +257,7 @@ class Framework(ContextHandle):
                 state.skip_score_plugins.add(p.name)
                 continue
             if s is not None and not s.is_success():
-                status = Status.error(f"running PreScore plugin {p.name!r}: {s.message()}", p.name)
+                status = Status.error(f'running PreScore plugin "{p.name}": {s.message()}', p.name)
                 self._observe("PreScore", status, started)
                 return status
         self._observe("PreScore", None, started)
@@ -280,13 +280,16 @@ class Framework(ContextHandle):
                 continue
             pm.count(p.name, "Score", m)
             t0 = time.perf_counter()
-            raw = p.score_all(state, pod, view) if view is not None else None
-            if raw is None and timed:
-                raw = np.fromiter(self._timed_scores(p, state, pod, nodes), dtype=np.int64, count=m)
-            elif raw is None:
-                raw = np.fromiter((p.score(state, pod, ni) for ni in nodes), dtype=np.int64, count=m)
-            elif timed:
-                pm.took(p.name, "Score", None, time.perf_counter() - t0)
+            try:
+                raw = p.score_all(state, pod, view) if view is not None else None
+                if raw is None and timed:
+                    raw = np.fromiter(self._timed_scores(p, state, pod, nodes), dtype=np.int64, count=m)
+                elif raw is None:
+                    raw = np.fromiter((p.score(state, pod, ni) for ni in nodes), dtype=np.int64, count=m)
+                elif timed:
+                    pm.took(p.name, "Score", None, time.perf_counter() - t0)
+            except PluginError as exc:
+                raise PluginError(f'running Score plugins: plugin "{p.name}" failed with: {exc}', p.name) from exc
             if p.has_normalize:
                 t0 = time.perf_counter()
                 out = p.normalize_all(state, pod, view, raw) if view is not None else None
@@ -295,7 +298,8 @@ class Framework(ContextHandle):
                     scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, raw.tolist())]
                     st = p.normalize_score(state, pod, scores)
                     if st is not None and not st.is_success():
-                        raise PluginError(f"running Normalize on Score plugin {p.name!r}: {st.message()}", p.name)
+                        raise PluginError(f'running Normalize on Score plugins: plugin "{p.name}" failed with: '
+                                          f'{st.message()}', p.name)
                     out = np.fromiter((ns.score for ns in scores), dtype=np.int64, count=m)
                 if timed:
                     pm.took(p.name, "ScoreExtensionNormalize", st, time.perf_counter() - t0)
@@ -305,7 +309,8 @@ class Framework(ContextHandle):
                 if bad.any():
                     s = int(raw[int(np.argmax(bad))])
                     raise PluginError(
-                        f"plugin {p.name!r} returns an invalid score {s}, it should in the range of "
+                        f'applying score defaultWeights on Score plugins: plugin "{p.name}" returns an invalid '
+                        f"score {s}, it should in the range of "
                         f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
             weighted = raw * self.score_weights[p.name]
             per_plugin[p.name] = weighted
@@ -335,7 +340,7 @@ class Framework(ContextHandle):
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(p.name)
-                return Status.error(f"running Reserve plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running Reserve plugin "{p.name}": {s.message()}', p.name)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -356,7 +361,7 @@ class Framework(ContextHandle):
             if s.is_wait():
                 waits[p.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
                 continue
-            return Status.error(f"running Permit plugin {p.name!r}: {s.message()}", p.name)
+            return Status.error(f'running Permit plugin "{p.name}": {s.message()}', p.name)
         if waits:
             self.ctx.waiting_pods.add(WaitingPod(pod, waits, asyncio.get_event_loop()))
             return Status(Code.WAIT, f"one or more plugins asked to wait and no plugin rejected pod {pod.name!r}")
@@ -385,7 +390,7 @@ class Framework(ContextHandle):
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(p.name)
-                return Status.error(f"running PreBind plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running PreBind plugin "{p.name}": {s.message()}', p.name)
         return None
 
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -401,7 +406,7 @@ class Framework(ContextHandle):
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(p.name)
-                return Status.error(f"running Bind plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running Bind plugin "{p.name}": {s.message()}', p.name)
             return None
         return Status.skip()
 

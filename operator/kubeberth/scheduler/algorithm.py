@@ -164,7 +164,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             st = p.filter(state, pod, ni)
             if st is not None and st.code != Code.SUCCESS:
                 if st.code == Code.ERROR:
-                    return Status.error(f"running {p.name!r} filter plugin: {st.message()}", p.name)
+                    return Status.error(f'running "{p.name}" filter plugin: {st.message()}', p.name)
                 return st.with_plugin(p.name)
             if mask is not None:
                 break
