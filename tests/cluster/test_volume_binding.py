@@ -4,12 +4,15 @@ then waits in PreBind until the claims are bound.
 
 No kube-controller-manager runs here, so no PV controller and no provisioner: the test checks
 the scheduler's own writes (the PV's claimRef for a static binding, the claim's selected-node
-annotation for provisioning), then plays the controller's part itself (a PV's Available phase,
-the claim's binding, a provisioned PV) and sees the pod bound only after that.
+annotation for provisioning) and, in the audit log, that the ClusterRole allowed them (the
+permissions test_rbac.py leaves to this file, its VOLUME_WRITES); then it plays the
+controller's part itself (a PV's Available phase, the claim's binding, a provisioned PV) and
+sees the pod bound only after that.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +20,9 @@ import pytest
 import pytest_asyncio
 
 from .conftest import Operators
+from .control_plane import ControlPlane
 from .kube import Kube, eventually, node, pod
+from .test_rbac import Permission, used
 
 pytestmark = pytest.mark.cluster
 
@@ -67,8 +72,19 @@ async def complete_binding(kube: Kube, pv_name: str, claim_name: str) -> None:
     await kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
 
 
+async def audited(control_plane: ControlPlane, permission: Permission, since: float) -> None:
+    """The ServiceAccount made this request (the ClusterRole allowed it) and was refused nothing."""
+    async def seen() -> bool | None:
+        asked, refused = used(control_plane.audit_events(), since)
+        assert refused == [], "refused by RBAC:\n" + "\n".join(refused)
+        return True if permission in asked else None
+
+    await eventually(seen, timeout=15, what=f"{permission} in the audit log")
+
+
 async def test_static_binding_writes_the_claim_ref_and_waits_for_the_pv_controller(
-        kube: Kube, operators: Operators, storage: None) -> None:
+        kube: Kube, operators: Operators, storage: None, control_plane: ControlPlane) -> None:
+    started = time.time()
     await kube.create("nodes", node("n1"))
     await kube.create("nodes", node("n2"))
     await kube.create("storageclasses", storage_class("local-wait", "kubernetes.io/no-provisioner"))
@@ -103,10 +119,12 @@ async def test_static_binding_writes_the_claim_ref_and_waits_for_the_pv_controll
 
     await complete_binding(kube, "local-n2", "data")
     assert await eventually(lambda: bound_node(kube, "app"), what="app bound") == "n2"
+    await audited(control_plane, ("", "persistentvolumes", "update"), started)
 
 
 async def test_provisioning_follows_storage_capacity_and_writes_the_selected_node(
-        kube: Kube, operators: Operators, storage: None) -> None:
+        kube: Kube, operators: Operators, storage: None, control_plane: ControlPlane) -> None:
+    started = time.time()
     await kube.create("nodes", node("n1"))
     await kube.create("nodes", node("n2"))
     await kube.create("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
@@ -139,6 +157,7 @@ async def test_provisioning_follows_storage_capacity_and_writes_the_selected_nod
                               "name": "scratch", "uid": scratch["metadata"]["uid"]}}})
     await complete_binding(kube, "pvc-scratch", "scratch")
     assert await eventually(lambda: bound_node(kube, "app"), what="app bound") == "n2"
+    await audited(control_plane, ("", "persistentvolumeclaims", "update"), started)
 
 
 async def test_prebind_gives_up_after_bind_timeout_seconds(kube: Kube, operators: Operators, storage: None) -> None:
