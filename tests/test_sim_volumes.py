@@ -10,7 +10,8 @@ import yaml
 
 from kubeberth.sim_volumes import bind_claimed_volume, provision_claim
 from kubeberth.simulate import simulate
-from tests.plugins._volume_helpers import csi_node, pv, pvc, storage_class, store_of
+from tests.doubles import store_of
+from tests.plugins._volume_helpers import csi_node, pv, pvc, storage_class
 
 CASES = Path(__file__).parent / "conformance" / "cases"
 SELECTED = {"volume.kubernetes.io/selected-node": "n1"}

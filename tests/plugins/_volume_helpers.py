@@ -1,29 +1,11 @@
-"""Builders for storage objects and a plugin handle over an ObjectStore."""
+"""Builders for storage objects (the plugin's handle comes from tests.doubles.handle)."""
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable
-from types import SimpleNamespace
 from typing import Any
 
-from kubeberth.cache.objects import ObjectStore
-from kubeberth.cache.snapshot import Snapshot
 from kubeberth.framework import CycleState, Status
 from kubeberth.model import NodeInfo, Pod
-
-
-def store_of(*objs: dict[str, Any]) -> ObjectStore:
-    store = ObjectStore()
-    for o in objs:
-        store.put(o["kind"], o)
-    return store
-
-
-def handle(objects: ObjectStore | None = None, node_infos: Iterable[NodeInfo] = (),
-           client: Any = None) -> SimpleNamespace:
-    return SimpleNamespace(objects=objects or ObjectStore(), snapshot=Snapshot(list(node_infos)),
-                           client=client)
 
 
 def pvc(name: str, *, namespace: str = "default", volume_name: str = "", storage_class: str | None = None,
@@ -125,46 +107,3 @@ def run_filter(plugin: Any, pod: Pod, node_info: NodeInfo, state: CycleState | N
     if status is not None and not status.is_success():
         return status
     return plugin.filter(state, pod, node_info)
-
-
-class VolumeClient:
-    """The volume writes of a ClusterClient over an ObjectStore. `controller`: play the PV
-    controller and a provisioner afterwards, as simulate does; otherwise the claims stay
-    as the scheduler left them (a cluster without kube-controller-manager)."""
-
-    def __init__(self, store: ObjectStore, *, controller: bool = True, refuse: str = "") -> None:
-        self.store = store
-        self.controller = controller
-        self.refuse = refuse
-        self.written: list[tuple[str, dict[str, Any]]] = []
-        self._rv = 100
-
-    def _write(self, kind: str, obj: Any) -> dict[str, Any]:
-        if self.refuse:
-            from kubeberth.client import UpdateRefused
-
-            raise UpdateRefused(self.refuse)
-        self._rv += 1
-        written = copy.deepcopy(dict(obj))
-        written["metadata"]["resourceVersion"] = str(self._rv)
-        self.written.append((kind, written))
-        self.store.put(kind, written)
-        return written
-
-    async def update_persistent_volume(self, pv: Any) -> dict[str, Any]:
-        written = self._write("PersistentVolume", pv)
-        if self.controller:
-            from kubeberth.sim_volumes import bind_claimed_volume
-
-            for kind, obj in bind_claimed_volume(self.store, written):
-                self.store.put(kind, obj)
-        return written
-
-    async def update_persistent_volume_claim(self, pvc: Any) -> dict[str, Any]:
-        written = self._write("PersistentVolumeClaim", pvc)
-        if self.controller:
-            from kubeberth.sim_volumes import provision_claim
-
-            for kind, obj in provision_claim(self.store, written, {}):
-                self.store.put(kind, obj)
-        return written

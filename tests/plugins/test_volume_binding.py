@@ -20,8 +20,9 @@ from kubeberth.plugins.volume_binding import (
     bind_immediate_claims,
 )
 from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
-from ._volume_helpers import claim_volume, handle, pv, pvc, storage_class, store_of
+from ._volume_helpers import claim_volume, pv, pvc, storage_class
 
 IMMEDIATE = storage_class("immediate-sc")
 WAIT = storage_class("wait-sc", wait=True)
@@ -47,7 +48,7 @@ def node_info(name: str = "node-a", labels: dict[str, str] | None = None) -> Nod
 def plugin_for(*objs: dict[str, Any], nodes: list[NodeInfo] = (), client: Any = None  # type: ignore[assignment]
                ) -> tuple[VolumeBinding, ObjectStore]:
     store = store_of(*CLASSES, *objs)
-    return VolumeBinding(VolumeBindingArgs(), handle(store, nodes, client)), store
+    return VolumeBinding(VolumeBindingArgs(), handle(objects=store, node_infos=nodes, client=client)), store
 
 
 # ---- PreFilter + Filter table ---------------------------------------------------------------
@@ -270,19 +271,16 @@ async def test_all_bound_pods_do_nothing_at_reserve_and_prebind() -> None:
 
 def test_args() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
-    fw = framework_for({"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]})
+    fw = handle(profile={"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]})
     plugin = fw.plugins["VolumeBinding"]
     assert isinstance(plugin, VolumeBinding) and plugin.args.bindTimeoutSeconds == 30
     with pytest.raises(ConfigError):
-        framework_for({"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]})
+        handle(profile={"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]})
 
 
 def test_default_profile_runs_it_at_reserve_and_prebind() -> None:
-    from tests.builders import framework_for
-
-    fw = framework_for(nodes=[make_node("n")])
+    fw = handle(profile={}, nodes=[make_node("n")])
     for attr in ("pre_filter_plugins", "filter_plugins", "reserve_plugins", "pre_bind_plugins"):
         assert "VolumeBinding" in [p.name for p in getattr(fw, attr)], attr
 

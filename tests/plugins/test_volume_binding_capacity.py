@@ -13,8 +13,9 @@ from kubeberth.model import NodeInfo, Pod
 from kubeberth.plugins.volume_binding import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinding, VolumeBindingArgs
 from kubeberth.plugins.volume_binding.capacity import StorageResource, broken_linear, build_scorer
 from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
-from ._volume_helpers import claim_volume, handle, pv, pvc, storage_class, store_of
+from ._volume_helpers import claim_volume, pv, pvc, storage_class
 
 DRIVER = "csi.example.com"
 FAST = storage_class("fast", wait=True, provisioner=DRIVER)
@@ -46,7 +47,7 @@ def claim_pod(*claims: str) -> Pod:
 
 def filter_all(objs: list[dict[str, Any]], pod: Pod, args: VolumeBindingArgs | None = None
                ) -> tuple[VolumeBinding, CycleState, dict[str, Status | None]]:
-    plugin = VolumeBinding(args or VolumeBindingArgs(), handle(store_of(FAST, LOCAL, *objs), NODES))
+    plugin = VolumeBinding(args or VolumeBindingArgs(), handle(objects=store_of(FAST, LOCAL, *objs), node_infos=NODES))
     state = CycleState()
     _, pre = plugin.pre_filter(state, pod, NODES)
     assert pre is None
@@ -116,7 +117,7 @@ def test_custom_shape_prefers_fuller_nodes() -> None:
 def test_nothing_to_weigh_skips_the_score() -> None:
     # Provisioning without capacity tracking, and a pod without claims.
     assert scores([CLAIM], claim_pod("data")) is None
-    plugin = VolumeBinding(VolumeBindingArgs(), handle(store_of(FAST), NODES))
+    plugin = VolumeBinding(VolumeBindingArgs(), handle(objects=store_of(FAST), node_infos=NODES))
     state = CycleState()
     plugin.pre_filter(state, make_pod("plain"), NODES)
     st = plugin.pre_score(state, make_pod("plain"), NODES)
@@ -140,7 +141,6 @@ def test_broken_linear_truncates_toward_zero_as_go() -> None:
 
 def test_args_defaults_and_validation() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
     args = VolumeBindingArgs()
     assert args.bindTimeoutSeconds == 600
@@ -149,11 +149,9 @@ def test_args_defaults_and_validation() -> None:
     for bad in ([{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}],
                 [{"utilization": 0, "score": 11}], [{"utilization": 101, "score": 1}]):
         with pytest.raises(ConfigError, match="shape"):
-            framework_for({"pluginConfig": [{"name": "VolumeBinding", "args": {"shape": bad}}]})
+            handle(profile={"pluginConfig": [{"name": "VolumeBinding", "args": {"shape": bad}}]})
 
 
 def test_default_profile_scores_with_it() -> None:
-    from tests.builders import framework_for
-
-    fw = framework_for(nodes=[make_node("n")])
+    fw = handle(profile={}, nodes=[make_node("n")])
     assert "VolumeBinding" in [p.name for p in fw.score_plugins]

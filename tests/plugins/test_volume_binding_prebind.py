@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeberth.client import UpdateRefused
 from kubeberth.framework import Code, CycleState, Status
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.plugins.volume_binding import (
@@ -15,8 +16,9 @@ from kubeberth.plugins.volume_binding import (
 )
 from kubeberth.plugins.volume_binding.claims import is_older
 from tests.builders import make_node, make_pod
+from tests.doubles import ObjectWritingClient, handle, store_of
 
-from ._volume_helpers import VolumeClient, claim_volume, handle, pv, pvc, storage_class, store_of
+from ._volume_helpers import claim_volume, pv, pvc, storage_class
 
 WAIT = storage_class("wait-sc", wait=True)
 PROVISION = storage_class("provision-sc", wait=True, provisioner="example.com/csi")
@@ -28,11 +30,14 @@ def claim_pod(claim: str, name: str = "pod-a") -> Pod:
 
 
 def setup(*objs: dict[str, Any], controller: bool = True, timeout: int = 600, refuse: str = "",
-          client: bool = True) -> tuple[VolumeBinding, VolumeClient, list[NodeInfo]]:
+          client: bool = True) -> tuple[VolumeBinding, ObjectWritingClient, list[NodeInfo]]:
     store = store_of(WAIT, PROVISION, *objs)
     nodes = [NodeInfo(make_node("node-a", labels={"foo": "bar"})), NodeInfo(make_node("node-b"))]
-    vc = VolumeClient(store, controller=controller, refuse=refuse)
-    plugin = VolumeBinding(VolumeBindingArgs(bindTimeoutSeconds=timeout), handle(store, nodes, vc if client else None))
+    vc = ObjectWritingClient(store=store, controller=controller)
+    if refuse:
+        vc.fail("update", UpdateRefused(refuse))
+    plugin = VolumeBinding(VolumeBindingArgs(bindTimeoutSeconds=timeout),
+                           handle(objects=store, node_infos=nodes, client=vc if client else None))
     return plugin, vc, nodes
 
 
@@ -55,8 +60,8 @@ async def test_static_binding_writes_the_pv_claim_ref_and_the_controller_complet
     assert plugin.assumed_pvs == {"pv-a": ("default/pvc-a", "u-a")}
     assert await plugin.pre_bind(state, pod, "node-a") is None
     # The scheduler writes only the PV, as upstream's bindAPIUpdate; the claim is the PV controller's.
-    assert [(k, o["metadata"]["name"]) for k, o in vc.written] == [("PersistentVolume", "pv-a")]
-    written = vc.written[0][1]
+    assert vc.of("update") == [("PersistentVolume", "pv-a")]
+    [written] = vc.written
     assert written["spec"]["claimRef"] == {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "default",
                                            "name": "pvc-a", "uid": "u-a", "resourceVersion": "7"}
     assert written["metadata"]["annotations"] == {"pv.kubernetes.io/bound-by-controller": "yes"}
@@ -84,8 +89,8 @@ async def test_provisioning_writes_the_selected_node_and_times_out_without_a_pro
     state = reserve(plugin, pod, nodes)
     got = await plugin.pre_bind(state, pod, "node-a")
     assert got == Status.error("binding volumes: context deadline exceeded")
-    assert [(k, o["metadata"]["annotations"]) for k, o in vc.written] == [
-        ("PersistentVolumeClaim", {SELECTED: "node-a"})]
+    assert vc.of("update") == [("PersistentVolumeClaim", "pvc-a")]
+    assert vc.written[0]["metadata"]["annotations"] == {SELECTED: "node-a"}
     # Nothing stays assumed, but the annotation in the cluster pins the claim's next pods.
     assert plugin.binder.assumed_selected_node == {}
     s2 = CycleState()
@@ -119,7 +124,7 @@ async def test_prebind_polls_once_a_second_until_the_controller_binds() -> None:
         if len(slept) == 3:  # the PV controller catches up
             from kubeberth.sim_volumes import bind_claimed_volume
 
-            for kind, obj in bind_claimed_volume(vc.store, vc.written[0][1]):
+            for kind, obj in bind_claimed_volume(vc.store, vc.written[0]):
                 vc.store.put(kind, obj)
 
     plugin.binder.sleep = sleep

@@ -46,6 +46,14 @@ class SchedulingCycles(SchedulerBase):
         return True
 
     async def schedule_popped(self, q: QueuedPodInfo) -> None:
+        try:
+            await self._scheduling_cycle(q)
+        finally:
+            if self.ctx.metrics is not None:
+                for fw in self.profiles.values():
+                    fw.flush_plugin_metrics()
+
+    async def _scheduling_cycle(self, q: QueuedPodInfo) -> None:
         pod = q.pod
         uid = pod.uid
         fw = self.profiles.get(pod.scheduler_name)
@@ -61,6 +69,7 @@ class SchedulingCycles(SchedulerBase):
         self.cache.update_snapshot(self.snapshot)
         self.ctx.snapshot = self.snapshot
         state = CycleState()
+        state.record_plugin_metrics = self.ctx.metrics is not None and fw.plugin_metrics.sample()
         try:
             algorithm_started = time.perf_counter()
             result = await schedule_pod(fw, state, pod)
@@ -222,6 +231,8 @@ class SchedulingCycles(SchedulerBase):
         self.metrics.schedule_attempt("scheduled", fw.profile_name, time.perf_counter() - started)
         first = q.initial_attempt_timestamp
         self.metrics.pod_scheduled(q.attempts, self.clock.now() - first if first is not None else 0.0)
+        if q.flushed:
+            self.metrics.pod_scheduled_after_flush()
 
     async def _bind(self, fw: Framework, state: CycleState, assumed: Pod, host: str) -> Status | None:
         """Extenders' bind first, else the Bind plugins; then FinishBinding and the Scheduled event."""
@@ -266,9 +277,5 @@ class SchedulingCycles(SchedulerBase):
 def _single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError:
     diagnosis = Diagnosis()
     diagnosis.node_to_status.set(host, status)
-    if status.plugin:
-        if status.code == Code.PENDING:
-            diagnosis.pending_plugins.add(status.plugin)
-        else:
-            diagnosis.unschedulable_plugins.add(status.plugin)
+    diagnosis.add_plugin_status(status)
     return FitError(pod, 1, diagnosis, [host])
