@@ -9,8 +9,9 @@ plugin under test gets it as its handle; a test may wire plugins into it) or fro
 
 from __future__ import annotations
 
+import copy
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubeberth.cache.objects import ObjectStore
@@ -27,6 +28,7 @@ from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins import in_tree_registry
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
+from kubeberth.sim_volumes import bind_claimed_volume, provision_claim
 from kubeberth.simulate import InMemoryClient
 
 
@@ -100,14 +102,47 @@ class RecordingClient:
 
 
 class ObjectWritingClient(RecordingClient):
-    """A client that can also write objects back (VolumeBinding's PreBind uses `apply_object`
-    when the client has it); records `("apply", kind, name)`."""
+    """A client that also writes volume bindings (VolumeBinding's PreBind) and records
+    `("update", kind, name)`. Given a scheduler, the writes go through `InMemoryClient` (which
+    plays the PV controller and a provisioner); given a `store`, they go into it with a new
+    resourceVersion each, and with `controller` simulate's PV controller and provisioner
+    (`kubeberth.sim_volumes`) then bind the claims there too. `written`: the objects as written."""
 
-    CALLS = (*RecordingClient.CALLS, "apply")
+    CALLS = (*RecordingClient.CALLS, "update")
 
-    async def apply_object(self, kind: str, obj: dict[str, Any]) -> None:
-        self._raise_if_failing("apply")
-        self.calls.append(("apply", kind, obj["metadata"]["name"]))
+    def __init__(self, scheduler: Scheduler | None = None, *, feed: bool = True, store: ObjectStore | None = None,
+                 controller: bool = False) -> None:
+        super().__init__(scheduler, feed=feed)
+        self.store = store
+        self.controller = controller
+        self.written: list[dict[str, Any]] = []
+        self._rv = 100
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._update("PersistentVolume", pv)
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._update("PersistentVolumeClaim", pvc)
+
+    async def _update(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self._raise_if_failing("update")
+        if self.cluster is not None:
+            written = await (self.cluster.update_persistent_volume(obj) if kind == "PersistentVolume"
+                             else self.cluster.update_persistent_volume_claim(obj))
+        else:
+            written = copy.deepcopy(dict(obj))
+            self._rv += 1
+            written.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
+            if self.store is not None:
+                self.store.put(kind, written)
+                if self.controller:
+                    done = (bind_claimed_volume(self.store, written) if kind == "PersistentVolume"
+                            else provision_claim(self.store, written, {}))
+                    for k, o in done:
+                        self.store.put(k, o)
+        self.calls.append(("update", kind, str(written["metadata"].get("name"))))
+        self.written.append(copy.deepcopy(written))
+        return written
 
 
 class CountingMetrics(NoMetrics):

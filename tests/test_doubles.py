@@ -59,7 +59,7 @@ def test_unknown_call_names_are_refused() -> None:
         RecordingClient().fail("apply", RuntimeError())
     with pytest.raises(ValueError, match="records no call 'binds'"):
         RecordingClient().of("binds")
-    ObjectWritingClient().fail("apply", RuntimeError())
+    ObjectWritingClient().fail("update", RuntimeError())
 
 
 def test_handle_is_bare_without_a_profile_and_built_with_one() -> None:

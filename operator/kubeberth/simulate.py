@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from .client import BindConflict
+from .client import BindConflict, UpdateRefused
 from .clock import FakeClock
 from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_profile_object
 from .config.models import SchedulingProfileSpec
@@ -21,6 +21,7 @@ from .framework.registry import Registry
 from .model import ModelError, Pod
 from .model.pod import parse_time
 from .plugins import in_tree_registry
+from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
 from .profile import build_framework
 from .scheduler import (
     DELETED,
@@ -35,6 +36,7 @@ from .scheduler import (
 )
 from .scheduler.watched import OBJECT_KINDS
 from .sim_io import PodOutcome
+from .sim_volumes import bind_claimed_volume, provision_claim
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -105,6 +107,28 @@ class InMemoryClient:
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self.events.append((pod.key, event_type, reason, message))
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
+        written = self._replace(PV, pv)
+        for kind, obj in bind_claimed_volume(self.scheduler.ctx.objects, written):
+            self.scheduler.on_object(kind, obj)
+        return written
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]:
+        written = self._replace(PVC, pvc)
+        node = self.scheduler.cache.get_node(str(annotations_of(written).get(ANN_SELECTED_NODE) or ""))
+        labels = node.node.labels if node is not None and node.node is not None else None
+        for kind, obj in provision_claim(self.scheduler.ctx.objects, written, labels):
+            self.scheduler.on_object(kind, obj)
+        return written
+
+    def _replace(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        key = _key(obj) if kind == PVC else str((obj.get("metadata") or {}).get("name"))
+        if self.scheduler.ctx.objects.get(kind, key) is None:
+            raise UpdateRefused(f'{kind.lower()}s "{key}" not found')
+        written = copy.deepcopy(dict(obj))
+        self.scheduler.on_object(kind, written)
+        return written
 
 
 def _outcome(key: str, rec: PodRecord | None, sched: Scheduler) -> PodOutcome:

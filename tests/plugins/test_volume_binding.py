@@ -20,7 +20,7 @@ from kubeberth.plugins.volume_binding import (
     bind_immediate_claims,
 )
 from tests.builders import make_node, make_pod
-from tests.doubles import ObjectWritingClient, handle, store_of
+from tests.doubles import handle, store_of
 
 from ._volume_helpers import claim_volume, pv, pvc, storage_class
 
@@ -229,33 +229,6 @@ def test_smallest_fitting_pv_is_chosen_and_claims_match_smallest_first() -> None
     assert chosen == {"small": "pv-2", "big": "pv-9"}
 
 
-async def test_reserve_prebind_binds_in_the_store() -> None:
-    objs = [pvc("pvc-a", storage_class="wait-sc", request="1Gi", uid="u-a"), pv("pv-a", storage_class="wait-sc")]
-    ni = node_info()
-    plugin, store = plugin_for(*objs, nodes=[ni])
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni])
-    assert plugin.filter(state, pod, ni) is None
-    assert plugin.reserve(state, pod, "node-a") is None
-    assert await plugin.pre_bind(state, pod, "node-a") is None
-    pv_obj = store.get("PersistentVolume", "pv-a")
-    pvc_obj = store.get("PersistentVolumeClaim", "default/pvc-a")
-    assert pv_obj is not None and pvc_obj is not None
-    assert pv_obj["spec"]["claimRef"] == {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
-                                          "namespace": "default", "name": "pvc-a", "uid": "u-a"}
-    assert pv_obj["status"]["phase"] == "Bound"
-    assert pvc_obj["spec"]["volumeName"] == "pv-a"
-    assert pvc_obj["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"] == "yes"
-    assert pvc_obj["status"]["phase"] == "Bound"
-    assert plugin.assumed_pvs == {}
-    # The next pod using the claim sees it bound.
-    state2 = CycleState()
-    _, pre = plugin.pre_filter(state2, claim_pod("pvc-a", name="pod-b"), [ni])
-    assert pre is None
-    assert state2.get("VolumeBinding").bound_claims[0]["metadata"]["name"] == "pvc-a"
-
-
 async def test_assumed_pv_is_not_offered_to_another_claim() -> None:
     objs = [pvc("pvc-a", storage_class="wait-sc", request="1Gi"), pvc("pvc-b", storage_class="wait-sc",
                                                                       request="1Gi"),
@@ -275,61 +248,6 @@ async def test_assumed_pv_is_not_offered_to_another_claim() -> None:
     s3 = CycleState()
     plugin.pre_filter(s3, second, [ni])
     assert plugin.filter(s3, second, ni) is None
-
-
-async def test_provisioning_records_the_selected_node() -> None:
-    ni, other = node_info("node-a"), node_info("node-b")
-    plugin, store = plugin_for(pvc("pvc-a", storage_class="wait-provision-sc"), nodes=[ni, other])
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni, other])
-    assert plugin.filter(state, pod, ni) is None
-    assert plugin.filter(state, pod, other) is None
-    plugin.reserve(state, pod, "node-a")
-    # While assumed, another pod sharing the claim is pinned to node-a.
-    s2 = CycleState()
-    pod_b = claim_pod("pvc-a", name="pod-b")
-    plugin.pre_filter(s2, pod_b, [ni, other])
-    assert plugin.filter(s2, pod_b, other) == Status.unresolvable(ERR_REASON_BIND_CONFLICT)
-    assert await plugin.pre_bind(state, pod, "node-a") is None
-    claim = store.get("PersistentVolumeClaim", "default/pvc-a")
-    assert claim is not None
-    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-a"
-    assert "volumeName" not in claim["spec"]
-    s3 = CycleState()
-    plugin.pre_filter(s3, pod_b, [ni, other])
-    assert plugin.filter(s3, pod_b, other) == Status.unresolvable(ERR_REASON_BIND_CONFLICT)
-    assert plugin.filter(s3, pod_b, ni) is None
-
-
-async def test_prebind_uses_the_client_when_it_can_write_objects() -> None:
-    client = ObjectWritingClient()
-    ni = node_info()
-    plugin, _ = plugin_for(pvc("pvc-a", storage_class="wait-sc"), pv("pv-a", storage_class="wait-sc"), nodes=[ni],
-                           client=client)
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni])
-    plugin.filter(state, pod, ni)
-    plugin.reserve(state, pod, "node-a")
-    assert await plugin.pre_bind(state, pod, "node-a") is None
-    assert client.of("apply") == [("PersistentVolume", "pv-a"), ("PersistentVolumeClaim", "pvc-a")]
-
-
-async def test_prebind_failure_is_an_error_and_forgets_the_assumption() -> None:
-    client = ObjectWritingClient()
-    client.fail("apply", RuntimeError("conflict"))
-    ni = node_info()
-    plugin, _ = plugin_for(pvc("pvc-a", storage_class="wait-sc"), pv("pv-a", storage_class="wait-sc"), nodes=[ni],
-                           client=client)
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni])
-    plugin.filter(state, pod, ni)
-    plugin.reserve(state, pod, "node-a")
-    got = await plugin.pre_bind(state, pod, "node-a")
-    assert got is not None and got.code == Code.ERROR and "conflict" in got.message()
-    assert plugin.assumed_pvs == {}
 
 
 async def test_all_bound_pods_do_nothing_at_reserve_and_prebind() -> None:
