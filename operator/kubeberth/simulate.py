@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, TextIO
 
 from .client import BindConflict
@@ -110,6 +110,13 @@ class InMemoryClient:
 def _outcome(key: str, rec: PodRecord | None, sched: Scheduler) -> PodOutcome:
     if rec is None:
         return PodOutcome(key, UNSCHEDULABLE, message="not read")
+    out = _plain_outcome(rec, sched)
+    out.explanations = [x.to_dict() for x in rec.explanations]
+    return out
+
+
+def _plain_outcome(rec: PodRecord, sched: Scheduler) -> PodOutcome:
+    key = rec.key
     status = rec.status
     if status == EXISTING:
         return PodOutcome(key, EXISTING, node=rec.node or None)
@@ -176,12 +183,40 @@ async def _run_settled(sched: Scheduler, clock: FakeClock) -> None:
             return
 
 
+class UnknownPods(ValueError):
+    """--explain named pods that are not in the input."""
+
+
+def explain_filter(pods: list[dict[str, Any]], names: Collection[str]) -> set[str]:
+    """The keys of the pods to explain: all for no name; `ns/name`, or `name` in any namespace.
+    Raises UnknownPods naming those that match no pod."""
+    keys = {_key(obj) for obj in pods}
+    if not names:
+        return keys
+    chosen: set[str] = set()
+    missing = []
+    for name in names:
+        found = {k for k in keys if k == name or ("/" not in name and k.split("/", 1)[1] == name)}
+        if not found:
+            missing.append(name)
+        chosen |= found
+    if missing:
+        raise UnknownPods(f"--explain: no pod {', '.join(missing)} in the input (name a pod as NAMESPACE/NAME or NAME)")
+    return chosen
+
+
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
-             percentage_of_nodes_to_score: int = 0) -> list[PodOutcome]:
+             percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
-    `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own)."""
+    `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own).
+    `explain`: pods to explain (NAMESPACE/NAME or NAME; empty: every pod; None: none); their
+    outcomes carry the explanation of each attempt (the first and the latest ones,
+    records.KEPT_EXPLANATIONS in all). Raises UnknownPods for a name that matches no pod."""
     clock = FakeClock()
     sched = Scheduler(clock=clock, seed=seed)
+    if explain is not None:
+        wanted = explain_filter([obj for obj in objects if obj.get("kind") == "Pod"], explain)
+        sched.explain_pods = lambda pod: pod.key in wanted
     sched.ctx.percentage_of_nodes_to_score = percentage_of_nodes_to_score
     client = InMemoryClient(sched)
     sched.ctx.client = client
