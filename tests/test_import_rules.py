@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "plugins": CORE | {"preemption"},
     "profile": CORE | {"extender"},
     "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile"},
+    "report": set(),  # renders the documented JSON structures only
 }
 
 

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from . import sim_io
-from .explain_text import DEFAULT_EXPLAIN_NODES, render_explanations
+from .report.text import DEFAULT_EXPLAIN_NODES, render_explanations
 
 
 def _simulate(args: argparse.Namespace) -> int:
