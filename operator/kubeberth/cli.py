@@ -11,20 +11,28 @@ from .report.text import DEFAULT_EXPLAIN_NODES, render_explanations
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .simulate import UnknownPods, simulate
+    from .simulate import UnknownPods, report_data, run_simulation
 
     # simulate reports rejected profiles, bad nodes and bad pods itself; the scheduler's log
     # repeats them, so it is shown only with --verbose (with one line per decision).
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
 
+    explain = args.explain
+    if args.output == "html" and explain is None:
+        explain = []  # the report explains every pod unless told which
     try:
         objects = sim_io.load_files(args.files)
-        outcomes = simulate(objects, seed=args.seed, percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
-                            explain=args.explain)
+        outcomes, sched = run_simulation(objects, seed=args.seed, explain=explain,
+                                         percentage_of_nodes_to_score=args.percentage_of_nodes_to_score)
     except (sim_io.InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2
+    if args.output == "html":
+        from .report.html import render_html
+
+        sys.stdout.write(render_html(report_data(objects, outcomes, sched, args.seed), args.explain_nodes))
+        return 0
     if args.output == "json":
         print(sim_io.render_json(outcomes))
         return 0
@@ -58,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Schedule the pending pods of one or more YAML files "
                                      "(kubectl get -o yaml output) and print where they land.")
     sim.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML or kind: List")
-    sim.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
+    sim.add_argument("--output", "-o", choices=["table", "json", "html"], default="table",
+                     help="output format; html: a self-contained report page (explains every pod unless "
+                          "--explain names some)")
     sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
     sim.add_argument("--verbose", "-v", action="store_true",
                      help="log each scheduling attempt, preemption and binding to stderr")

@@ -18,7 +18,7 @@ from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_pro
 from .config.models import SchedulingProfileSpec
 from .framework import Framework, SchedulerContext
 from .framework.registry import Registry
-from .model import ModelError, Pod
+from .model import ModelError, Node, Pod
 from .model.pod import parse_time
 from .plugins import in_tree_registry
 from .profile import build_framework
@@ -34,7 +34,7 @@ from .scheduler import (
     Scheduler,
 )
 from .scheduler.watched import OBJECT_KINDS
-from .sim_io import PodOutcome
+from .sim_io import PodOutcome, outcome_dict
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -212,6 +212,14 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
     `explain`: pods to explain (NAMESPACE/NAME or NAME; empty: every pod; None: none); their
     outcomes carry the explanation of each attempt (the first and the latest ones,
     records.KEPT_EXPLANATIONS in all). Raises UnknownPods for a name that matches no pod."""
+    return run_simulation(objects, seed=seed, warn=warn, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                          explain=explain)[0]
+
+
+def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
+                   percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None
+                   ) -> tuple[list[PodOutcome], Scheduler]:
+    """simulate(), and the scheduler it ran (for the report)."""
     clock = FakeClock()
     sched = Scheduler(clock=clock, seed=seed)
     if explain is not None:
@@ -238,4 +246,52 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
     for obj in by_creation(pods):
         sched.on_pod_add(obj)
     asyncio.run(_run_settled(sched, clock))
-    return [_outcome(key, sched.outcomes.get(key), sched) for key in order]
+    return [_outcome(key, sched.outcomes.get(key), sched) for key in order], sched
+
+
+def _usage(milli_cpu: int, memory: int, pods: int) -> dict[str, int]:
+    return {"cpu": milli_cpu, "memory": memory, "pods": pods}
+
+
+def report_data(objects: list[dict[str, Any]], outcomes: list[PodOutcome], sched: Scheduler,
+                seed: int) -> dict[str, Any]:
+    """What the HTML report shows (report/html.py): the outcomes (and who preempted whom), each
+    node's allocatable and the requests of its pods before (running pods) and after (running,
+    not evicted, plus scheduled: cpu in millicores, memory in bytes, pods), the profiles."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for obj in objects:
+        if obj.get("kind") != "Node":
+            continue
+        try:
+            node = Node(obj)
+        except ModelError:
+            continue  # reported already; the scheduler skipped it
+        a = node.allocatable
+        nodes[node.name] = {"node": node.name, "allocatable": _usage(a.milli_cpu, a.memory, a.allowed_pod_number),
+                            "before": _usage(0, 0, 0), "after": _usage(0, 0, 0)}
+    by_key = {o.pod: o for o in outcomes}
+    for obj in objects:
+        if obj.get("kind") != "Pod":
+            continue
+        try:
+            pod = Pod(obj)
+        except ModelError:
+            continue
+        o = by_key.get(pod.key)
+        placed = {"before": pod.node_name,
+                  "after": o.node if o is not None and o.status in (EXISTING, SCHEDULED) else None}
+        for when, name in placed.items():
+            if name and name in nodes:
+                use = nodes[name][when]
+                use["cpu"] += pod.requests.milli_cpu
+                use["memory"] += pod.requests.memory
+                use["pods"] += 1
+    profiles = []
+    for name, fw in sorted(sched.profiles.items()):
+        profiles.append({"schedulerName": name, "percentageOfNodesToScore": fw.percentage_of_nodes_to_score,
+                         "filter": [p.name for p in fw.filter_plugins],
+                         "score": [{"name": p.name, "weight": fw.score_weights[p.name]} for p in fw.score_plugins],
+                         "postFilter": [p.name for p in fw.post_filter_plugins]})
+    preempted_by = {k: r.preempted_by for k, r in sched.outcomes.items() if r.preempted_by}
+    return {"seed": seed, "pods": [outcome_dict(o) for o in outcomes], "preemptedBy": preempted_by,
+            "nodes": list(nodes.values()), "profiles": profiles}
