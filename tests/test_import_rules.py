@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "profile": CORE | {"extender"},
     "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile"},
     "sim_volumes": {"plugins"},  # simulate's PV controller and provisioner
+    "report": set(),  # renders the documented JSON structures only
 }
 
 

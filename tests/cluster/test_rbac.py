@@ -74,7 +74,9 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
                                              "spec": {"schedulerName": "other",
                                                       "plugins": {"score": {"enabled": [{"name": "Nope"}]}}}})
     await kube.create("pods", pod("never", cpu="64"))
-    await kube.create("pods", pod("preemptor", cpu="2", priority_class="high"))
+    preemptor = pod("preemptor", cpu="2", priority_class="high")
+    preemptor["metadata"]["annotations"] = {"kubeberth.io/explain": "true"}  # its explanation: a pod patch
+    await kube.create("pods", preemptor)
 
     async def preempted() -> bool:
         v = await kube.get("pods", "victim", "default")

@@ -43,7 +43,9 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
     await start_operator(leader_elect=True, lease_namespace="kubeberth-system", lease_duration=1.0,
                          renew_deadline=0.6, retry_period=0.1)
     api.create("pods", make_pod("huge", cpu="64"))  # FailedScheduling, again and again: an event patch
-    api.create("pods", make_pod("vip", cpu="1", priority_class="high"))  # preemption: a delete
+    vip = make_pod("vip", cpu="1", priority_class="high")  # preemption: a delete
+    vip["metadata"]["annotations"] = {"kubeberth.io/explain": "true"}  # its explanation: a pod patch
+    api.create("pods", vip)
     await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)
     await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
                    timeout=15, message="a repeated event")

@@ -28,6 +28,7 @@ from ..framework import (
 from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
+from .explain import explanation_of
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -261,6 +262,8 @@ async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
     diagnosis = Diagnosis()
     all_nodes = fw.snapshot.node_infos
     pre_res, status, plugins = fw.run_pre_filter(state, pod, all_nodes)
+    if (explain := explanation_of(state)) is not None:
+        explain.pre_filtered(fw, state, pre_res, status, plugins)
     if status is not None and not status.is_success():
         if not status.is_rejected():
             raise SchedulingError(status)
@@ -342,10 +345,16 @@ async def schedule_pod(fw: Framework, state: CycleState, pod: Pod) -> ScheduleRe
     if len(snapshot) == 0:
         raise NoNodesAvailable()
     feasible, diagnosis = await find_nodes_that_fit(fw, state, pod)
+    explain = explanation_of(state)
+    if explain is not None:
+        explain.filtered(fw, state, pod, feasible, diagnosis)
     if not feasible:
         raise FitError(pod, len(snapshot), diagnosis, [ni.name for ni in snapshot.node_infos])
     evaluated = len(feasible) + len(diagnosis.node_to_status)
     if len(feasible) == 1:
         return ScheduleResult(feasible[0].name, evaluated, 1)
     scores = await prioritize_nodes(fw, state, pod, feasible)
-    return ScheduleResult(select_host(scores, fw.rng), evaluated, len(feasible), scores)
+    host = select_host(scores, fw.rng)
+    if explain is not None:
+        explain.scored_nodes(fw, state, pod, scores, host)
+    return ScheduleResult(host, evaluated, len(feasible), scores)
