@@ -266,7 +266,7 @@ def test_events_before_the_pop_do_not_count() -> None:
     i2 = q.pop_nowait()                      # popped after the event
     assert fail(q, i2, "NodeResourcesFit") == UNSCHEDULABLE  # type: ignore[arg-type]
     assert fail(q, i1, "NodeResourcesFit") == BACKOFF  # type: ignore[arg-type]
-    assert not q._events  # nothing in flight: the log is empty
+    assert not q._in_flight.has_events()  # nothing in flight: the log is empty
 
 
 def test_pending_plugin_event_requeues_immediately() -> None:

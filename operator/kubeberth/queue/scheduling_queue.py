@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +32,8 @@ from ..framework.events import ClusterEvent
 from ..framework.types import QueuedPodInfo
 from ..model import Pod
 from ..model.selectors import LabelSelector
+from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
-from .heap import Heap
 from .nominator import Nominator
 from .profile import HintObserver, QueueProfile, Strategy, fallback_less, worth_requeuing
 
@@ -51,11 +49,6 @@ ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
-POD_POPPED = "PodPopped"  # scheduler_inflight_events' label for the pods themselves
-
-
-def _key(q: QueuedPodInfo) -> str:
-    return q.pod.uid
 
 
 class PriorityQueue:
@@ -68,18 +61,11 @@ class PriorityQueue:
         self.nominator = nominator or Nominator()
         self.pod_max_in_unschedulable = pod_max_in_unschedulable
         self._profiles: dict[str, QueueProfile] = {}
-        self._active: dict[str, Heap[QueuedPodInfo]] = {}
-        self._active_seq: dict[str, int] = {}   # uid -> when it entered activeQ (cross-profile ties)
-        self._seq = 0
+        self._active = ActiveQueue(self._profiles.get)
         self._backoff = BackoffQueue(self.clock, self._profiles.get)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gating: dict[str, str] = {}        # uid -> plugin that gated it
-        # In-flight pods: uid -> (position in the event log when popped, the popped info).
-        self._in_flight: dict[str, tuple[int, QueuedPodInfo]] = {}
-        # (position, event, old, new, target uid or "") for events seen while pods are in flight.
-        self._events: deque[tuple[int, ClusterEvent, Any, Any, str]] = deque()
-        self._event_pos = 0
-        self._scheduling_cycle = 0
+        self._in_flight = InFlight()
         self._waiters: list[asyncio.Future[None]] = []
         self._closed = False
         # Set by the scheduler so that namespaceSelector affinity terms can be evaluated.
@@ -96,17 +82,13 @@ class PriorityQueue:
         """Add or replace a profile (between cycles); pods already queued are re-ordered."""
         qp = profile if isinstance(profile, QueueProfile) else QueueProfile.from_framework(profile)
         self._profiles[qp.scheduler_name] = qp
-        heap = self._active.get(qp.scheduler_name)
-        if heap is None:
-            self._active[qp.scheduler_name] = Heap(_key, qp.less)
-        else:
-            heap.set_less(qp.less)
+        self._active.set_profile(qp)
         self._backoff.reorder()
 
     def remove_profile(self, scheduler_name: str) -> list[QueuedPodInfo]:
         """Drop a profile; its queued pods leave the queue and are returned."""
         self._profiles.pop(scheduler_name, None)
-        removed = list(self._active.pop(scheduler_name, ()))
+        removed = self._active.drop_profile(scheduler_name)
         for q in list(self._backoff):
             if q.pod.scheduler_name == scheduler_name:
                 self._backoff.delete(q.pod.uid)
@@ -117,7 +99,6 @@ class PriorityQueue:
                 self._gating.pop(uid, None)
                 removed.append(q)
         for q in removed:
-            self._active_seq.pop(q.pod.uid, None)
             self.nominator.delete_nominated_pod_if_exists(q.pod)
         return removed
 
@@ -157,20 +138,17 @@ class PriorityQueue:
         self._run_pre_enqueue(q)
         uid = q.pod.uid
         if q.gated:
-            if self._in_active(uid) or uid in self._backoff:
+            if uid in self._active or uid in self._backoff:
                 return False
             self._unschedulable[uid] = q
             return False
-        heap = self._active.get(q.pod.scheduler_name)
-        if heap is None:
+        if not self._active.serves(q.pod.scheduler_name):
             return False
         if q.initial_attempt_timestamp is None:
             q.initial_attempt_timestamp = self.clock.now()
         self._unschedulable.pop(uid, None)
         self._backoff.delete(uid)
-        self._seq += 1
-        self._active_seq[uid] = self._seq
-        heap.add_or_update(q)
+        self._active.add(q)
         if event in (ev.EVENT_UNSCHEDULED_POD_ADD.label, ev.EVENT_UNSCHEDULED_POD_UPDATE.label):
             self.nominator.add_nominated_pod(q.pod)
         self._incoming(ACTIVE, event)
@@ -199,24 +177,6 @@ class PriorityQueue:
         if self._move_to_active(q, event):
             return ACTIVE
         return UNSCHEDULABLE
-
-    def _in_active(self, uid: str) -> bool:
-        return any(uid in h for h in self._active.values())
-
-    def _active_get(self, uid: str) -> QueuedPodInfo | None:
-        for h in self._active.values():
-            q = h.get(uid)
-            if q is not None:
-                return q
-        return None
-
-    def _active_delete(self, uid: str) -> QueuedPodInfo | None:
-        for h in self._active.values():
-            q = h.delete(uid)
-            if q is not None:
-                self._active_seq.pop(uid, None)
-                return q
-        return None
 
     # ---- events -------------------------------------------------------------------
     def _worth_requeuing(self, q: QueuedPodInfo, event: ClusterEvent, old: Any = None, new: Any = None,
@@ -247,9 +207,7 @@ class PriorityQueue:
         self._record_event(event, old, new, target)
 
     def _record_event(self, event: ClusterEvent, old: Any, new: Any, target: str = "") -> None:
-        if self._in_flight:
-            self._event_pos += 1
-            self._events.append((self._event_pos, event, old, new, target))
+        self._in_flight.record(event, old, new, target)
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent, old: Any = None, new: Any = None,
                                       pre_check: Callable[[Pod], bool] | None = None) -> None:
@@ -305,19 +263,19 @@ class PriorityQueue:
         rejecting plugins' hints; an in-flight pod records them for when it comes back; an
         unknown pod is added."""
         uid = new.uid
-        if uid in self._in_flight:
-            base = old if old is not None else self._in_flight[uid][1].pod
+        flying = self._in_flight.pod(uid)
+        if flying is not None:
+            base = old if old is not None else flying.pod
             for e in _target_pod_events(new, base):
                 self._record_event(e, base, new, uid)
             return
-        for h in self._active.values():
-            q = h.get(uid)
-            if q is not None:
-                old_pod = q.pod
-                q.pod = new
-                h.add_or_update(q)
-                self.nominator.update_nominated_pod(old or old_pod, new)
-                return
+        q = self._active.get(uid)
+        if q is not None:
+            old_pod = q.pod
+            q.pod = new
+            self._active.update(q)
+            self.nominator.update_nominated_pod(old or old_pod, new)
+            return
         q = self._backoff.get(uid)
         if q is not None:
             old_pod = q.pod
@@ -346,7 +304,7 @@ class PriorityQueue:
         """The pod was deleted (or bound elsewhere): it leaves every sub-queue."""
         uid = pod.uid
         self.nominator.delete_nominated_pod_if_exists(pod)
-        if self._active_delete(uid) is not None:
+        if self._active.delete(uid) is not None:
             return
         if self._backoff.delete(uid) is not None:
             return
@@ -378,16 +336,10 @@ class PriorityQueue:
     def _in_flight_strategy(self, q: QueuedPodInfo) -> Strategy:
         if not q.unschedulable_plugins and not q.pending_plugins:
             return Strategy.AFTER_BACKOFF
-        entry = self._in_flight.get(q.pod.uid)
-        if entry is None:
+        if q.pod.uid not in self._in_flight:
             return Strategy.AFTER_BACKOFF
-        start = entry[0]
         strategy = Strategy.SKIP
-        for pos, event, old, new, target in self._events:
-            if pos <= start:
-                continue
-            if target and target != q.pod.uid:
-                continue
+        for event, old, new, target in self._in_flight.events_for(q.pod.uid):
             s = self._worth_requeuing(q, event, old, new, target)
             if s == Strategy.IMMEDIATELY:
                 return s
@@ -400,45 +352,19 @@ class PriorityQueue:
     def pop_nowait(self, *, from_backoff: bool = True) -> QueuedPodInfo | None:
         """The head of activeQ, now in flight; when activeQ is empty, the head of backoffQ
         (unless `from_backoff` is False); None when there is none."""
-        best_heap: Heap[QueuedPodInfo] | None = None
-        best: QueuedPodInfo | None = None
-        for name, h in self._active.items():
-            head = h.peek()
-            if head is None:
-                continue
-            if best is None or self._cross_less(head, best, name):
-                best, best_heap = head, h
-        if best is not None and best_heap is not None:
-            best_heap.pop()
-            self._active_seq.pop(best.pod.uid, None)
-        elif from_backoff and self._backoff.has_rejected():
+        best = self._active.pop()
+        if best is None and from_backoff and self._backoff.has_rejected():
             best = self._backoff.pop_rejected()
             if best is None:
                 return None
             self._incoming(ACTIVE, ev.POP_FROM_BACKOFF_Q)
-        else:
+        if best is None:
             return None
         best.attempts += 1
         best.unschedulable_plugins = set()
         best.pending_plugins = set()
-        self._scheduling_cycle += 1
-        self._event_pos += 1
-        self._in_flight[best.pod.uid] = (self._event_pos, best)
+        self._in_flight.start(best)
         return best
-
-    def _cross_less(self, a: QueuedPodInfo, b: QueuedPodInfo, a_profile: str) -> bool:
-        pa = self._profiles.get(a_profile)
-        pb = self._profiles.get(b.pod.scheduler_name)
-        if pa is not None and pb is not None and (pa is pb or (pa.queue_sort_name and
-                                                               pa.queue_sort_name == pb.queue_sort_name)):
-            less = pa.less
-        else:
-            less = fallback_less
-        if less(a, b):
-            return True
-        if less(b, a):
-            return False
-        return self._active_seq.get(a.pod.uid, 0) < self._active_seq.get(b.pod.uid, 0)
 
     async def pop(self) -> QueuedPodInfo | None:
         """Wait for a pod in activeQ (or backoffQ) and pop it; None once the queue is closed."""
@@ -462,14 +388,7 @@ class PriorityQueue:
 
     def done(self, uid: str) -> None:
         """The pod's scheduling attempt is over (bound, requeued or dropped)."""
-        if self._in_flight.pop(uid, None) is None:
-            return
-        if not self._in_flight:
-            self._events.clear()
-            return
-        oldest = min(pos for pos, _ in self._in_flight.values())
-        while self._events and self._events[0][0] < oldest:
-            self._events.popleft()
+        self._in_flight.done(uid)
 
     def close(self) -> None:
         self._closed = True
@@ -501,11 +420,11 @@ class PriorityQueue:
     # ---- lookups and metrics -------------------------------------------------------
     @property
     def scheduling_cycle(self) -> int:
-        return self._scheduling_cycle
+        return self._in_flight.scheduling_cycle
 
     def get(self, uid: str) -> tuple[str, QueuedPodInfo] | None:
         """(sub-queue name, info) of a queued pod; None when not queued (in flight or unknown)."""
-        q = self._active_get(uid)
+        q = self._active.get(uid)
         if q is not None:
             return ACTIVE, q
         q = self._backoff.get(uid)
@@ -520,34 +439,18 @@ class PriorityQueue:
         return uid in self._in_flight
 
     def inflight_events(self) -> dict[str, int]:
-        """scheduler_inflight_events: the pods being scheduled (PodPopped) and the events kept for them."""
-        counts = Counter(event.label for _, event, _, _, _ in self._events)
-        counts[POD_POPPED] = len(self._in_flight)
-        return dict(counts)
+        return self._in_flight.counts()
 
     def pods_in_active(self) -> list[Pod]:
         """activeQ in pop order."""
-        items: list[QueuedPodInfo] = []
-        for h in self._active.values():
-            items.extend(h)
-
-        def cmp(a: QueuedPodInfo, b: QueuedPodInfo) -> int:
-            if self._cross_less(a, b, a.pod.scheduler_name):
-                return -1
-            if self._cross_less(b, a, b.pod.scheduler_name):
-                return 1
-            return 0
-
-        return [q.pod for q in sorted(items, key=functools.cmp_to_key(cmp))]
+        return [q.pod for q in self._active.in_pop_order()]
 
     def pods_in_backoff(self) -> list[Pod]:
         return [q.pod for q in self._backoff.sorted()]
 
     def pending_pods(self) -> dict[str, list[Pod]]:
         """Pods per sub-queue, for scheduler_pending_pods{queue=active|backoff|unschedulable|gated}."""
-        active: list[Pod] = []
-        for h in self._active.values():
-            active.extend(q.pod for q in h)
+        active = [q.pod for q in self._active]
         unsched = [q.pod for q in self._unschedulable.values() if not q.gated]
         gated = [q.pod for q in self._unschedulable.values() if q.gated]
         return {ACTIVE: active, BACKOFF: [q.pod for q in self._backoff], UNSCHEDULABLE: unsched, GATED: gated}
@@ -564,7 +467,7 @@ class PriorityQueue:
         return counts
 
     def __len__(self) -> int:
-        return sum(len(h) for h in self._active.values()) + len(self._backoff) + len(self._unschedulable)
+        return len(self._active) + len(self._backoff) + len(self._unschedulable)
 
     # ---- the nominator (upstream's PriorityQueue embeds it) ----------------------------
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
