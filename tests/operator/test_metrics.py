@@ -195,3 +195,77 @@ async def test_plugin_execution_durations_are_sampled_per_call(monkeypatch):
     assert m.sample("scheduler_plugin_execution_duration_seconds_bucket", {**labels, "le": "+Inf"}) == 80 + 27
     m, _ = await _evaluations_after(False, monkeypatch, sample_percent=0)
     assert m.sample("scheduler_plugin_execution_duration_seconds_count", labels) is None
+
+
+def _buckets(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+# kube-scheduler v1.37's metrics (pkg/scheduler/metrics/metrics.go): type, labels, buckets.
+UPSTREAM = {
+    "scheduler_schedule_attempts_total": ("counter", ["result", "profile"], None),
+    "scheduler_scheduling_attempt_duration_seconds": ("histogram", ["result", "profile"], _buckets(0.001, 2, 15)),
+    "scheduler_scheduling_algorithm_duration_seconds": ("histogram", [], _buckets(0.001, 2, 15)),
+    "scheduler_framework_extension_point_duration_seconds": (
+        "histogram", ["extension_point", "status", "profile"], _buckets(0.0001, 2, 12)),
+    "scheduler_plugin_execution_duration_seconds": (
+        "histogram", ["plugin", "extension_point", "status"], _buckets(0.00001, 1.5, 20)),
+    "scheduler_plugin_evaluation_total": ("counter", ["plugin", "extension_point", "profile"], None),
+    "scheduler_permit_wait_duration_seconds": ("histogram", ["result"], _buckets(0.001, 2, 15)),
+    "scheduler_pending_pods": ("gauge", ["queue"], None),
+    "scheduler_queued_entities": ("gauge", ["queue", "type"], None),
+    "scheduler_queue_incoming_pods_total": ("counter", ["queue", "event"], None),
+    "scheduler_queue_incoming_entities_total": ("counter", ["queue", "event", "type"], None),
+    "scheduler_queueing_hint_execution_duration_seconds": (
+        "histogram", ["plugin", "event", "hint"], _buckets(0.00001, 1.5, 20)),
+    "scheduler_inflight_events": ("gauge", ["event"], None),
+    "scheduler_unschedulable_pods": ("gauge", ["plugin", "profile"], None),
+    "scheduler_pod_scheduled_after_flush_total": ("counter", [], None),
+    "scheduler_pod_scheduling_sli_duration_seconds": ("histogram", ["attempts"], _buckets(0.01, 2, 20)),
+    "scheduler_pod_scheduling_attempts": ("histogram", [], _buckets(1, 2, 5)),
+    "scheduler_preemption_attempts_total": ("counter", [], None),
+    "scheduler_preemption_victims": ("histogram", [], _buckets(1, 2, 7)),
+    "scheduler_cache_size": ("gauge", ["type"], None),
+}
+
+
+def test_every_metric_has_upstreams_type_labels_and_buckets() -> None:
+    """The registry against the table (also the README's): nothing missing, nothing extra, and
+    each histogram's `le` bounds as upstream's."""
+    m = SchedulerMetrics()
+    # One sample of each labelled histogram, so that its buckets show.
+    m.schedule_attempt("scheduled", "p", 0.01)
+    m.extension_point_duration("Filter", "Success", "p", 0.01)
+    m.plugin_execution_durations("X", "Filter", "Success", [0.01])
+    m.permit_wait_duration("Success", 0.01)
+    m.queueing_hint_duration("X", "NodeAdd", "Queue", 0.01)
+    m.pod_scheduled(1, 0.01)
+    m.scheduling_algorithm_duration(0.01)
+    m.preemption_victims(1)
+    # And of every other labelled family, so that its labels show.
+    m.cache_size(1, 1, 0)
+    m.unschedulable_pods({("X", "p"): 1})
+    m.inflight_events({"PodPopped": 1})
+    m.queue_incoming_pod("active", "NodeAdd")
+    m.plugin_evaluations("p", {("X", "Filter"): 1})
+    seen = {}
+    for family in m.registry.collect():
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels: list[str] = []
+        bounds: list[float] = []
+        for s in family.samples:
+            if s.name.endswith("_bucket"):
+                if s.labels["le"] != "+Inf":
+                    bounds.append(float(s.labels["le"]))
+                labels = [k for k in s.labels if k != "le"]
+            elif not labels:
+                labels = list(s.labels)
+        seen[name] = (family.type, sorted(labels), sorted(set(bounds)) or None)
+    want = {name: (kind, sorted(labels), buckets) for name, (kind, labels, buckets) in UPSTREAM.items()}
+    assert set(seen) == set(want)
+    for name, (kind, labels, buckets) in want.items():
+        got_kind, got_labels, got_buckets = seen[name]
+        assert got_kind == kind, name
+        assert got_labels == labels, name
+        if buckets is not None:
+            assert got_buckets == pytest.approx(buckets), name
