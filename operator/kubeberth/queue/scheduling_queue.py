@@ -58,7 +58,7 @@ class PriorityQueue:
                  nominator: Nominator | None = None,
                  pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS) -> None:
         self.clock: Clock = clock or FakeClock()
-        self.nominator = nominator or Nominator()
+        self.nominator = nominator if nominator is not None else Nominator()
         self.pod_max_in_unschedulable = pod_max_in_unschedulable
         self._profiles: dict[str, QueueProfile] = {}
         self._active = ActiveQueue(self._profiles.get)

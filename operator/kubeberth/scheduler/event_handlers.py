@@ -162,6 +162,15 @@ class EventHandlers(SchedulerBase):
             self.queue.add(pod)
         else:
             self.queue.update(pending_old, pod)
+            if pending_old.nominated_node_name and pending_old.nominated_node_name != pod.nominated_node_name:
+                self._nomination_released(pending_old)
+
+    def _nomination_released(self, pod: Pod) -> None:
+        """Pods of lower or equal priority counted `pod` as placed on its nominated node (upstream's
+        getLEPriorityPreCheck with EventAssignedPodDelete)."""
+        prio = pod.priority
+        self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod, None,
+                                                 pre_check=lambda p: p.priority <= prio)
 
     def on_pod_delete(self, obj: Mapping[str, Any] | Pod | str) -> None:
         """A pod was deleted: a raw object, a Pod, or its "namespace/name" key."""
@@ -192,10 +201,9 @@ class EventHandlers(SchedulerBase):
         elif rejected and pending is not None:
             self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pending, None)
         elif pending is not None and nominated:
-            # The room it was nominated to is free again for pods of lower or equal priority.
-            prio = pending.priority
-            self.queue.move_all_to_active_or_backoff(ev.EVENT_UNSCHEDULED_POD_DELETE, pending, None,
-                                                     pre_check=lambda p: p.priority <= prio)
+            # The room it was nominated to is free again for pods of lower or equal priority,
+            # which treated it as placed there: upstream reports it as an assigned pod's deletion.
+            self._nomination_released(pending)
         self._seqs.pop(uid, None)
         if self._uids.get(key) == uid:
             del self._uids[key]
