@@ -10,8 +10,9 @@ import pytest
 
 from kubeberth.framework import CycleState, Status
 from kubeberth.model import NodeInfo, Pod
+from kubeberth.plugins._scoring_strategies import broken_linear_function as broken_linear
 from kubeberth.plugins.volume_binding import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinding, VolumeBindingArgs
-from kubeberth.plugins.volume_binding.capacity import StorageResource, broken_linear, build_scorer
+from kubeberth.plugins.volume_binding.capacity import StorageResource, build_scorer
 from tests.builders import make_node, make_pod
 from tests.doubles import handle, store_of
 

@@ -12,15 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...framework.types import MAX_NODE_SCORE
 from ...model import LabelSelector, ModelError
 from ...model.quantity import value as quantity_value
+from .._scoring_strategies import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, broken_linear_function
 from .._volume_util import Obj, meta, spec
 
 CSI_DRIVER = "CSIDriver"
 CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
-MAX_UTILIZATION = 100
-MAX_NODE_SCORE = 100
-MAX_CUSTOM_PRIORITY_SCORE = 10
 
 
 def _quantity(raw: Any) -> int | None:
@@ -87,31 +86,13 @@ class StorageResource:
     capacity: int = 0
 
 
-def _trunc_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
-    """helper.BuildBrokenLinearFunction: piecewise linear through the points, flat beyond."""
-    def f(p: int) -> int:
-        for i, (u, s) in enumerate(shape):
-            if p <= u:
-                if i == 0:
-                    return s
-                pu, ps = shape[i - 1]
-                return ps + _trunc_div((s - ps) * (p - pu), u - pu)
-        return shape[-1][1]
-    return f
-
-
 Scorer = Callable[[Mapping[str, StorageResource]], int]
 
 
 def build_scorer(shape: Sequence[tuple[int, int]]) -> Scorer:
     """The node's score: each class's utilisation (requested / capacity, 100 when over or
     unknown) through the shape (scores 0..10 scaled to 0..100), averaged over classes."""
-    raw = broken_linear([(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape])
+    raw = broken_linear_function([(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape])
 
     def class_score(r: StorageResource) -> int:
         if r.capacity == 0 or r.requested > r.capacity:
