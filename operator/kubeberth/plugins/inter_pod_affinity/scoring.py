@@ -9,7 +9,7 @@ min..max to 0..100. With the snapshot's node arrays the sums come from vector.py
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,6 @@ def _has_preferred_terms(pod: Pod) -> bool:
 class Scoring(PreScorePlugin, ScorePlugin):
     """InterPodAffinity's scoring half; plugin.py joins it with the filtering half."""
 
-    has_normalize = True
     args: InterPodAffinityArgs
     handle: Any
     _index: PodIndex
@@ -81,7 +80,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
         return None
 
     def _topology_score(self, pod: Pod, terms: PodAffinityTerms, has_constraints: bool, ns_labels: NsLabels,
-                        contributions: Any) -> Counts:
+                        contributions: Callable[[PodAffinityTerms], list[tuple[str, int]]]) -> Counts:
         snapshot = self.handle.snapshot
         topo: Counts = {}
 

@@ -8,7 +8,8 @@ node, computed from label columns and per-node pod counts kept between cycles:
   over the nodes. Updated for the nodes that changed since the last cycle.
 - per-node counts of the existing pods an incoming pod's term matches (a RowCache per term).
 
-Counts per (topology key, value) are then bincounts of those arrays over the key's label codes.
+Which pods and terms count is decided by rules.py, as on the per-node path. Counts per
+(topology key, value) are then bincounts of those arrays over the key's label codes.
 The dicts built from them equal the per-node code's (same entries, same values); the arrays
 they came from are kept in CycleState (for the state object they were built for) so that
 filter_all / score_all need no dict walk.
