@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...model.affinity_terms import AffinityTerm, NsLabels, default_namespace_labels
+from ...cache.objects import ObjectStore
+from ...model.affinity_terms import AffinityTerm, NsLabels
 from .._pod_index import Sig
 
 NAME = "InterPodAffinity"
@@ -45,22 +46,18 @@ def clone_counts(counts: Counts) -> Counts:
 
 
 class NamespaceLabels:
-    """Namespace labels looked up once per cycle (from the ObjectStore when there is one)."""
+    """Namespace labels looked up once per cycle."""
 
     __slots__ = ("_memo", "_objects")
 
-    def __init__(self, objects: Any) -> None:
+    def __init__(self, objects: ObjectStore) -> None:
         self._objects = objects
         self._memo: dict[str, Mapping[str, str]] = {}
 
     def __call__(self, namespace: str) -> Mapping[str, str]:
         labels = self._memo.get(namespace)
         if labels is None:
-            if self._objects is None:
-                labels = default_namespace_labels(namespace)
-            else:
-                labels = self._objects.namespace_labels(namespace)
-            self._memo[namespace] = labels
+            labels = self._memo[namespace] = self._objects.namespace_labels(namespace)
         return labels
 
 
@@ -73,11 +70,6 @@ def constant(labels: Mapping[str, str]) -> NsLabels:
 def in_namespaces(term: AffinityTerm, ns_labels: NsLabels) -> Callable[[Sig], bool]:
     """The index's filter on pod signatures: those in the namespaces `term` selects."""
     return lambda sig: term.matches_ns(sig[0], ns_labels)
-
-
-def objects_of(handle: Any) -> Any:
-    """The handle's ObjectStore (namespaces and their labels), if it has one."""
-    return getattr(handle, "objects", None) if handle is not None else None
 
 
 def node_labels_of(snapshot: Any, name: str) -> Mapping[str, str] | None:

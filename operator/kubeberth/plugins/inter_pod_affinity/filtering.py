@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...framework.cycle_state import CycleState
+from ...framework.handle import Handle
 from ...framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
 from ...framework.status import Status
 from ...framework.types import PreFilterResult
@@ -32,7 +33,6 @@ from .common import (
     NamespaceLabels,
     constant,
     node_labels_of,
-    objects_of,
     update_counts,
 )
 from .rules import existing_anti_keys, first_of_group, sigs_matching_all
@@ -43,7 +43,7 @@ from .vector import AffinityVectors, filter_mask
 class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
     """InterPodAffinity's filtering half; plugin.py joins it with the scoring half."""
 
-    handle: Any
+    handle: Handle
     _index: PodIndex
     _vectors: AffinityVectors
 
@@ -53,7 +53,7 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         terms = pod_affinity_terms(pod)
         if terms.error:
             return None, Status.unresolvable(f"parsing pod: {terms.error}")
-        ns_labels = NamespaceLabels(objects_of(self.handle))
+        ns_labels = NamespaceLabels(self.handle.objects)
         own_ns_labels = ns_labels(pod.namespace)
         s = PreFilterState(pod, terms, own_ns_labels, ns_labels)
         snapshot = self.handle.snapshot
@@ -62,7 +62,7 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         if arrays is not None:
             vec = self._vectors.pre_filter_counts(
                 arrays, pod, s, ns_labels, const_ns, lambda: index_for(self.handle, self._index),
-                getattr(objects_of(self.handle), "generation", 0))
+                self.handle.objects.generation)
             if s.nothing_to_check():
                 return None, Status.skip()
             state.write(PRE_FILTER_KEY, s)

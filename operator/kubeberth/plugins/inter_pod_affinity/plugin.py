@@ -3,8 +3,7 @@ with what they keep between cycles."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...framework.handle import Handle
 from .._pod_index import PodIndex
 from .args import InterPodAffinityArgs
 from .common import NAME
@@ -18,7 +17,7 @@ class InterPodAffinity(Filtering, Scoring):
     args_model = InterPodAffinityArgs
     has_normalize = True
 
-    def __init__(self, args: InterPodAffinityArgs | None, handle: Any) -> None:
+    def __init__(self, args: InterPodAffinityArgs | None, handle: Handle) -> None:
         self.args = args if args is not None else InterPodAffinityArgs()
         self.handle = handle
         self._index = PodIndex()  # when the scheduler context shares none

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...framework.cycle_state import CycleState
+from ...framework.handle import Handle
 from ...framework.interfaces import PreScorePlugin, ScorePlugin
 from ...framework.status import PluginError, Status
 from ...framework.types import MAX_NODE_SCORE, NodeScore
@@ -23,7 +24,7 @@ from ...model import NodeInfo, Pod
 from ...model.affinity_terms import NsLabels, PodAffinityTerms, pod_affinity_terms
 from .._pod_index import PodIndex, index_for
 from .args import InterPodAffinityArgs
-from .common import NAME, PRE_SCORE_KEY, SCORE_VECTOR_KEY, Counts, NamespaceLabels, constant, node_labels_of, objects_of
+from .common import NAME, PRE_SCORE_KEY, SCORE_VECTOR_KEY, Counts, NamespaceLabels, constant, node_labels_of
 from .rules import existing_contributions, incoming_preferred, sigs_matching_all
 from .state import PreScoreState
 from .vector import AffinityVectors, ScoreVectors, score_values
@@ -39,7 +40,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
     """InterPodAffinity's scoring half; plugin.py joins it with the filtering half."""
 
     args: InterPodAffinityArgs
-    handle: Any
+    handle: Handle
     _index: PodIndex
     _vectors: AffinityVectors
 
@@ -50,7 +51,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
         terms = pod_affinity_terms(pod)
         if terms.error:
             return Status.error(f"failed to parse pod: {terms.error}")
-        ns_labels = NamespaceLabels(objects_of(self.handle))
+        ns_labels = NamespaceLabels(self.handle.objects)
         const_ns = constant(ns_labels(pod.namespace))
         hard_weight = self.args.hardPodAffinityWeight
         # Replicas share one parsed set of terms: each set's contributions are worked out once.
@@ -66,7 +67,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
         if arrays is not None:
             vector_topo, sums = self._vectors.pre_score_topology(
                 arrays, terms, has_constraints, ns_labels, contributions,
-                lambda: index_for(self.handle, self._index), getattr(objects_of(self.handle), "generation", 0))
+                lambda: index_for(self.handle, self._index), self.handle.objects.generation)
             if not vector_topo:
                 return Status.skip()
             ps = PreScoreState(vector_topo)
