@@ -484,6 +484,39 @@ def test_assigned_pod_added_moves_only_pods_it_may_help() -> None:
     assert moved == {"wants-db", "spread"}
 
 
+def test_assigned_pod_added_reads_the_terms_as_the_plugin_does() -> None:
+    """The queue reads a pending pod's terms through the model's one parse (matchLabelKeys
+    folded in, namespaceSelector against the namespaces' labels), as InterPodAffinity does."""
+    from kubeberth.model import pod_affinity_terms
+    from kubeberth.plugins.inter_pod_affinity import pod_terms
+
+    q, _ = new_queue()
+    q.namespace_labels = lambda ns: {"env": "prod"} if ns == "prod" else {}
+    rev1 = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "matchLabelKeys": ["rev"], "topologyKey": "zone"}]}}
+    in_prod = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": {"matchLabels": {"env": "prod"}},
+         "topologyKey": "zone"}]}}
+    unparsable = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Near"}]}, "topologyKey": "zone"}]}}
+    pending = {"same-rev": make_pod("same-rev", labels={"rev": "1"}, affinity=rev1),
+               "other-rev": make_pod("other-rev", labels={"rev": "2"}, affinity=rev1),
+               "wants-prod": make_pod("wants-prod", affinity=in_prod),
+               "unparsable": make_pod("unparsable", affinity=unparsable)}
+    for p in pending.values():
+        q.add(p)
+        fail(q, q.pop_nowait(), "InterPodAffinity")  # type: ignore[arg-type]
+    assert all(pod_affinity_terms(p) is pod_terms(p) for p in pending.values())
+
+    q.assigned_pod_added(make_pod("db-0", labels={"app": "db", "rev": "1"}, node="n1"))
+    # A pod whose terms do not parse fails PreFilter whatever is added: it stays.
+    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev"}
+    q.assigned_pod_added(make_pod("db-1", namespace="prod", labels={"app": "db"}, node="n1"))
+    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev", "wants-prod"}
+
+
 def test_assigned_pod_scale_down_moves_resource_rejected_pods() -> None:
     q, _ = new_queue()
     p = pod("p")

@@ -30,8 +30,8 @@ from ..clock import Clock, FakeClock
 from ..framework import events as ev
 from ..framework.events import ClusterEvent
 from ..framework.types import QueuedPodInfo
-from ..model import Pod
-from ..model.selectors import LabelSelector
+from ..model import Pod, pod_affinity_terms
+from ..model.affinity_terms import default_namespace_labels
 from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
 from .nominator import Nominator
@@ -500,40 +500,8 @@ def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _required_affinity_terms(pod: Pod) -> list[tuple[LabelSelector, frozenset[str] | None, LabelSelector | None]]:
-    cached: list[tuple[LabelSelector, frozenset[str] | None, LabelSelector | None]] | None = pod.cache.get(
-        "queue.requiredAffinityTerms")
-    if cached is not None:
-        return cached
-    terms = []
-    raw_terms = ((pod.affinity.get("podAffinity") or {})
-                 .get("requiredDuringSchedulingIgnoredDuringExecution") or [])
-    for t in raw_terms:
-        try:
-            selector = LabelSelector.from_dict(t.get("labelSelector"))
-            ns_sel_raw = t.get("namespaceSelector")
-            ns_sel = LabelSelector.from_dict(ns_sel_raw) if ns_sel_raw is not None else None
-        except Exception:
-            continue
-        namespaces = frozenset(str(n) for n in t.get("namespaces") or ())
-        if t.get("labelSelector") is None:
-            continue  # a nil selector matches no pod
-        terms.append((selector, namespaces or None, ns_sel))
-    pod.cache["queue.requiredAffinityTerms"] = terms
-    return terms
-
-
 def _affinity_terms_match(pending: Pod, pod: Pod,
                           namespace_labels: Callable[[str], Mapping[str, str]] | None) -> bool:
-    for selector, namespaces, ns_sel in _required_affinity_terms(pending):
-        if namespaces is None and ns_sel is None:
-            in_ns = pod.namespace == pending.namespace
-        else:
-            in_ns = namespaces is not None and pod.namespace in namespaces
-            if not in_ns and ns_sel is not None:
-                labels = (namespace_labels(pod.namespace) if namespace_labels is not None
-                          else {"kubernetes.io/metadata.name": pod.namespace})
-                in_ns = ns_sel.matches(labels)
-        if in_ns and selector.matches(pod.labels):
-            return True
-    return False
+    """Whether `pod` is selected by one of `pending`'s required pod affinity terms."""
+    ns_labels = namespace_labels if namespace_labels is not None else default_namespace_labels
+    return any(t.matches(pod, ns_labels) for t in pod_affinity_terms(pending).required_affinity)
