@@ -41,7 +41,7 @@ class Summary:
 
 
 async def run(plane: ControlPlane, seed: int, indexes: list[int], known: list[Known] | None = None,
-              out: list[str] | None = None) -> list[CaseReport]:
+              out: list[str] | None = None, verbose: bool = False) -> list[CaseReport]:
     """Runs the cases `indexes` of `seed`; with `out`, appends each case's lines as it finishes."""
     known = load_known() if known is None else known
     reports = []
@@ -50,13 +50,13 @@ async def run(plane: ControlPlane, seed: int, indexes: list[int], known: list[Kn
             report = await run_case(plane, kube, generate(seed, i), seed, i, known)
             reports.append(report)
             if out is not None:
-                lines = render_case(report)
+                lines = render_case(report, verbose)
                 out += lines
                 print("\n".join(lines), flush=True)
     return reports
 
 
-def render_case(r: CaseReport) -> list[str]:
+def render_case(r: CaseReport, verbose: bool = False) -> list[str]:
     head = f"seed={r.seed} case={r.index}"
     lines = []
     if r.error:
@@ -64,6 +64,8 @@ def render_case(r: CaseReport) -> list[str]:
     for p in r.pods:
         v = p.verdict
         if v.kind == "agree":
+            if verbose:
+                lines.append(f"same  {head} pod={p.pod}: {p.upstream.brief()}; upstream's final scores {p.scores}")
             continue
         tag = "tie " if v.kind == "tie" else ("known" if v.explained_by else "DIFF ")
         line = f"{tag} {head} pod={p.pod}: {v.field}: {v.detail}"
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", type=int, action="append", help="run only this case index (repeatable)")
     parser.add_argument("--min-pods", type=int, default=0,
                         help="fail unless at least this many pending pods were judged")
+    parser.add_argument("--verbose", action="store_true", help="a line for every pod, agreeing ones too")
     parser.add_argument("--write-case", type=Path, metavar="DIR",
                         help="write the cases as conformance YAML into DIR instead of running them")
     args = parser.parse_args(argv)
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         kubectl(plane, "apply", "-f", "crds/")
         kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
                 "crd/schedulingprofiles.kubeberth.io")
-        reports = asyncio.run(run(plane, args.seed, indexes, known, out=[]))
+        reports = asyncio.run(run(plane, args.seed, indexes, known, out=[], verbose=args.verbose))
     summary = summarise(reports)
     print(render_summary(summary, args.seed, time.monotonic() - started))
     for line in summary.errors:

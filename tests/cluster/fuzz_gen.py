@@ -111,7 +111,8 @@ def owner_objects(rng: random.Random) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for app in APPS:
         if rng.random() < 0.4:
-            out.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{app}-svc", "namespace": "default"},
+            out.append({"apiVersion": "v1", "kind": "Service",
+                        "metadata": {"name": f"{app}-svc", "namespace": "default"},
                         "spec": {"selector": {"app": app}, "ports": [{"port": 80}]}})
         if rng.random() < 0.4:
             labels = {"app": app}
@@ -166,9 +167,9 @@ def bound_pods(rng: random.Random, nodes: list[dict[str, Any]], owners: list[dic
     for n in nodes:
         alloc = n["status"]["allocatable"]
         cpu_left, mem_left = int(alloc["cpu"]) * 1000, int(alloc["memory"][:-2]) * 1024
-        slots = min(int(alloc["pods"]) - 1, rng.randint(0, 3))
+        slots = min(int(alloc["pods"]) - 1, rng.randint(0, 4))
         for _ in range(max(slots, 0)):
-            cpu, mem = rng.choice([250, 500, 1000, 1500]), rng.choice([256, 512, 1024, 2048])
+            cpu, mem = rng.choice([250, 500, 1000, 1500]), rng.choice([256, 512, 1024, 2048, 3072])
             if cpu > cpu_left or mem > mem_left:
                 break
             cpu_left, mem_left = cpu_left - cpu, mem_left - mem
@@ -230,9 +231,9 @@ def pending_pod(rng: random.Random, i: int, nodes: list[dict[str, Any]], owners:
         sidecar = {"name": "side", "image": rng.choice(sorted(IMAGES)),
                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
         spec["containers"].append(sidecar)
-    if rng.random() < 0.7:
-        spec["priorityClassName"] = rng.choice(sorted(PRIORITY_CLASSES))
-    if rng.random() < 0.2:
+    if rng.random() < 0.8:
+        spec["priorityClassName"] = rng.choice(["low", "mid", "high", "high", "high-never"])
+    if rng.random() < 0.12:
         spec["nodeSelector"] = rng.choice([{"disk": "ssd"}, {"tier": "a"}, {"disk": "hdd"}])
     aff = affinity(rng, nodes)
     if aff:

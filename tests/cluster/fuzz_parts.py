@@ -24,7 +24,7 @@ PRIORITY_CLASSES = {"low": (100, "PreemptLowerPriority"), "mid": (500, "PreemptL
 SCORE_PLUGINS = ["TaintToleration", "NodeAffinity", "ImageLocality", "InterPodAffinity", "PodTopologySpread",
                  "NodeResourcesFit", "NodeResourcesBalancedAllocation"]
 FILTER_PLUGINS = ["TaintToleration", "NodePorts", "NodeAffinity", "NodeUnschedulable", "VolumeZone"]
-TOLERATIONS = [
+TOLERATIONS: list[dict[str, Any]] = [
     {"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"},
     {"key": "spot", "operator": "Exists"},
     {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
@@ -37,10 +37,10 @@ TOLERATIONS = [
 
 def resources(rng: random.Random) -> dict[str, str]:
     out: dict[str, str] = {}
-    cpu = rng.choice(["", "100m", "500m", "1", "1500m", "2", "3", "6"])
+    cpu = rng.choice(["", "100m", "500m", "1", "1500m", "2", "3"])
     if cpu:
         out["cpu"] = cpu
-    mem = rng.choice(["", "128Mi", "1Gi", "3Gi", "8Gi"])
+    mem = rng.choice(["", "128Mi", "1Gi", "2Gi", "3Gi", "6Gi"])
     if mem:
         out["memory"] = mem
     if rng.random() < 0.15:
@@ -101,7 +101,7 @@ def pod_affinity_term(rng: random.Random) -> dict[str, Any]:
 def affinity(rng: random.Random, nodes: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     node_aff: dict[str, Any] = {}
-    if rng.random() < 0.25:
+    if rng.random() < 0.15:
         node_aff["requiredDuringSchedulingIgnoredDuringExecution"] = {
             "nodeSelectorTerms": [node_selector_term(rng, nodes) for _ in range(rng.randint(1, 2))]}
     if rng.random() < 0.3:
@@ -110,7 +110,7 @@ def affinity(rng: random.Random, nodes: list[dict[str, Any]]) -> dict[str, Any]:
             for _ in range(rng.randint(1, 2))]
     if node_aff:
         out["nodeAffinity"] = node_aff
-    for kind, required, preferred in (("podAffinity", 0.12, 0.2), ("podAntiAffinity", 0.15, 0.2)):
+    for kind, required, preferred in (("podAffinity", 0.08, 0.2), ("podAntiAffinity", 0.12, 0.2)):
         part: dict[str, Any] = {}
         if rng.random() < required:
             part["requiredDuringSchedulingIgnoredDuringExecution"] = [pod_affinity_term(rng)]

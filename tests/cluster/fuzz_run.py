@@ -33,7 +33,8 @@ SNAPSHOT_KINDS = {"Namespace": ("v1", "namespaces"), "PriorityClass": ("scheduli
                   "PodDisruptionBudget": ("policy/v1", "poddisruptionbudgets"), "Service": ("v1", "services"),
                   "ReplicaSet": ("apps/v1", "replicasets"), "StorageClass": ("storage.k8s.io/v1", "storageclasses"),
                   "PersistentVolume": ("v1", "persistentvolumes"),
-                  "PersistentVolumeClaim": ("v1", "persistentvolumeclaims"), "CSINode": ("storage.k8s.io/v1", "csinodes")}
+                  "PersistentVolumeClaim": ("v1", "persistentvolumeclaims"),
+                  "CSINode": ("storage.k8s.io/v1", "csinodes")}
 OTHER_SEEDS = range(1, 8)
 LOG_NAME = "kube-scheduler-fuzz"
 
