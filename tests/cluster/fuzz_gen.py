@@ -36,6 +36,7 @@ TAINTS = [
     {"key": "gpu", "value": "true", "effect": "NoSchedule"},
 ]
 GPU = "example.com/gpu"
+CSI_DRIVER = "disk.csi.example"
 BASE_TIME = "2026-01-01T00:{:02d}:{:02d}Z"
 
 
@@ -133,50 +134,68 @@ def owner_reference(rng: random.Random, app: str, owners: list[dict[str, Any]]) 
 
 
 def volume_objects(rng: random.Random, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A PV already bound to its claim, pinned by node affinity (VolumeBinding) and zone label (VolumeZone)."""
+    """PVs already bound to their claims: `data` pinned by node affinity (VolumeBinding) and zone label
+    (VolumeZone), `extra` anywhere; CSINodes limiting the driver's volumes on some nodes (NodeVolumeLimits)."""
     target = rng.choice(nodes)
     labels = target["metadata"]["labels"]
     pv_labels = {}
     if "topology.kubernetes.io/zone" in labels and rng.random() < 0.6:
         pv_labels["topology.kubernetes.io/zone"] = labels["topology.kubernetes.io/zone"]
     key = "disk" if "disk" in labels and rng.random() < 0.5 else "kubernetes.io/hostname"
-    mode = rng.choice(["ReadWriteOnce", "ReadWriteOncePod"])
-    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-data", "labels": pv_labels},
-          "spec": {"capacity": {"storage": "10Gi"}, "accessModes": [mode],
-                   "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "manual",
-                   "csi": {"driver": "disk.csi.example", "volumeHandle": "pv-data"},
-                   "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                       {"key": key, "operator": "In", "values": [labels[key]]}]}]}},
-                   "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "default",
-                                "name": "data", "uid": "uid-data"}},
-          "status": {"phase": "Bound"}}
+    affinity = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": key, "operator": "In", "values": [labels[key]]}]}]}}
+    out: list[dict[str, Any]] = [{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                  "metadata": {"name": "manual"}, "provisioner": "kubernetes.io/no-provisioner",
+                                  "volumeBindingMode": "Immediate"}]
+    out += bound_claim("data", rng.choice(["ReadWriteOnce", "ReadWriteOncePod"]), pv_labels, affinity)
+    out += bound_claim("extra", "ReadWriteMany", {}, None)
+    for n in nodes:
+        if rng.random() < 0.4:
+            name = n["metadata"]["name"]
+            out.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+                        "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": name, "topologyKeys": [],
+                                              "allocatable": {"count": rng.randint(1, 2)}}]}})
+    return out
+
+
+def bound_claim(name: str, mode: str, pv_labels: dict[str, str],
+                affinity: dict[str, Any] | None) -> list[dict[str, Any]]:
+    pv_spec: dict[str, Any] = {"capacity": {"storage": "10Gi"}, "accessModes": [mode],
+                               "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "manual",
+                               "csi": {"driver": CSI_DRIVER, "volumeHandle": f"pv-{name}"},
+                               "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                                            "namespace": "default", "name": name, "uid": f"uid-{name}"}}
+    if affinity:
+        pv_spec["nodeAffinity"] = affinity
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{name}", "labels": pv_labels},
+          "spec": pv_spec, "status": {"phase": "Bound"}}
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-           "metadata": {"name": "data", "namespace": "default", "uid": "uid-data",
+           "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
                         "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
            "spec": {"accessModes": [mode], "resources": {"requests": {"storage": "5Gi"}},
-                    "volumeMode": "Filesystem", "storageClassName": "manual", "volumeName": "pv-data"},
+                    "volumeMode": "Filesystem", "storageClassName": "manual", "volumeName": f"pv-{name}"},
            "status": {"phase": "Bound", "accessModes": [mode], "capacity": {"storage": "10Gi"}}}
-    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "manual"},
-          "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate"}
-    return [sc, pv, pvc]
+    return [pv, pvc]
 
 
 def bound_pods(rng: random.Random, nodes: list[dict[str, Any]], owners: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Running pods that fit their nodes, started at distinct times (preemption's tie-breaker)."""
+    """Running pods that fit their nodes, started at distinct times (preemption's tie-breaker); in a
+    packed cluster the nodes are nearly full, mostly of low priority (preemption's ground)."""
     out: list[dict[str, Any]] = []
+    packed = rng.random() < 0.35
     for n in nodes:
         alloc = n["status"]["allocatable"]
         cpu_left, mem_left = int(alloc["cpu"]) * 1000, int(alloc["memory"][:-2]) * 1024
-        slots = min(int(alloc["pods"]) - 1, rng.randint(0, 4))
+        slots = min(int(alloc["pods"]) - 1, rng.randint(3, 8) if packed else rng.randint(0, 4))
         for _ in range(max(slots, 0)):
             cpu, mem = rng.choice([250, 500, 1000, 1500]), rng.choice([256, 512, 1024, 2048, 3072])
             if cpu > cpu_left or mem > mem_left:
-                break
+                continue
             cpu_left, mem_left = cpu_left - cpu, mem_left - mem
             k = len(out)
             app = rng.choice(APPS)
             ns = rng.choice(["default", "default", "team-a"])
-            pc = rng.choice(["low", "low", "mid", "high"])
+            pc = rng.choice(["low", "low", "low", "mid"] if packed else ["low", "low", "mid", "high"])
             meta: dict[str, Any] = {"name": f"b{k}", "namespace": ns, "labels": {"app": app}}
             if ns == "default":
                 refs = owner_reference(rng, app, owners)
@@ -186,6 +205,8 @@ def bound_pods(rng: random.Random, nodes: list[dict[str, Any]], owners: list[dic
                                          "resources": {"requests": {"cpu": f"{cpu}m", "memory": f"{mem}Mi"}}}
             if rng.random() < 0.15:
                 container["ports"] = [{"containerPort": 8080, "hostPort": rng.choice([8080, 9090])}]
+            if rng.random() < 0.05:  # terminating: counts for resources, not for spreading
+                meta.update(deletionTimestamp="2026-01-01T01:00:00Z", deletionGracePeriodSeconds=600)
             out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
                         "spec": {"containers": [container], "nodeName": n["metadata"]["name"],
                                  "priorityClassName": pc, "tolerations": [{"operator": "Exists"}]},
@@ -231,6 +252,14 @@ def pending_pod(rng: random.Random, i: int, nodes: list[dict[str, Any]], owners:
         sidecar = {"name": "side", "image": rng.choice(sorted(IMAGES)),
                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
         spec["containers"].append(sidecar)
+    if rng.random() < 0.15:
+        init: dict[str, Any] = {"name": "init", "image": rng.choice(sorted(IMAGES)),
+                                "resources": {"requests": {"cpu": rng.choice(["500m", "2", "3"]), "memory": "1Gi"}}}
+        if rng.random() < 0.5:
+            init["restartPolicy"] = "Always"  # a sidecar: its requests add up with the containers'
+        spec["initContainers"] = [init]
+    if rng.random() < 0.1:
+        spec["overhead"] = {"cpu": "250m", "memory": "128Mi"}  # through a RuntimeClass (differential.py)
     if rng.random() < 0.8:
         spec["priorityClassName"] = rng.choice(["low", "mid", "high", "high", "high-never"])
     if rng.random() < 0.12:
@@ -245,5 +274,6 @@ def pending_pod(rng: random.Random, i: int, nodes: list[dict[str, Any]], owners:
     if tol:
         spec["tolerations"] = tol
     if claims and rng.random() < 0.4:
-        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": rng.choice(claims)}}]
+        spec["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}}
+                           for c in rng.sample(claims, rng.randint(1, len(claims)))]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
