@@ -112,6 +112,18 @@ def write_case(seed: int, index: int, directory: Path) -> Path:
     return path
 
 
+def dump_inputs(reports: list[CaseReport], directory: Path) -> list[Path]:
+    paths = []
+    for r in reports:
+        for p in r.pods:
+            if p.inputs:
+                directory.mkdir(parents=True, exist_ok=True)
+                path = directory / f"seed-{r.seed}-case-{r.index}-{p.pod.replace('/', '-')}.yaml"
+                path.write_text(yaml.safe_dump_all(p.inputs, sort_keys=False))
+                paths.append(path)
+    return paths
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.cluster.fuzz", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -121,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", type=int, action="append", help="run only this case index (repeatable)")
     parser.add_argument("--min-pods", type=int, default=0,
                         help="fail unless at least this many pending pods were judged")
+    parser.add_argument("--dump", type=Path, metavar="DIR",
+                        help="for each pod not agreeing, write what simulate was given into DIR "
+                             "(kubeberth simulate FILE replays kubeberth's side)")
     parser.add_argument("--verbose", action="store_true", help="a line for every pod, agreeing ones too")
     parser.add_argument("--write-case", type=Path, metavar="DIR",
                         help="write the cases as conformance YAML into DIR instead of running them")
@@ -142,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
                 "crd/schedulingprofiles.kubeberth.io")
         reports = asyncio.run(run(plane, args.seed, indexes, known, out=[], verbose=args.verbose))
+    if args.dump:
+        for path in dump_inputs(reports, args.dump):
+            print(f"wrote {path}")
     summary = summarise(reports)
     print(render_summary(summary, args.seed, time.monotonic() - started))
     for line in summary.errors:

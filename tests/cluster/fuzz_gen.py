@@ -205,8 +205,8 @@ def bound_pods(rng: random.Random, nodes: list[dict[str, Any]], owners: list[dic
                                          "resources": {"requests": {"cpu": f"{cpu}m", "memory": f"{mem}Mi"}}}
             if rng.random() < 0.15:
                 container["ports"] = [{"containerPort": 8080, "hostPort": rng.choice([8080, 9090])}]
-            if rng.random() < 0.05:  # terminating: counts for resources, not for spreading
-                meta.update(deletionTimestamp="2026-01-01T01:00:00Z", deletionGracePeriodSeconds=600)
+            if rng.random() < 0.05:  # terminating (named t*): counts for resources, not for spreading
+                meta.update(name=f"t{k}", deletionTimestamp="2026-01-01T01:00:00Z", deletionGracePeriodSeconds=600)
             out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
                         "spec": {"containers": [container], "nodeName": n["metadata"]["name"],
                                  "priorityClassName": pc, "tolerations": [{"operator": "Exists"}]},
@@ -237,8 +237,9 @@ def pending_pod(rng: random.Random, i: int, nodes: list[dict[str, Any]], owners:
     labels = {"app": app}
     if rng.random() < 0.3:
         labels["pod-template-hash"] = rng.choice(["h1", "h2"])
-    meta: dict[str, Any] = {"name": f"p{i}", "namespace": "default", "labels": labels}
-    refs = owner_reference(rng, app, owners)
+    ns = "team-a" if rng.random() < 0.15 else "default"
+    meta: dict[str, Any] = {"name": f"p{i}", "namespace": ns, "labels": labels}
+    refs = owner_reference(rng, app, owners) if ns == "default" else []
     if refs:
         meta["ownerReferences"] = refs
     container: dict[str, Any] = {"name": "app", "image": rng.choice(sorted(IMAGES))}
@@ -273,7 +274,10 @@ def pending_pod(rng: random.Random, i: int, nodes: list[dict[str, Any]], owners:
     tol = tolerations(rng)
     if tol:
         spec["tolerations"] = tol
-    if claims and rng.random() < 0.4:
+    if rng.random() < 0.05:
+        spec["hostNetwork"] = True  # every container port is a host port then
+        container["ports"] = [{"containerPort": rng.choice([8080, 9090])}]
+    if claims and ns == "default" and rng.random() < 0.4:
         spec["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}}
                            for c in rng.sample(claims, rng.randint(1, len(claims)))]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -171,7 +171,10 @@ def profile(rng: random.Random) -> dict[str, Any] | None:
         spec["percentageOfNodesToScore"] = rng.randint(1, 100)
     config: list[dict[str, Any]] = []
     if rng.random() < 0.5:
-        config.append({"name": "NodeResourcesFit", "args": {"scoringStrategy": scoring_strategy(rng)}})
+        args: dict[str, Any] = {"scoringStrategy": scoring_strategy(rng)}
+        if rng.random() < 0.2:
+            args["ignoredResources"] = ["example.com/gpu"]
+        config.append({"name": "NodeResourcesFit", "args": args})
     if rng.random() < 0.2:
         constraints = [] if rng.random() < 0.3 else [
             {"maxSkew": rng.randint(1, 2), "topologyKey": rng.choice([ZONE, HOSTNAME]),
@@ -180,11 +183,13 @@ def profile(rng: random.Random) -> dict[str, Any] | None:
                                                              "defaultConstraints": constraints}})
     if rng.random() < 0.1:
         config.append({"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": rng.randint(0, 100)}})
-    if rng.random() < 0.1:
-        config.append({"name": "NodeAffinity", "args": {"addedAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [
-                    {"key": ZONE, "operator": "In", "values": [rng.choice(ZONES)]}]}}]}}})
+    if rng.random() < 0.15:
+        zone = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": rng.sample(ZONES, 2)}]}
+        added: dict[str, Any] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": rng.randint(1, 100), "preference": zone}]}
+        if rng.random() < 0.4:
+            added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [zone]}}
+        config.append({"name": "NodeAffinity", "args": {"addedAffinity": added}})
     if rng.random() < 0.1:
         config.append({"name": "NodeResourcesBalancedAllocation", "args": {"resources": [
             {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "example.com/gpu", "weight": 1}]}})

@@ -47,6 +47,7 @@ class PodReport:
     verdict: Verdict
     scores: dict[str, int] | None = None
     plugins: dict[str, dict[str, int]] = field(default_factory=dict)
+    inputs: list[dict[str, Any]] = field(default_factory=list)  # what simulate was given, kept on a disagreement
 
 
 @dataclass
@@ -199,8 +200,9 @@ async def run_pod(kube: Kube, sched: Process, pod: dict[str, Any], profiles: lis
         others = [await asyncio.to_thread(kubeberth_decision, objects, key, s) for s in OTHER_SEEDS]
     verdict = explain(judge(up, ours, scores, others), up, ours, known)
     nodes = {n for n in (up.node, ours.node) if n}
-    report = PodReport(key, up, ours, verdict, scores, plugin_scores(log, key, nodes) if verdict.kind != "agree"
-                       else {})
+    report = PodReport(key, up, ours, verdict, scores)
+    if verdict.kind != "agree":
+        report.plugins, report.inputs = plugin_scores(log, key, nodes), objects
     ns, name = key.split("/", 1)
     if up.status == "Scheduled":
         await start_bound_pod(kube, key)

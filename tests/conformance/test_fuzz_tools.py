@@ -48,6 +48,16 @@ FEATURES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "ReplicaSet owner": lambda o: "ownerReferences" in o.get("metadata", {}),
     "volume": lambda o: o["kind"] == "Pod" and "volumes" in o["spec"],
     "extended resource": lambda o: "example.com/gpu" in json.dumps(o.get("spec", {})),
+    "terminating pod": lambda o: "deletionTimestamp" in o.get("metadata", {}),
+    "init containers": lambda o: o["kind"] == "Pod" and "initContainers" in o["spec"],
+    "sidecar": lambda o: '"restartPolicy": "Always"' in json.dumps(o.get("spec", {})),
+    "overhead": lambda o: o["kind"] == "Pod" and "overhead" in o["spec"],
+    "hostNetwork": lambda o: o["kind"] == "Pod" and "hostNetwork" in o["spec"],
+    "CSINode": lambda o: o["kind"] == "CSINode",
+    "pending pod of another namespace": lambda o: o["kind"] == "Pod" and "nodeName" not in o["spec"]
+    and o["metadata"]["namespace"] != "default",
+    "ignoredResources": lambda o: "ignoredResources" in json.dumps(o.get("spec", {})),
+    "addedAffinity": lambda o: "addedAffinity" in json.dumps(o.get("spec", {})),
 }
 
 
