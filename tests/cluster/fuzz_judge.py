@@ -93,11 +93,19 @@ def judge(up: Decision, ours: Decision, scores: dict[str, int] | None,
                                        f"scores {dict(sorted(scores.items()))}")
     if other_seeds and any(d.node == up.node and sorted(d.victims) == sorted(up.victims) for d in other_seeds):
         return Verdict("tie", "node", f"no upstream scores; kubeberth picks {up.node} under another seed")
-    return Verdict("diff", "node", f"upstream {up.brief()}, kubeberth {ours.brief()}"
-                                   + ("" if scores else "; no upstream scores logged"))
+    return Verdict("diff", "node", f"upstream {up.brief()}, kubeberth {ours.brief()}; " + (
+        f"upstream's final scores {dict(sorted(scores.items()))}" if scores else "no upstream scores logged"))
 
 
 # --- the list of explained disagreements ---
+
+TERMINATING = re.compile(r"/t\d+$")  # the generator names pods terminating before the case t<N>
+VICTIM_RULES = {
+    "same": lambda up, ours: bool(up) and sorted(up) == sorted(ours),
+    "same-but-terminating": lambda up, ours: any(TERMINATING.search(v) for v in ours) and sorted(up) == sorted(
+        v for v in ours if not TERMINATING.search(v)),
+}
+
 
 @dataclass
 class Known:
@@ -105,15 +113,24 @@ class Known:
     kind: str
     why: str
     field: str
-    upstream: re.Pattern[str] | None
-    kubeberth: re.Pattern[str] | None
+    upstream: re.Pattern[str] | None = None
+    kubeberth: re.Pattern[str] | None = None
+    victims: str = ""  # one of VICTIM_RULES: how kubeberth's victims relate to upstream's
+    ours_scored: bool | None = None  # whether upstream's final scores name kubeberth's node
 
-    def explains(self, verdict: Verdict, up: Decision, ours: Decision) -> bool:
+    def explains(self, verdict: Verdict, up: Decision, ours: Decision, scores: dict[str, int] | None) -> bool:
         if verdict.kind != "diff" or verdict.field != self.field:
             return False
         if self.upstream is not None and not self.upstream.search(up.brief()):
             return False
-        return self.kubeberth is None or bool(self.kubeberth.search(ours.brief()))
+        if self.kubeberth is not None and not self.kubeberth.search(ours.brief()):
+            return False
+        if self.victims and not VICTIM_RULES[self.victims](up.victims, ours.victims):
+            return False
+        return self.ours_scored is None or (scores is not None and (ours.node in scores) == self.ours_scored)
+
+
+MATCH_KEYS = {"field", "upstream", "kubeberth", "victims", "ours_scored"}
 
 
 def parse_known(entries: Any, source: str = str(KNOWN)) -> list[Known]:
@@ -123,21 +140,26 @@ def parse_known(entries: Any, source: str = str(KNOWN)) -> list[Known]:
         where = f"{source}: entry {i + 1}"
         if not isinstance(e, dict) or set(e) != {"id", "kind", "why", "match"}:
             raise ValueError(f"{where}: needs exactly id, kind, why and match")
+        where += f" ({e['id']})"
         if e["kind"] not in KINDS:
-            raise ValueError(f"{where} ({e['id']}): kind {e['kind']!r} is not one of {sorted(KINDS)}")
+            raise ValueError(f"{where}: kind {e['kind']!r} is not one of {sorted(KINDS)}")
         if len(str(e["why"])) < 40:
-            raise ValueError(f"{where} ({e['id']}): the why is too short to be a reason")
+            raise ValueError(f"{where}: the why is too short to be a reason")
         match = e["match"]
-        if not isinstance(match, dict) or match.get("field") not in FIELDS or set(match) - {"field", "upstream",
-                                                                                            "kubeberth"}:
-            raise ValueError(f"{where} ({e['id']}): match needs field (one of {sorted(FIELDS)}) and "
-                             "optional upstream/kubeberth regular expressions")
+        if not isinstance(match, dict) or match.get("field") not in FIELDS or set(match) - MATCH_KEYS:
+            raise ValueError(f"{where}: match needs field (one of {sorted(FIELDS)}) and optionally "
+                             f"{sorted(MATCH_KEYS - {'field'})}")
+        if match.get("victims", "") not in ("", *VICTIM_RULES):
+            raise ValueError(f"{where}: match.victims is not one of {sorted(VICTIM_RULES)}")
+        if match.get("ours_scored") not in (None, True, False):
+            raise ValueError(f"{where}: match.ours_scored must be true or false")
         try:
             up = re.compile(match["upstream"]) if "upstream" in match else None
             ours = re.compile(match["kubeberth"]) if "kubeberth" in match else None
         except re.error as exc:
-            raise ValueError(f"{where} ({e['id']}): bad regular expression: {exc}") from exc
-        out.append(Known(str(e["id"]), e["kind"], str(e["why"]), match["field"], up, ours))
+            raise ValueError(f"{where}: bad regular expression: {exc}") from exc
+        out.append(Known(str(e["id"]), e["kind"], str(e["why"]), match["field"], up, ours,
+                         match.get("victims", ""), match.get("ours_scored")))
     ids = [k.id for k in out]
     if len(ids) != len(set(ids)):
         raise ValueError(f"{source}: an id is used twice")
@@ -148,9 +170,10 @@ def load_known(path: Path = KNOWN) -> list[Known]:
     return parse_known(yaml.safe_load(path.read_text()) if path.exists() else [], str(path))
 
 
-def explain(verdict: Verdict, up: Decision, ours: Decision, known: list[Known]) -> Verdict:
+def explain(verdict: Verdict, up: Decision, ours: Decision, known: list[Known],
+            scores: dict[str, int] | None = None) -> Verdict:
     for k in known:
-        if k.explains(verdict, up, ours):
+        if k.explains(verdict, up, ours, scores):
             verdict.explained_by = k.id
             break
     return verdict

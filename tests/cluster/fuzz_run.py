@@ -198,7 +198,7 @@ async def run_pod(kube: Kube, sched: Process, pod: dict[str, Any], profiles: lis
     others = None
     if up.node != ours.node and up.status == ours.status == "Scheduled" and (not scores or up.victims):
         others = [await asyncio.to_thread(kubeberth_decision, objects, key, s) for s in OTHER_SEEDS]
-    verdict = explain(judge(up, ours, scores, others), up, ours, known)
+    verdict = explain(judge(up, ours, scores, others), up, ours, known, scores)
     nodes = {n for n in (up.node, ours.node) if n}
     report = PodReport(key, up, ours, verdict, scores)
     if verdict.kind != "agree":
