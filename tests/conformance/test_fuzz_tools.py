@@ -146,3 +146,23 @@ def test_the_known_file_parses_and_explains_by_field_and_pattern() -> None:
 def test_a_malformed_known_entry_is_refused_with_its_problem(entry: dict[str, Any], error: str) -> None:
     with pytest.raises(ValueError, match=error):
         parse_known([entry])
+
+
+def test_the_shipped_entries_explain_only_their_own_shapes() -> None:
+    known = load_known()
+    message = "0/5 nodes are available: 4 Insufficient cpu. preemption: found a potential placement for pod on node n3"
+    up = Decision("Unschedulable", None, ["default/b10", "default/b12"], message)
+    ours = Decision("Scheduled", "n3", ["default/b10", "default/b12", "default/t11"])
+    assert explain(judge(up, ours, None), up, ours, known).explained_by == "terminating-victim-without-kubelet"
+    other = Decision("Scheduled", "n3", ["default/b10", "default/t11"])  # not upstream's victims plus t<N>
+    assert explain(judge(up, other, None), up, other, known).explained_by == ""
+
+    up = Decision("Scheduled", "n0", ["default/b2", "team-a/b0"])
+    ours = Decision("Scheduled", "n1", ["default/b2", "team-a/b0"])
+    scores = {"n0": 491, "n4": 404}
+    verdict = explain(judge(up, ours, scores), up, ours, known, scores)
+    assert verdict.explained_by == "preemptor-retried-while-victims-terminate"
+    scored = {"n0": 491, "n1": 300}  # upstream could take the nominated node and scored it lower: not this
+    assert explain(judge(up, ours, scored), up, ours, known, scored).explained_by == ""
+    fewer = Decision("Scheduled", "n1", ["default/b2"])
+    assert explain(judge(up, fewer, scores), up, fewer, known, scores).explained_by == ""
