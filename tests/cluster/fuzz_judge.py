@@ -116,7 +116,7 @@ class Known:
     upstream: re.Pattern[str] | None = None
     kubeberth: re.Pattern[str] | None = None
     victims: str = ""  # one of VICTIM_RULES: how kubeberth's victims relate to upstream's
-    ours_scored: bool | None = None  # whether upstream's final scores name kubeberth's node
+    ours_scored: bool | None = None  # whether upstream's final scores (if any) name kubeberth's node
 
     def explains(self, verdict: Verdict, up: Decision, ours: Decision, scores: dict[str, int] | None) -> bool:
         if verdict.kind != "diff" or verdict.field != self.field:
@@ -127,7 +127,8 @@ class Known:
             return False
         if self.victims and not VICTIM_RULES[self.victims](up.victims, ours.victims):
             return False
-        return self.ours_scored is None or (scores is not None and (ours.node in scores) == self.ours_scored)
+        # No scores logged: upstream's last attempt found a single feasible node and did not score.
+        return self.ours_scored is None or (scores is not None and ours.node in scores) == self.ours_scored
 
 
 MATCH_KEYS = {"field", "upstream", "kubeberth", "victims", "ours_scored"}

@@ -164,5 +164,6 @@ def test_the_shipped_entries_explain_only_their_own_shapes() -> None:
     assert verdict.explained_by == "preemptor-retried-while-victims-terminate"
     scored = {"n0": 491, "n1": 300}  # upstream could take the nominated node and scored it lower: not this
     assert explain(judge(up, ours, scored), up, ours, known, scored).explained_by == ""
+    assert explain(judge(up, ours, None), up, ours, known).explained_by == "preemptor-retried-while-victims-terminate"
     fewer = Decision("Scheduled", "n1", ["default/b2"])
     assert explain(judge(up, fewer, scores), up, fewer, known, scores).explained_by == ""
