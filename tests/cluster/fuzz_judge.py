@@ -51,14 +51,24 @@ class Verdict:
 
 
 def attempts(log: str, pod: str) -> list[dict[str, int]]:
-    """The final scores per node of each scoring attempt of `pod` in a kube-scheduler log excerpt."""
+    """The final scores per node of each scoring attempt of `pod` in a kube-scheduler log excerpt.
+    An attempt logs its plugins' scores, then the final ones: a plugin score after a final score,
+    or a node scored twice, starts the next attempt."""
     out: list[dict[str, int]] = []
-    for m in FINAL_SCORE.finditer(log):
-        if m.group(1) != pod:
+    new_attempt = True
+    for line in log.splitlines():
+        final = FINAL_SCORE.search(line)
+        if final is None:
+            plugin = PLUGIN_SCORE.search(line)
+            if plugin is not None and plugin.group(1) == pod:
+                new_attempt = True
             continue
-        if not out or m.group(2) in out[-1]:
+        if final.group(1) != pod:
+            continue
+        if new_attempt or final.group(2) in out[-1]:
             out.append({})
-        out[-1][m.group(2)] = int(m.group(3))
+            new_attempt = False
+        out[-1][final.group(2)] = int(final.group(3))
     return out
 
 

@@ -98,6 +98,14 @@ def test_attempts_are_split_where_a_node_is_scored_again() -> None:
     assert attempts(LOG, "default/p3") == []
 
 
+def test_attempts_are_split_where_plugin_scores_follow_final_ones() -> None:
+    plugin = 'I1124 1 schedule_one.go:984] "Plugin scored node for pod" pod="default/p1" plugin="ImageLocality" ' \
+             'node="{}" score=0'
+    log = "\n".join([plugin.format("n1"), FINAL.format("default/p1", "n1", 5), plugin.format("n2"),
+                     FINAL.format("default/p1", "n2", 9)])
+    assert attempts(log, "default/p1") == [{"n1": 5}, {"n2": 9}]
+
+
 CASES: list[tuple[str, Decision, Decision, Any, str, str]] = [
     ("same node", Decision("Scheduled", "n1"), Decision("Scheduled", "n1"), None, "agree", ""),
     ("tie by upstream's scores", Decision("Scheduled", "n1"), Decision("Scheduled", "n2"),
