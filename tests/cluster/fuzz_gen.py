@@ -186,6 +186,10 @@ def bound_pods(rng: random.Random, nodes: list[dict[str, Any]], owners: list[dic
     for n in nodes:
         alloc = n["status"]["allocatable"]
         cpu_left, mem_left = int(alloc["cpu"]) * 1000, int(alloc["memory"][:-2]) * 1024
+        # No two pods of a node share a host port: kube-scheduler would never place them so, and its
+        # cache, which holds a node's ports as a set, frees such a port when the first of them leaves,
+        # which a snapshot taken later cannot show (conformance case host-port-shared-by-two-pods).
+        free_ports = [8080, 9090]
         slots = min(int(alloc["pods"]) - 1, rng.randint(3, 8) if packed else rng.randint(0, 4))
         for _ in range(max(slots, 0)):
             cpu, mem = rng.choice([250, 500, 1000, 1500]), rng.choice([256, 512, 1024, 2048, 3072])
@@ -203,8 +207,9 @@ def bound_pods(rng: random.Random, nodes: list[dict[str, Any]], owners: list[dic
                     meta["ownerReferences"] = refs
             container: dict[str, Any] = {"name": "app", "image": rng.choice(sorted(IMAGES)),
                                          "resources": {"requests": {"cpu": f"{cpu}m", "memory": f"{mem}Mi"}}}
-            if rng.random() < 0.15:
-                container["ports"] = [{"containerPort": 8080, "hostPort": rng.choice([8080, 9090])}]
+            if rng.random() < 0.15 and free_ports:
+                port = free_ports.pop(rng.randrange(len(free_ports)))
+                container["ports"] = [{"containerPort": 8080, "hostPort": port}]
             if rng.random() < 0.05:  # terminating (named t*): counts for resources, not for spreading
                 meta.update(name=f"t{k}", deletionTimestamp="2026-01-01T01:00:00Z", deletionGracePeriodSeconds=600)
             out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
