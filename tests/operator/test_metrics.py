@@ -116,7 +116,7 @@ async def test_the_scheduler_reports_algorithm_latency_incoming_pods_cache_size_
     sched.on_pod_add(pod_dict("too-big", cpu="8"))
     await sched.run_until_idle(max_attempts=1)
     assert m.sample("scheduler_scheduling_algorithm_duration_seconds_count") == 1  # only successful runs
-    assert m.sample("scheduler_queue_incoming_pods_total", {"queue": "active", "event": "UnschedulablePodAdd"}) == 2
+    assert m.sample("scheduler_queue_incoming_pods_total", {"queue": "active", "event": "UnscheduledPodAdd"}) == 2
     assert m.sample("scheduler_queue_incoming_pods_total",
                     {"queue": "unschedulable", "event": "ScheduleAttemptFailure"}) == 1
     assert m.sample("scheduler_cache_size", {"type": "nodes"}) == 2
@@ -128,3 +128,70 @@ async def test_the_scheduler_reports_algorithm_latency_incoming_pods_cache_size_
     sched.report_pending_pods()
     assert m.sample("scheduler_unschedulable_pods",
                     {"plugin": "NodeResourcesFit", "profile": "default-scheduler"}) == 0
+
+
+async def _evaluations_after(vectorise: bool, monkeypatch: pytest.MonkeyPatch | None = None,
+                             sample_percent: int = 0) -> tuple[SchedulerMetrics, dict[tuple[str, str], float]]:
+    """80 nodes (every third with 8 CPUs, the others 2); pods of 1, 4 and 80 CPUs, one attempt each."""
+    from kubeberth.clock import FakeClock
+    from kubeberth.config import default_spec
+    from kubeberth.framework import plugin_metrics
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import InMemoryClient
+    from tests.builders import node_dict, pod_dict
+
+    if monkeypatch is not None:
+        monkeypatch.setattr(plugin_metrics, "SAMPLE_PERCENT", sample_percent)
+    m = SchedulerMetrics()
+    sched = Scheduler(clock=FakeClock(), metrics=m)
+    sched.ctx.client = InMemoryClient(sched)
+    fw = sched.add_profile_spec(default_spec())
+    fw.vectorise, fw.vector_min_nodes = vectorise, 0
+    for i in range(80):
+        sched.on_node_add(node_dict(f"n{i}", cpu="8" if i % 3 == 0 else "2"))
+    for name, cpu in (("small", "1"), ("large", "4"), ("huge", "80")):
+        sched.on_pod_add(pod_dict(name, cpu=cpu))
+    await sched.run_until_idle(max_attempts=1)
+    counts = {}
+    for family in m.registry.collect():
+        if family.name == "scheduler_plugin_evaluation":
+            for s in family.samples:
+                if s.name.endswith("_total"):
+                    assert s.labels["profile"] == "default-scheduler"
+                    counts[(s.labels["plugin"], s.labels["extension_point"])] = s.value
+    return m, counts
+
+
+@pytest.mark.parametrize("vectorise", [False, True], ids=["per-node", "vectorised"])
+async def test_plugin_evaluations_count_each_call_as_upstream(vectorise):
+    _, counts = await _evaluations_after(vectorise)
+    # Filter: every node for each pod, up to the plugin that rejects it; NodeResourcesFit rejects
+    # the huge pod everywhere and the large one on 53 nodes. The plugins whose PreFilter skipped
+    # (no affinity, ports, volumes, spreading or features) are never called.
+    for plugin in ("NodeName", "NodeUnschedulable", "TaintToleration", "NodeResourcesFit"):
+        assert counts[(plugin, "Filter")] == 3 * 80
+    for plugin in ("NodeAffinity", "NodePorts", "VolumeBinding", "PodTopologySpread", "InterPodAffinity"):
+        assert (plugin, "Filter") not in counts
+        assert counts[(plugin, "PreFilter")] == 3
+    # Score: each feasible node of the two pods that fit (80 + 27), for the plugins PreScore kept.
+    for plugin in ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality", "TaintToleration"):
+        assert counts[(plugin, "Score")] == 80 + 27
+    assert (("PodTopologySpread", "Score") not in counts and ("InterPodAffinity", "Score") not in counts)
+    assert counts[("PodTopologySpread", "PreScore")] == 2  # the huge pod never reaches PreScore
+
+
+async def test_plugin_evaluations_agree_between_the_per_node_and_vectorised_paths():
+    assert (await _evaluations_after(False))[1] == (await _evaluations_after(True))[1]
+
+
+async def test_plugin_execution_durations_are_sampled_per_call(monkeypatch):
+    m, _ = await _evaluations_after(False, monkeypatch, sample_percent=100)
+    labels = {"plugin": "NodeResourcesFit", "extension_point": "Filter", "status": "Success"}
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count", labels) == 80 + 27
+    rejected = {**labels, "status": "UnschedulableAndUnresolvable"}  # more than the node has at all
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count", rejected) == 53 + 80
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count",
+                    {"plugin": "DefaultBinder", "extension_point": "Bind", "status": "Success"}) == 2
+    assert m.sample("scheduler_plugin_execution_duration_seconds_bucket", {**labels, "le": "+Inf"}) == 80 + 27
+    m, _ = await _evaluations_after(False, monkeypatch, sample_percent=0)
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count", labels) is None

@@ -259,18 +259,19 @@ class EventHandlers(SchedulerBase):
         """PriorityClass, PodDisruptionBudget, PV, PVC, StorageClass, CSINode, Namespace,
         Service, ReplicaSet...: stored for plugins; storage changes may move pods."""
         key = object_key(obj)
-        existed = self.ctx.objects.get(kind, key) is not None
+        old = self.ctx.objects.get(kind, key)
         self.ctx.objects.put(kind, obj)
         resource = EVENT_RESOURCES.get(kind)
         if resource is not None:
-            action = ev.ActionType.UPDATE_OTHER if existed else ev.ActionType.ADD
-            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), None, obj)
+            action = ev.ActionType.UPDATE_OTHER if old is not None else ev.ActionType.ADD
+            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), old, obj)
         if kind == "PriorityClass":
             for raw in list(self._wait_priority.values()):
                 self.on_pod_add(raw)
 
     def on_object_delete(self, kind: str, key: str) -> None:
+        old = self.ctx.objects.get(kind, key)
         self.ctx.objects.delete(kind, key)
         resource = EVENT_RESOURCES.get(kind)
         if resource is not None:
-            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE))
+            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE), old, None)
