@@ -22,7 +22,7 @@ NAMESPACES = {"default": {}, "team-a": {"team": "a"}}
 PRIORITY_CLASSES = {"low": (100, "PreemptLowerPriority"), "mid": (500, "PreemptLowerPriority"),
                     "high": (1000, "PreemptLowerPriority"), "high-never": (1000, "Never")}
 SCORE_PLUGINS = ["TaintToleration", "NodeAffinity", "ImageLocality", "InterPodAffinity", "PodTopologySpread",
-                 "NodeResourcesFit", "NodeResourcesBalancedAllocation"]
+                 "NodeResourcesFit", "NodeResourcesBalancedAllocation", "VolumeBinding"]
 FILTER_PLUGINS = ["TaintToleration", "NodePorts", "NodeAffinity", "NodeUnschedulable", "VolumeZone"]
 TOLERATIONS: list[dict[str, Any]] = [
     {"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"},

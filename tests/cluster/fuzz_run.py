@@ -34,7 +34,8 @@ SNAPSHOT_KINDS = {"Namespace": ("v1", "namespaces"), "PriorityClass": ("scheduli
                   "ReplicaSet": ("apps/v1", "replicasets"), "StorageClass": ("storage.k8s.io/v1", "storageclasses"),
                   "PersistentVolume": ("v1", "persistentvolumes"),
                   "PersistentVolumeClaim": ("v1", "persistentvolumeclaims"),
-                  "CSINode": ("storage.k8s.io/v1", "csinodes")}
+                  "CSINode": ("storage.k8s.io/v1", "csinodes"), "CSIDriver": ("storage.k8s.io/v1", "csidrivers"),
+                  "CSIStorageCapacity": ("storage.k8s.io/v1", "csistoragecapacities")}
 OTHER_SEEDS = range(1, 8)
 LOG_NAME = "kube-scheduler-fuzz"
 
