@@ -169,3 +169,34 @@ def test_node_declared_features_queue_on_a_change_of_features() -> None:
     assert hint(ndf, event, pod, featured, featured) == SKIP
     assert hint(ndf, NODE_ADD, pod, None, plain) == QUEUE
     assert hint(ndf, ClusterEvent(TARGET_POD, A.UPDATE_OTHER), pod, pod, make_pod("p")) == SKIP
+
+
+def test_inter_pod_affinity() -> None:
+    from kubeberth.plugins.inter_pod_affinity import InterPodAffinity
+
+    ipa = InterPodAffinity(None, handle())
+    assert registered(ipa) == [(ASSIGNED_POD, A.ADD | A.UPDATE_POD_LABEL | A.DELETE, True),
+                               (TARGET_POD, A.UPDATE_POD_LABEL, True), (NODE, A.ADD | A.UPDATE_NODE_LABEL, True)]
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+    wants_db = make_pod("p", affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    hates_db = make_pod("p", affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    db, web = make_pod("db", node="n1", labels={"app": "db"}), make_pod("web", node="n1", labels={"app": "web"})
+    added, deleted = ClusterEvent(ASSIGNED_POD, A.ADD), ClusterEvent(ASSIGNED_POD, A.DELETE)
+    assert hint(ipa, added, wants_db, None, db) == QUEUE
+    assert hint(ipa, added, wants_db, None, web) == SKIP
+    assert hint(ipa, added, wants_db, None, make_pod("db", labels={"app": "db"})) == SKIP  # not placed
+    assert hint(ipa, deleted, hates_db, db, None) == QUEUE
+    assert hint(ipa, deleted, hates_db, web, None) == SKIP
+    relabelled = make_pod("db", node="n1", labels={"app": "web"})
+    assert hint(ipa, ClusterEvent(ASSIGNED_POD, A.UPDATE_POD_LABEL), hates_db, db, relabelled) == QUEUE
+    # The deleted pod's own anti-affinity kept this pod out.
+    hater = make_pod("h", node="n1", labels={"app": "x"},
+                     affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                         {"labelSelector": {"matchLabels": {"role": "p"}}, "topologyKey": "zone"}]}})
+    assert hint(ipa, deleted, make_pod("p", labels={"role": "p"}), hater, None) == QUEUE
+    zoned, bare = make_node("n", labels={"zone": "a"}), make_node("n")
+    assert hint(ipa, NODE_ADD, wants_db, None, zoned) == QUEUE
+    assert hint(ipa, NODE_ADD, wants_db, None, bare) == SKIP
+    assert hint(ipa, NODE_ADD, hates_db, None, bare) == QUEUE
+    assert hint(ipa, LABELS, hates_db, zoned, bare) == QUEUE
+    assert hint(ipa, LABELS, hates_db, bare, zoned) == SKIP

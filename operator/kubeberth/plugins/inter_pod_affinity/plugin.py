@@ -3,8 +3,10 @@ with what they keep between cycles."""
 
 from __future__ import annotations
 
+from ...framework.events import ClusterEvent, ClusterEventWithHint
 from ...framework.handle import Handle
 from .._pod_index import PodIndex
+from . import queueing_hints
 from .args import InterPodAffinityArgs
 from .common import NAME
 from .filtering import Filtering
@@ -22,3 +24,6 @@ class InterPodAffinity(Filtering, Scoring):
         self.handle = handle
         self._index = PodIndex()  # when the scheduler context shares none
         self._vectors = AffinityVectors()  # the vectorised path's caches
+
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return queueing_hints.registrations()
