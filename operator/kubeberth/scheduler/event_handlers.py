@@ -260,6 +260,10 @@ class EventHandlers(SchedulerBase):
         without node in the cache until they go; it no longer appears in snapshots."""
         name = obj if isinstance(obj, str) else str((obj.get("metadata") or {}).get("name") or "")
         self.node_errors.pop(name, None)
+        old = self.cache.node(name)
+        if old is not None:
+            # Only plugins that registered Node/Delete hear of it (PodTopologySpread: a domain may go).
+            self.queue.move_all_to_active_or_backoff(ev.EVENT_NODE_DELETE, old, None)
         self.cache.remove_node(name)
 
     # ---- other objects ---------------------------------------------------------------
