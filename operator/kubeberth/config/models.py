@@ -44,10 +44,28 @@ class Plugins(BaseModel):
     postBind: PluginSet = Field(default_factory=PluginSet)
 
 
+# Plugin args copied from a KubeSchedulerConfiguration carry their type, as upstream's files do.
+ARGS_API_VERSIONS = ("kubescheduler.config.k8s.io/v1",)
+
+
 class PluginConfig(BaseModel):
     model_config = _STRICT
     name: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _typed_args(self) -> PluginConfig:
+        """Accept and drop `apiVersion`/`kind`; they must name this plugin's args type."""
+        api_version = self.args.get("apiVersion")
+        kind = self.args.get("kind")
+        if api_version is None and kind is None:
+            return self
+        if api_version not in ARGS_API_VERSIONS:
+            raise ValueError(f"args.apiVersion: want {' or '.join(ARGS_API_VERSIONS)}, got {api_version!r}")
+        if kind != f"{self.name}Args":
+            raise ValueError(f"args.kind: want {self.name}Args for plugin {self.name}, got {kind!r}")
+        self.args = {k: v for k, v in self.args.items() if k not in ("apiVersion", "kind")}
+        return self
 
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h))+$")

@@ -141,6 +141,8 @@ class OperatorApp:
         self.explain_publisher = ExplainPublisher(self._client)  # pods annotated kubeberth.io/explain
         self.explain_publisher.install(self._scheduler)
         self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile)
+        for obj in cfg.config_profiles:
+            self._profiles.apply_fixed(obj)
         self._ingest = Ingest(self._scheduler, self._profiles.apply)
         self._informers = Informers(rest=self._rest, kinds=WATCHED, sink=self._ingest, on_batch=self._after_batch)
         if cfg.leader_elect:

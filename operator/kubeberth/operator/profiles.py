@@ -137,6 +137,14 @@ class ProfileManager:
                         and self.default_profile else "is no longer served")
             self._release(spec.schedulerName, name)
 
+    def apply_fixed(self, obj: Mapping[str, Any]) -> None:
+        """A profile of `kubeberth run --config`: in force like a resource's, without a status to
+        write. Raises ConfigError when it cannot run."""
+        name = "config:" + str((obj.get("metadata") or {}).get("name"))
+        verdict = self._apply_spec(name, obj.get("spec"))
+        if not verdict.accepted:
+            raise ConfigError(f"--config profile {(obj.get('spec') or {}).get('schedulerName')}", verdict.message)
+
     # --- status ---
 
     def pending_status(self) -> list[tuple[str, dict[str, Any]]]:
