@@ -70,6 +70,16 @@ def _compare(args: argparse.Namespace) -> int:
     return compare_main(args)
 
 
+def _test(args: argparse.Namespace) -> int:
+    from .policy_tests import run_tests
+
+    try:
+        return run_tests(args.cases, sys.stdout, verbose=args.verbose)
+    except sim_io.InputError as exc:
+        print(f"kubeberth test: {exc}", file=sys.stderr)
+        return 2
+
+
 def _profile_export(args: argparse.Namespace) -> int:
     import yaml
 
@@ -146,6 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      "bind pending pods of the served scheduler names.")
     add_run_arguments(run)
     run.set_defaults(func=_run)
+    test = sub.add_parser("test", help="run scheduling policy tests (cases: cluster, profile, expected outcomes)",
+                          description="Run each case (YAML: objects, optional profile, expect) through simulate "
+                                      "and compare with what it expects. Exit status: 0 all passed, 1 some "
+                                      "failed, 2 a case is malformed.")
+    test.add_argument("cases", nargs="+", metavar="CASES", help="case files or directories of *.yaml cases")
+    test.add_argument("--verbose", "-v", action="store_true", help="list the cases that pass too")
+    test.set_defaults(func=_test)
     prof = sub.add_parser("profile", help="SchedulingProfile tools").add_subparsers(dest="profile_command",
                                                                                   required=True)
     export = prof.add_parser("export", help="write SchedulingProfiles as one KubeSchedulerConfiguration",
