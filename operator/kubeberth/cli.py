@@ -70,6 +70,12 @@ def _compare(args: argparse.Namespace) -> int:
     return compare_main(args)
 
 
+def _snapshot(args: argparse.Namespace) -> int:
+    from .snapshot import snapshot_main
+
+    return snapshot_main(args)
+
+
 def _test(args: argparse.Namespace) -> int:
     from .policy_tests import run_tests
 
@@ -163,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     test.add_argument("cases", nargs="+", metavar="CASES", help="case files or directories of *.yaml cases")
     test.add_argument("--verbose", "-v", action="store_true", help="list the cases that pass too")
     test.set_defaults(func=_test)
+    from .snapshot import add_arguments as add_snapshot_arguments
+
+    snap = sub.add_parser("snapshot", help="write a live cluster as YAML for simulate",
+                          description="List (page by page) exactly the kinds simulate reads and write them as one "
+                                      "YAML stream, without managedFields and status noise.")
+    add_snapshot_arguments(snap)
+    snap.set_defaults(func=_snapshot)
     prof = sub.add_parser("profile", help="SchedulingProfile tools").add_subparsers(dest="profile_command",
                                                                                   required=True)
     export = prof.add_parser("export", help="write SchedulingProfiles as one KubeSchedulerConfiguration",
