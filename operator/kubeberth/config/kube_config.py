@@ -170,6 +170,9 @@ def export_config(specs: Sequence[SchedulingProfileSpec]) -> dict[str, Any]:
     profiles = []
     names: set[str] = set()
     for spec in specs:
+        if spec.mode != "Active":
+            raise ConfigError("mode", f"the {spec.mode} profile for {spec.schedulerName} has no "
+                                      "KubeSchedulerConfiguration form: kube-scheduler binds every pod it schedules")
         if spec.schedulerName in names:
             raise ConfigError("schedulerName", f"two profiles serve {spec.schedulerName!r}")
         names.add(spec.schedulerName)
