@@ -47,7 +47,24 @@ def load_config(path: str | Path, warn: TextIO) -> ImportedConfig:
         raise InputError(f"{p}: invalid YAML: {exc}") from exc
     if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind") != KSC_KIND:
         raise InputError(f"{p}: want exactly one {KSC_KIND} document")
-    return _import(docs[0], str(p), warn)
+    imported = _import(docs[0], str(p), warn)
+    check_profiles(imported, str(p))
+    return imported
+
+
+def check_profiles(imported: ImportedConfig, source: str) -> None:
+    """A configuration whose profile cannot run is refused, as kube-scheduler refuses to start."""
+    from .config import parse_profile_object
+    from .plugins import in_tree_registry
+    from .profile import check_buildable
+
+    registry = in_tree_registry()
+    for obj in imported.profiles:
+        spec = parse_profile_object(obj)[1]
+        try:
+            check_buildable(spec, registry)
+        except ConfigError as exc:
+            raise InputError(f"{source}: profile {spec.schedulerName}: {exc}") from None
 
 
 def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedConfig | None = None,

@@ -141,3 +141,35 @@ def test_run_config_loads_profiles_and_refuses_what_cannot_run(tmp_path: Path) -
     bad.write_text(yaml.safe_dump(ksc(profiles=[{"plugins": {"score": {"enabled": [{"name": "Nope"}]}}}])))
     with pytest.raises(BadConfigFile, match="plugin 'Nope' does not exist"):
         load_config_file(str(bad))
+
+
+def test_simulate_refuses_a_config_whose_profile_cannot_run(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(_cluster()))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(ksc(profiles=[{"schedulerName": "x",
+                                                 "plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}])))
+    assert main(["simulate", str(cluster), "--config", str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"kubeberth simulate: {bad}: profile x: spec.plugins.filter.enabled[0].name: plugin 'Nope' does not exist")
+
+
+def test_run_config_profiles_are_in_force_without_a_status_to_write(tmp_path: Path) -> None:
+    from kubeberth.clock import FakeClock
+    from kubeberth.operator.profiles import ProfileManager
+    from kubeberth.plugins import in_tree_registry
+    from kubeberth.scheduler import Scheduler
+
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(ksc(profiles=[{"schedulerName": "batch", "pluginConfig": [MOST_ALLOCATED]}])))
+    profiles, _ = load_config_file(str(good))
+    sched = Scheduler(clock=FakeClock())
+    manager = ProfileManager(sched, in_tree_registry())
+    for obj in profiles:
+        manager.apply_fixed(obj)
+    assert set(sched.profiles) == {"default-scheduler", "batch"}
+    assert manager.pending_status() == []
+    # a SchedulingProfile resource wanting the same schedulerName is refused as a conflict
+    manager.apply("late", {"metadata": {"name": "late"}, "spec": {"schedulerName": "batch"}})
+    assert manager.verdicts["late"].reason == "Conflict"

@@ -192,17 +192,13 @@ def load_config_file(path: str) -> tuple[list[dict[str, Any]], int | None]:
         imported = import_config(docs[0], path)
     except ConfigError as exc:
         raise BadConfigFile(str(exc)) from None
-    from ..config import parse_profile_object
-    from ..framework import SchedulerContext
-    from ..plugins import in_tree_registry
-    from ..profile import build_framework
+    from ..sim_config import check_profiles
+    from ..sim_io import InputError
 
-    for obj in imported.profiles:  # refuse at start-up what could not run
-        spec = parse_profile_object(obj)[1]
-        try:
-            build_framework(spec, in_tree_registry(), SchedulerContext())
-        except ConfigError as exc:
-            raise BadConfigFile(f"{path}: profile {spec.schedulerName}: {exc}") from None
+    try:
+        check_profiles(imported, path)  # refuse at start-up what could not run
+    except InputError as exc:
+        raise BadConfigFile(str(exc)) from None
     for line in imported.warnings:
         logging.getLogger(__name__).warning("%s: %s", path, line)
     return imported.profiles, imported.percentage_of_nodes_to_score
