@@ -68,7 +68,7 @@ def check_profiles(imported: ImportedConfig, source: str) -> None:
 
 
 def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedConfig | None = None,
-            source: str = "input") -> SimInput:
+            source: str = "KubeSchedulerConfiguration in the input") -> SimInput:
     """Expand KubeSchedulerConfiguration documents into their profiles, add `config`'s profiles
     last (they win over a SchedulingProfile of the inputs serving the same schedulerName) and
     warn once per kind simulate does not read."""
@@ -78,7 +78,9 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     for obj in objects:
         kind = str(obj.get("kind"))
         if kind == KSC_KIND:
-            configs.append(_import(obj, source, warn))
+            imported = _import(obj, source, warn)
+            check_profiles(imported, source)
+            configs.append(imported)
         elif kind in READ_KINDS:
             out.objects.append(obj)
         else:
