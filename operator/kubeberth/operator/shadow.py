@@ -1,8 +1,8 @@
 """Shadow mode: a SchedulingProfile with `spec.mode: Shadow` evaluates the pending pods of other
 schedulers (`spec.shadow.schedulerNames`) and never binds them.
 
-Each pending pod is evaluated once, soon after it is first seen, on a fresh snapshot of the
-scheduler's cache (PreFilter, Filter, PreScore, Score, select host: no PostFilter, so no
+Each pending pod is evaluated once, soon after it is first seen, on a snapshot of the scheduler's
+cache taken for the batch of pods seen together (PreFilter, Filter, PreScore, Score, select host: no PostFilter, so no
 preemption, and no Reserve, Permit or Bind). When the pod's own scheduler decides (the pod is
 bound, or marked PodScheduled=False/Unschedulable), the two choices are compared and counted in
 kubeberth_shadow_decisions_total{profile, outcome}; a disagreement gets a log line. The shadow
@@ -178,6 +178,10 @@ class ShadowEvaluator:
                 self.pending.clear()
 
     async def evaluate_pending(self) -> None:
+        """Evaluate the pods seen since the last call, on one snapshot taken now (the shadow
+        assumes nothing, so the pods of one batch see the same cluster)."""
+        if self.pending:
+            self.ctx.snapshot = self.scheduler.cache.snapshot()
         while self.pending:
             uid, raw = next(iter(self.pending.items()))
             del self.pending[uid]
@@ -186,7 +190,6 @@ class ShadowEvaluator:
             except ModelError as exc:
                 logger.info("Shadow: cannot read pod: %s", exc)
                 continue
-            self.ctx.snapshot = self.scheduler.cache.snapshot()
             for prof in self._watching(pod.scheduler_name):
                 if (prof.name, uid) in self.decisions:
                     continue
