@@ -8,6 +8,7 @@ import sys
 
 from . import sim_io
 from .report.text import DEFAULT_EXPLAIN_NODES, render_explanations
+from .sim_config import SimInput
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -22,9 +23,12 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.output == "html" and explain is None:
         explain = []  # the report explains every pod unless told which
     try:
-        objects = sim_io.load_files(args.files)
+        if args.compare is not None:
+            return _compare(args)
+        sim_input = _sim_input(args)
+        objects = sim_input.objects
         outcomes, sched = run_simulation(objects, seed=args.seed, explain=explain,
-                                         percentage_of_nodes_to_score=args.percentage_of_nodes_to_score)
+                                         percentage_of_nodes_to_score=_percentage(args, sim_input))
     except (sim_io.InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2
@@ -40,6 +44,68 @@ def _simulate(args: argparse.Namespace) -> int:
     explained = [(o.pod, o.explanations) for o in outcomes if o.explanations]
     if explained:
         print(render_explanations(explained, args.explain_nodes))
+    return 0
+
+
+def _sim_input(args: argparse.Namespace) -> SimInput:
+    from .sim_config import load_config, prepare
+
+    configs = args.config or []
+    if len(configs) > 1:
+        raise sim_io.InputError("--config: give one configuration (two only with --compare)")
+    config = load_config(configs[0], sys.stderr) if len(configs) == 1 else None
+    return prepare(sim_io.load_files(args.files), sys.stderr, config)
+
+
+def _percentage(args: argparse.Namespace, sim_input: SimInput) -> int:
+    """The flag wins over the configuration's scheduler-wide value."""
+    if args.percentage_of_nodes_to_score or sim_input.percentage_of_nodes_to_score is None:
+        return int(args.percentage_of_nodes_to_score)
+    return sim_input.percentage_of_nodes_to_score
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import compare_main
+
+    return compare_main(args)
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from .snapshot import snapshot_main
+
+    return snapshot_main(args)
+
+
+def _test(args: argparse.Namespace) -> int:
+    from .policy_tests import run_tests
+
+    try:
+        return run_tests(args.cases, sys.stdout, verbose=args.verbose)
+    except sim_io.InputError as exc:
+        print(f"kubeberth test: {exc}", file=sys.stderr)
+        return 2
+
+
+def _profile_export(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .config import ConfigError, parse_profile_object
+    from .config.kube_config import export_config
+    from .sim_config import load_profile_specs
+
+    try:
+        specs = []
+        for obj in load_profile_specs(args.files):
+            name = (obj.get("metadata") or {}).get("name")
+            try:
+                specs.append(parse_profile_object(obj)[1])
+            except ConfigError as exc:
+                raise sim_io.InputError(f"SchedulingProfile {name}: {exc}") from None
+        doc = export_config(specs)
+    except (sim_io.InputError, ConfigError) as exc:
+        print(f"kubeberth profile export: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
     return 0
 
 
@@ -82,6 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sim.add_argument("--percentage-of-nodes-to-score", dest="percentage_of_nodes_to_score", metavar="PERCENT",
                      type=percentage, default=0, help=PERCENTAGE_HELP)
+    sim.add_argument("--config", action="append", metavar="FILE",
+                     help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) taken as is: each "
+                          "profile serves its schedulerName; with --compare, give it twice (A then B)")
+    sim.add_argument("--compare", nargs="*", metavar="PROFILE", default=None,
+                     help="schedule the same cluster under two configurations: two SchedulingProfile files "
+                          "(A B) or, with no file, the two --config files; prints what changes")
     sim.set_defaults(func=_simulate)
     from .operator.run import add_run_arguments
 
@@ -90,6 +162,28 @@ def build_parser() -> argparse.ArgumentParser:
                                      "bind pending pods of the served scheduler names.")
     add_run_arguments(run)
     run.set_defaults(func=_run)
+    test = sub.add_parser("test", help="run scheduling policy tests (cases: cluster, profile, expected outcomes)",
+                          description="Run each case (YAML: objects, optional profile, expect) through simulate "
+                                      "and compare with what it expects. Exit status: 0 all passed, 1 some "
+                                      "failed, 2 a case is malformed.")
+    test.add_argument("cases", nargs="+", metavar="CASES", help="case files or directories of *.yaml cases")
+    test.add_argument("--verbose", "-v", action="store_true", help="list the cases that pass too")
+    test.set_defaults(func=_test)
+    from .snapshot import add_arguments as add_snapshot_arguments
+
+    snap = sub.add_parser("snapshot", help="write a live cluster as YAML for simulate",
+                          description="List (page by page) exactly the kinds simulate reads and write them as one "
+                                      "YAML stream, without managedFields and status noise.")
+    add_snapshot_arguments(snap)
+    snap.set_defaults(func=_snapshot)
+    prof = sub.add_parser("profile", help="SchedulingProfile tools").add_subparsers(dest="profile_command",
+                                                                                  required=True)
+    export = prof.add_parser("export", help="write SchedulingProfiles as one KubeSchedulerConfiguration",
+                             description="Read SchedulingProfile objects (YAML) and write the "
+                                         "KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) "
+                                         "that kube-scheduler would run them with.")
+    export.add_argument("files", nargs="+", metavar="FILE", help="YAML files of SchedulingProfile objects")
+    export.set_defaults(func=_profile_export)
     # Parsed by convert_policy.main itself (see main below); listed here for --help.
     sub.add_parser("convert-policy", add_help=False,
                    help="convert an old kube-scheduler Policy file (JSON/YAML) into a SchedulingProfile")

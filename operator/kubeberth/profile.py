@@ -182,3 +182,8 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
     if not fw.bind_plugins and not any(getattr(e, "is_binder", False) for e in fw.extenders):
         raise ConfigError("spec.plugins.bind", "at least one bind plugin is needed")
     return fw
+
+
+def check_buildable(spec: SchedulingProfileSpec, registry: Registry) -> None:
+    """Raise ConfigError if `spec` could not run (built once on a throwaway context)."""
+    build_framework(spec, registry, SchedulerContext())

@@ -79,6 +79,13 @@ DESCRIPTIONS: dict[str, str] = {
     "pluginConfig[].args": "The plugin's arguments (e.g. NodeResourcesFit's scoringStrategy); "
                            "validated by the plugin.",
     "extenders": "HTTP scheduler extenders, as upstream's Extender configuration.",
+    "mode": "Active (default): schedule and bind the pods of schedulerName. Shadow: only evaluate the "
+            "pending pods of shadow.schedulerNames, never bind, and compare with the node their own "
+            "scheduler picks (kubeberth_shadow_decisions_total).",
+    "shadow": "Shadow mode: the scheduler names whose pods to evaluate, and whether to annotate them.",
+    "shadow.schedulerNames": "Evaluate pending pods with these spec.schedulerName values.",
+    "shadow.annotate": "Write this profile's choice to the pod's annotation "
+                       "shadow.kubeberth.io/<profile name> (needs the patch verb on pods).",
     "extenders[].httpTimeout": "Timeout of a call to the extender: a Go duration such as 5s.",
 }
 

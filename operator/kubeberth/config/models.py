@@ -8,7 +8,7 @@ models are the single source of truth for the CRD schema, the operator and
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -44,10 +44,28 @@ class Plugins(BaseModel):
     postBind: PluginSet = Field(default_factory=PluginSet)
 
 
+# Plugin args copied from a KubeSchedulerConfiguration carry their type, as upstream's files do.
+ARGS_API_VERSIONS = ("kubescheduler.config.k8s.io/v1",)
+
+
 class PluginConfig(BaseModel):
     model_config = _STRICT
     name: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _typed_args(self) -> PluginConfig:
+        """Accept and drop `apiVersion`/`kind`; they must name this plugin's args type."""
+        api_version = self.args.get("apiVersion")
+        kind = self.args.get("kind")
+        if api_version is None and kind is None:
+            return self
+        if api_version not in ARGS_API_VERSIONS:
+            raise ValueError(f"args.apiVersion: want {' or '.join(ARGS_API_VERSIONS)}, got {api_version!r}")
+        if kind != f"{self.name}Args":
+            raise ValueError(f"args.kind: want {self.name}Args for plugin {self.name}, got {kind!r}")
+        self.args = {k: v for k, v in self.args.items() if k not in ("apiVersion", "kind")}
+        return self
 
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h))+$")
@@ -124,6 +142,17 @@ class ExtenderConfig(BaseModel):
         return parse_duration(self.httpTimeout)
 
 
+class ShadowConfig(BaseModel):
+    """What a profile in Shadow mode watches and may write."""
+    model_config = _STRICT
+    schedulerNames: list[str] = Field(default_factory=lambda: ["default-scheduler"], min_length=1)
+    annotate: bool = False
+
+
+ACTIVE = "Active"
+SHADOW = "Shadow"
+
+
 class SchedulingProfileSpec(BaseModel):
     model_config = _STRICT
     schedulerName: str = Field(default="default-scheduler", min_length=1)
@@ -133,9 +162,15 @@ class SchedulingProfileSpec(BaseModel):
     plugins: Plugins = Field(default_factory=Plugins)
     pluginConfig: list[PluginConfig] = Field(default_factory=list)
     extenders: list[ExtenderConfig] = Field(default_factory=list)
+    mode: Literal["Active", "Shadow"] = "Active"
+    shadow: ShadowConfig | None = None
 
     @model_validator(mode="after")
     def _backoff(self) -> SchedulingProfileSpec:
+        if self.shadow is not None and self.mode != SHADOW:
+            raise ValueError("shadow is only for mode: Shadow")
+        if self.mode == SHADOW and any(e.bindVerb for e in self.extenders):
+            raise ValueError("a Shadow profile never binds: drop the extender's bindVerb")
         if self.podMaxBackoffSeconds < self.podInitialBackoffSeconds:
             raise ValueError("podMaxBackoffSeconds must be >= podInitialBackoffSeconds")
         names = [pc.name for pc in self.pluginConfig]

@@ -37,7 +37,7 @@ from ..plugins import in_tree_registry
 from ..scheduler import Scheduler
 from ..scheduler.watched import WATCHED, WatchedKind
 from . import handlers
-from .api_client import WARNING, KubernetesClusterClient
+from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
@@ -46,6 +46,7 @@ from .profiles import ProfileManager
 from .reflector import Informers
 from .rest import RestClient, authorization
 from .run import OperatorConfig
+from .shadow import ShadowEvaluator
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +141,15 @@ class OperatorApp:
         self._scheduler.ctx.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
         self.explain_publisher = ExplainPublisher(self._client)  # pods annotated kubeberth.io/explain
         self.explain_publisher.install(self._scheduler)
-        self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile)
-        self._ingest = Ingest(self._scheduler, self._profiles.apply)
+        client = self._client
+        self.shadow = ShadowEvaluator(self._scheduler, self.metrics.registry, annotate=self._annotate_pod,
+                                      active=lambda: client.may_write())  # late-bound: set for leader election
+        self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile,
+                                        shadow=self.shadow)
+        for obj in cfg.config_profiles:
+            self._profiles.apply_fixed(obj)
+        self._ingest = Ingest(self._scheduler, self._profiles.apply, on_pod=self.shadow.on_pod,
+                              on_pod_delete=self.shadow.on_pod_delete)
         self._informers = Informers(rest=self._rest, kinds=WATCHED, sink=self._ingest, on_batch=self._after_batch)
         if cfg.leader_elect:
             self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
@@ -211,9 +219,15 @@ class OperatorApp:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
 
+    async def _annotate_pod(self, namespace: str, name: str, annotations: dict[str, Any]) -> None:
+        await self.client.api.call("PATCH", pod_path(namespace, name), what=f"shadow annotation of {namespace}/{name}",
+                                   body={"metadata": {"annotations": annotations}},
+                                   content_type="application/merge-patch+json")
+
     async def _schedule(self) -> None:
         await self.informers.sync()
         self.ingest.synced.set()
+        self._tasks.append(asyncio.get_running_loop().create_task(self.shadow.run(), name="kubeberth shadow"))
         if self._elector is not None:
             logger.info("Standing by as %s until it holds the Lease %s/%s", self.identity,
                         self._elector.config.namespace, self._elector.config.name)

@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 
 ProfileHook = Callable[[str, Mapping[str, Any] | None], None]
+PodHook = Callable[[Mapping[str, Any]], None]
 
 
 def _bound_first(event: Event) -> int:
@@ -35,9 +36,12 @@ def _bound_first(event: Event) -> int:
 class Ingest:
     """The scheduler's side of the watch: applies batches of events, never raising."""
 
-    def __init__(self, scheduler: Scheduler, on_profile: ProfileHook) -> None:
+    def __init__(self, scheduler: Scheduler, on_profile: ProfileHook, *, on_pod: PodHook | None = None,
+                 on_pod_delete: PodHook | None = None) -> None:
         self.scheduler = scheduler
         self.on_profile = on_profile  # (name, raw object or None when deleted)
+        self.on_pod = on_pod  # every pod added or changed, after the scheduler saw it (shadow profiles)
+        self.on_pod_delete = on_pod_delete
         self.synced = asyncio.Event()
         self.applied_events = 0
 
@@ -61,6 +65,8 @@ class Ingest:
                 s.on_pod_add(raw)
             else:
                 s.on_pod_update(raw)
+            if self.on_pod is not None:
+                self.on_pod(raw)
         elif kind.kind == NODE:
             if added:
                 s.on_node_add(raw)
@@ -75,6 +81,8 @@ class Ingest:
         s = self.scheduler
         if kind.kind == POD:
             s.on_pod_delete(raw)
+            if self.on_pod_delete is not None:
+                self.on_pod_delete(raw)
         elif kind.kind == NODE:
             s.on_node_delete(raw)
         elif kind.kind == SCHEDULING_PROFILE:

@@ -20,8 +20,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..config import DEFAULT_SCHEDULER_NAME, ConfigError, SchedulingProfileSpec, default_spec, parse_spec
+from ..config.models import SHADOW
 from ..framework.registry import Registry
 from ..scheduler import Scheduler
+from .shadow import ShadowEvaluator
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +54,10 @@ StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 class ProfileManager:
-    def __init__(self, scheduler: Scheduler, registry: Registry, *, default_profile: bool = True) -> None:
+    def __init__(self, scheduler: Scheduler, registry: Registry, *, default_profile: bool = True,
+                 shadow: ShadowEvaluator | None = None) -> None:
         self.scheduler = scheduler
+        self.shadow = shadow  # where Shadow-mode profiles run; None: they are refused
         self.registry = registry
         self.default_profile = default_profile
         self.running: dict[str, SchedulingProfileSpec] = {}  # resource name -> spec in force
@@ -88,6 +92,8 @@ class ProfileManager:
             spec = parse_spec(raw_spec)
         except ConfigError as exc:
             return self._refused(name, exc)
+        if spec.mode == SHADOW:
+            return self._apply_shadow(name, spec)
         owner = self.owners.get(spec.schedulerName)
         if owner is not None and owner != name:
             return Verdict(False, "Conflict", f"spec.schedulerName: {spec.schedulerName} is already served by "
@@ -101,7 +107,25 @@ class ProfileManager:
             return self._refused(name, exc)
         self.running[name] = spec
         self.owners[spec.schedulerName] = name
-        if current is not None and current.schedulerName != spec.schedulerName:
+        if current is not None and current.mode == SHADOW and self.shadow is not None:
+            self.shadow.remove_profile(name)
+        elif current is not None and current.schedulerName != spec.schedulerName:
+            self._release(current.schedulerName, name)
+        return VALID
+
+    def _apply_shadow(self, name: str, spec: SchedulingProfileSpec) -> Verdict:
+        """A Shadow profile serves no schedulerName: it only watches the pods of others."""
+        if self.shadow is None:
+            return Verdict(False, "Invalid", "spec.mode: Shadow profiles are not available here")
+        current = self.running.get(name)
+        if current is not None and current == spec:
+            return VALID
+        try:
+            self.shadow.set_profile(name, spec, self.registry)
+        except ConfigError as exc:
+            return self._refused(name, exc)
+        self.running[name] = spec
+        if current is not None and current.mode != SHADOW:
             self._release(current.schedulerName, name)
         return VALID
 
@@ -131,11 +155,23 @@ class ProfileManager:
         self.verdicts.pop(name, None)
         self.dirty.discard(name)
         spec = self.running.pop(name, None)
-        if spec is not None:
+        if spec is not None and spec.mode == SHADOW:
+            if self.shadow is not None:
+                self.shadow.remove_profile(name)
+            logger.info("Shadow SchedulingProfile %s deleted", name)
+        elif spec is not None:
             logger.info("SchedulingProfile %s deleted; %s %s", name, spec.schedulerName,
                         "returns to the default profile" if spec.schedulerName == DEFAULT_SCHEDULER_NAME
                         and self.default_profile else "is no longer served")
             self._release(spec.schedulerName, name)
+
+    def apply_fixed(self, obj: Mapping[str, Any]) -> None:
+        """A profile of `kubeberth run --config`: in force like a resource's, without a status to
+        write. Raises ConfigError when it cannot run."""
+        name = "config:" + str((obj.get("metadata") or {}).get("name"))
+        verdict = self._apply_spec(name, obj.get("spec"))
+        if not verdict.accepted:
+            raise ConfigError(f"--config profile {(obj.get('spec') or {}).get('schedulerName')}", verdict.message)
 
     # --- status ---
 

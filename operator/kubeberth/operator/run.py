@@ -64,6 +64,9 @@ class OperatorConfig:
     verbose: bool = False
     debug: bool = False
     log_format: str = "plain"
+    # Profiles of a --config KubeSchedulerConfiguration (SchedulingProfile objects), in force from start-up
+    # beside the SchedulingProfile resources.
+    config_profiles: list[dict[str, Any]] = field(default_factory=list)
     # kopf settings by dotted path, e.g. {"networking.error_backoffs": [0.1, 0.5]} (tests).
     extra_settings: dict[str, Any] = field(default_factory=dict)
 
@@ -150,6 +153,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                        type=percentage, default=0, help=PERCENTAGE_HELP)
     sched.add_argument("--seed", type=int, default=None,
                        help="seed of the random tie-breaks between equally scored nodes (default: random)")
+    sched.add_argument("--config", metavar="FILE", default=None,
+                       help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) taken as is: each "
+                            "profile serves its schedulerName from start-up, as a SchedulingProfile would; "
+                            "its percentageOfNodesToScore applies unless the flag is given")
     sched.add_argument("--no-default-profile", dest="default_profile", action="store_false",
                        help="do not schedule pods of default-scheduler unless a SchedulingProfile names it "
                             "(use this when the cluster's own kube-scheduler runs beside kubeberth)")
@@ -160,16 +167,60 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     return parser
 
 
+class BadConfigFile(ValueError):
+    """--config names a file that is not a valid KubeSchedulerConfiguration."""
+
+
+def load_config_file(path: str) -> tuple[list[dict[str, Any]], int | None]:
+    """The profiles (SchedulingProfile objects) and the scheduler-wide percentageOfNodesToScore of a
+    --config file; its warnings are logged. Raises BadConfigFile naming the problem."""
+    import yaml
+
+    from ..config import ConfigError
+    from ..config.kube_config import import_config
+
+    try:
+        with open(path) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    except OSError as exc:
+        raise BadConfigFile(f"{path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise BadConfigFile(f"{path}: invalid YAML: {exc}") from None
+    if len(docs) != 1:
+        raise BadConfigFile(f"{path}: want exactly one KubeSchedulerConfiguration document, found {len(docs)}")
+    try:
+        imported = import_config(docs[0], path)
+    except ConfigError as exc:
+        raise BadConfigFile(str(exc)) from None
+    from ..sim_config import check_profiles
+    from ..sim_io import InputError
+
+    try:
+        check_profiles(imported, path)  # refuse at start-up what could not run
+    except InputError as exc:
+        raise BadConfigFile(str(exc)) from None
+    for line in imported.warnings:
+        logging.getLogger(__name__).warning("%s: %s", path, line)
+    return imported.profiles, imported.percentage_of_nodes_to_score
+
+
 def config_from_args(args: argparse.Namespace) -> OperatorConfig:
+    """Raises BadConfigFile for an invalid --config."""
     metrics_port = getattr(args, "metrics_port", DEFAULT_METRICS_PORT)
-    return OperatorConfig(
+    profiles: list[dict[str, Any]] = []
+    percentage = args.percentage_of_nodes_to_score
+    if getattr(args, "config", None):
+        profiles, config_pct = load_config_file(args.config)
+        if not percentage and config_pct is not None:
+            percentage = config_pct
+    return OperatorConfig(config_profiles=profiles,
         kubeconfig=args.kubeconfig, context=args.context, in_cluster=args.in_cluster, server=args.server,
         leader_elect=bool(args.leader_elect or args.peering), lease_name=args.peering or args.lease_name,
         lease_namespace=args.lease_namespace, lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline, retry_period=args.retry_period, liveness=args.liveness,
         metrics_port=metrics_port or None, metrics_host=args.metrics_host,
         request_timeout=args.request_timeout, bind_concurrency=args.bind_concurrency, seed=args.seed,
-        percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
+        percentage_of_nodes_to_score=percentage,
         default_profile=args.default_profile,
         verbose=args.verbose, debug=args.debug, log_format=args.log_format)
 
@@ -197,7 +248,11 @@ async def run_operator(config: OperatorConfig, *, stop_flag: asyncio.Event | Non
 
 
 def run_main(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
+    try:
+        config = config_from_args(args)
+    except BadConfigFile as exc:
+        print(f"kubeberth run: --config: {exc}", file=sys.stderr)
+        return 2
     configure_logging(config)
     try:
         return asyncio.run(run_operator(config))

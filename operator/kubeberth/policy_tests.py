@@ -1,0 +1,196 @@
+"""`kubeberth test CASES...`: scheduling policy tests, in the format of the project's own
+conformance cases (tests/conformance/cases/*.yaml).
+
+A case is a YAML mapping: `name`, optional `description` and `seed`, `objects` (the cluster:
+nodes, pods, SchedulingProfiles, ...), optional `profile` (a SchedulingProfile, a bare
+SchedulingProfile spec, or a KubeSchedulerConfiguration) and `expect`, a list of what should
+become of pods. A file may hold several cases as YAML documents; a directory stands for its
+*.yaml files.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from .config import KIND as PROFILE_KIND
+from .config import VERSION
+from .config.profile import GROUP
+from .sim_config import prepare
+from .sim_io import InputError, PodOutcome
+from .simulate import simulate
+
+CASE_KEYS = {"name", "description", "seed", "objects", "profile", "expect"}
+# expect keys -> what they check
+EXPECT_KEYS = {"pod", "node", "nodeIn", "nodeNotIn", "unschedulable", "evicted", "ignored", "kept", "victims",
+               "nominatedNode", "messageContains"}
+
+
+@dataclass
+class Case:
+    name: str
+    source: str
+    objects: list[dict[str, Any]]
+    expect: list[dict[str, Any]]
+    seed: int = 0
+    description: str = ""
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    problems: list[str] = field(default_factory=list)
+    warnings: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+def _profile_objects(profile: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(profile, Mapping):
+        raise InputError(f"{where}.profile: must be a SchedulingProfile, its spec or a KubeSchedulerConfiguration")
+    if "kind" in profile:
+        return [dict(profile)]
+    return [{"apiVersion": f"{GROUP}/{VERSION}", "kind": PROFILE_KIND, "metadata": {"name": "case-profile"},
+             "spec": dict(profile)}]
+
+
+def parse_case(doc: Any, source: str, index: int = 0) -> Case:
+    """A case from one YAML document; InputError naming the field when it is malformed."""
+    where = f"{source}" + (f" (case {index + 1})" if index else "")
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{where}: a case must be a mapping")
+    unknown = sorted(set(doc) - CASE_KEYS)
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r} (a case has {', '.join(sorted(CASE_KEYS))})")
+    objects = doc.get("objects")
+    if not isinstance(objects, list) or not all(isinstance(o, Mapping) and o.get("kind") for o in objects):
+        raise InputError(f"{where}.objects: must be a list of Kubernetes objects, each with a kind")
+    expect = doc.get("expect")
+    if not isinstance(expect, list) or not expect:
+        raise InputError(f"{where}.expect: must be a non-empty list")
+    for i, exp in enumerate(expect):
+        if not isinstance(exp, Mapping) or not isinstance(exp.get("pod"), str):
+            raise InputError(f"{where}.expect[{i}]: needs pod: NAMESPACE/NAME")
+        bad = sorted(set(exp) - EXPECT_KEYS)
+        if bad:
+            raise InputError(f"{where}.expect[{i}]: unknown key {bad[0]!r} (one of {', '.join(sorted(EXPECT_KEYS))})")
+        if len(exp) == 1:
+            raise InputError(f"{where}.expect[{i}]: says nothing about {exp['pod']}")
+    seed = doc.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise InputError(f"{where}.seed: must be a whole number")
+    objs = [dict(o) for o in objects]
+    if doc.get("profile") is not None:
+        objs += _profile_objects(doc["profile"], where)
+    name = str(doc.get("name") or Path(source).stem)
+    return Case(name=name, source=source, objects=objs, expect=[dict(e) for e in expect], seed=seed,
+                description=str(doc.get("description") or ""))
+
+
+def load_cases(paths: Iterable[str | Path]) -> list[Case]:
+    cases: list[Case] = []
+    for p in paths:
+        path = Path(p)
+        files = sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")) if path.is_dir() else [path]
+        if path.is_dir() and not files:
+            raise InputError(f"{path}: no *.yaml case in this directory")
+        for f in files:
+            try:
+                docs = [d for d in yaml.safe_load_all(f.read_text()) if d is not None]
+            except OSError as exc:
+                raise InputError(f"{f}: {exc.strerror}") from exc
+            except yaml.YAMLError as exc:
+                raise InputError(f"{f}: invalid YAML: {exc}") from exc
+            if not docs:
+                raise InputError(f"{f}: no case in this file")
+            cases += [parse_case(d, str(f), i) for i, d in enumerate(docs)]
+    return cases
+
+
+def describe(o: PodOutcome) -> str:
+    """An outcome in words, for the diff."""
+    text = o.status + (f" on {o.node}" if o.node else "")
+    if o.nominatedNode:
+        text += f", nominated to {o.nominatedNode}"
+    if o.victims:
+        text += f", preempting {', '.join(sorted(o.victims))}"
+    if o.message:
+        text += f" ({o.message})"
+    return text
+
+
+def problems(expect: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]) -> list[str]:
+    """One line per expectation not met: what was wanted, what happened."""
+    by_pod = {o.pod: o for o in outcomes}
+    found = []
+    for exp in expect:
+        key = exp["pod"]
+        got = by_pod.get(key)
+        if got is None:
+            found.append(f"{key}: want it in the results, but there is no such pod in the objects")
+            continue
+        said = describe(got)
+        scheduled = got.status == "Scheduled"
+        if "node" in exp and not (scheduled and got.node == exp["node"]):
+            found.append(f"{key}: want Scheduled on {exp['node']}, got {said}")
+        if "nodeIn" in exp and not (scheduled and got.node in exp["nodeIn"]):
+            found.append(f"{key}: want Scheduled on one of {', '.join(exp['nodeIn'])}, got {said}")
+        if "nodeNotIn" in exp and not (scheduled and got.node not in exp["nodeNotIn"]):
+            found.append(f"{key}: want Scheduled outside {', '.join(exp['nodeNotIn'])}, got {said}")
+        if exp.get("unschedulable") and not (got.status == "Unschedulable" and not got.node):
+            found.append(f"{key}: want Unschedulable, got {said}")
+        if exp.get("evicted") and got.status != "Evicted":
+            found.append(f"{key}: want Evicted, got {said}")
+        if exp.get("ignored") and got.status != "Ignored":
+            found.append(f"{key}: want Ignored, got {said}")
+        if exp.get("kept") and got.status not in ("Existing", "Scheduled"):
+            found.append(f"{key}: want kept (Existing or Scheduled), got {said}")
+        if "victims" in exp and sorted(got.victims) != sorted(exp["victims"] or []):
+            found.append(f"{key}: want victims [{', '.join(sorted(exp['victims'] or []))}], "
+                         f"got [{', '.join(sorted(got.victims))}]")
+        if "nominatedNode" in exp and got.nominatedNode != exp["nominatedNode"]:
+            found.append(f"{key}: want nominated to {exp['nominatedNode']}, got {got.nominatedNode or 'none'}")
+        for text in exp.get("messageContains") or []:
+            if text not in got.message:
+                found.append(f"{key}: want the message to contain {text!r}, got {got.message!r}")
+    return found
+
+
+def run_case(case: Case) -> CaseResult:
+    warn = io.StringIO()
+    sim = prepare(case.objects, warn, source=case.source)
+    outcomes = simulate(sim.objects, seed=case.seed, warn=warn,
+                        percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+    return CaseResult(case, problems(case.expect, outcomes), warn.getvalue())
+
+
+def report(results: Sequence[CaseResult], out: TextIO, *, verbose: bool = False) -> None:
+    for r in results:
+        if r.passed:
+            if verbose:
+                out.write(f"PASS {r.case.name}\n")
+            continue
+        out.write(f"FAIL {r.case.name} ({r.case.source})\n")
+        if r.case.description:
+            out.write(f"  {r.case.description.strip()}\n")
+        for line in r.problems:
+            out.write(f"  - {line}\n")
+        for line in r.warnings.splitlines():
+            out.write(f"  ! {line}\n")
+    failed = sum(1 for r in results if not r.passed)
+    out.write(f"{len(results)} case{'s' if len(results) != 1 else ''}: {len(results) - failed} passed, "
+              f"{failed} failed\n")
+
+
+def run_tests(paths: Sequence[str], out: TextIO, *, verbose: bool = False) -> int:
+    """0: every case passed; 1: some failed; raises InputError for a malformed case."""
+    results = [run_case(c) for c in load_cases(paths)]
+    report(results, out, verbose=verbose)
+    return 0 if all(r.passed for r in results) else 1

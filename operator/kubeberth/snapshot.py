@@ -1,0 +1,176 @@
+"""`kubeberth snapshot`: a live cluster as one YAML stream for `kubeberth simulate`.
+
+Lists, page by page, exactly the kinds the scheduler reads (scheduler/watched.py), strips what
+simulate does not need (managedFields, last-applied annotations, status fields outside the
+scheduler's view) and writes one multi-document YAML stream. `--namespace`/`--selector` choose
+the pending pods to bring along; pods already on a node always come, since they take room on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import yaml
+
+from .scheduler.watched import POD, WATCHED, WatchedKind
+
+DEFAULT_PAGE_SIZE = 500
+# Status fields the scheduler reads, per kind; other kinds keep their whole status (PV/PVC phase...).
+KEPT_STATUS = {
+    "Pod": ("phase", "nominatedNodeName", "startTime", "conditions", "qosClass", "resourceClaimStatuses"),
+    "Node": ("capacity", "allocatable", "conditions", "images", "declaredFeatures"),
+}
+DROPPED_META = ("managedFields", "resourceVersion", "generation", "selfLink")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+class SnapshotError(RuntimeError):
+    pass
+
+
+def clean(obj: Mapping[str, Any], kind: WatchedKind) -> dict[str, Any]:
+    """An object as simulate reads it: typed, without the server's bookkeeping."""
+    out = {"apiVersion": f"{kind.group}/{kind.version}" if kind.group else kind.version, "kind": kind.kind,
+           **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in DROPPED_META}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    out["metadata"] = meta
+    kept = KEPT_STATUS.get(kind.kind)
+    if kept is not None and isinstance(obj.get("status"), Mapping):
+        out["status"] = {k: v for k, v in obj["status"].items() if k in kept}
+    return out
+
+
+class Lister:
+    """Paginated lists over kubeberth's REST client."""
+
+    def __init__(self, rest: Any, page_size: int, progress: TextIO) -> None:
+        self.rest = rest
+        self.page_size = page_size
+        self.progress = progress
+
+    async def list(self, kind: WatchedKind, *, path: str | None = None,
+                   query: Mapping[str, str] | None = None, what: str = "") -> list[dict[str, Any]] | None:
+        """Every item, page by page; None when the server does not serve the kind (404)."""
+        from kubernetes_asyncio.client.exceptions import ApiException
+
+        items: list[dict[str, Any]] = []
+        token = ""
+        pages = 0
+        while True:
+            params = {"limit": str(self.page_size), **(query or {})}
+            if token:
+                params["continue"] = token
+            try:
+                answer = await self.rest.request("GET", path or kind.path, query=params)
+            except ApiException as exc:
+                if exc.status == 404 and not items:
+                    return None
+                if exc.status == 410 and token:  # the continue token expired: list again from the start
+                    items, token, pages = [], "", 0
+                    continue
+                raise SnapshotError(f"listing {what or kind.plural}: HTTP {exc.status} {exc.reason}") from None
+            items += answer.get("items") or []
+            pages += 1
+            token = (answer.get("metadata") or {}).get("continue") or ""
+            if pages > 1 or token:
+                self.progress.write(f"\rlisting {what or kind.plural}: {len(items)}" + ("..." if token else "\n"))
+                self.progress.flush()
+            if not token:
+                return items
+
+
+async def take(rest: Any, *, namespace: str | None = None, selector: str | None = None,
+               page_size: int = DEFAULT_PAGE_SIZE, progress: TextIO = sys.stderr) -> list[dict[str, Any]]:
+    """The cluster's objects, kinds in the scheduler's sync order (classes first, pods last)."""
+    lister = Lister(rest, page_size, progress)
+    out: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    for kind in sorted(WATCHED, key=lambda k: k.order):
+        if kind.kind == POD:
+            items = await _pods(lister, kind, namespace, selector)
+        else:
+            listed = await lister.list(kind)
+            if listed is None:
+                progress.write(f"note: the server does not serve {kind.plural}; none in the snapshot\n")
+                continue
+            items = listed
+        counts[kind.kind] = len(items)
+        out += [clean(o, kind) for o in items]
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    progress.write(f"snapshot: {summary or 'nothing'}\n")
+    return out
+
+
+async def _pods(lister: Lister, kind: WatchedKind, namespace: str | None,
+                selector: str | None) -> list[dict[str, Any]]:
+    if namespace is None and selector is None:
+        return await lister.list(kind) or []
+    bound = await lister.list(kind, query={"fieldSelector": "spec.nodeName!="}, what="pods on nodes") or []
+    path = f"/api/v1/namespaces/{namespace}/pods" if namespace else None
+    query = {"fieldSelector": "spec.nodeName=", **({"labelSelector": selector} if selector else {})}
+    pending = await lister.list(kind, path=path, query=query, what="pending pods") or []
+    return bound + pending
+
+
+async def _snapshot(args: argparse.Namespace, out: TextIO) -> None:
+    from .operator.app import load_configuration
+    from .operator.rest import RestClient
+    from .operator.run import OperatorConfig
+
+    cfg = await load_configuration(OperatorConfig(kubeconfig=args.kubeconfig, context=args.context,
+                                                  server=args.server))
+    rest = RestClient(cfg, pool_size=4, request_timeout=args.request_timeout, user_agent="kubeberth-snapshot")
+    try:
+        objects = await take(rest, namespace=args.namespace, selector=args.selector, page_size=args.page_size)
+    finally:
+        await rest.close()
+    yaml.safe_dump_all(objects, out, sort_keys=False)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", metavar="PATH", default=None, help="kubeconfig file (default: $KUBECONFIG "
+                                                                            "or ~/.kube/config)")
+    parser.add_argument("--context", metavar="NAME", default=None, help="kubeconfig context to use")
+    parser.add_argument("--server", metavar="URL", default=None, help="an API server URL without credentials "
+                                                                       "(e.g. kubectl proxy)")
+    parser.add_argument("--namespace", "-n", metavar="NS", default=None,
+                        help="only this namespace's pending pods (pods on nodes always come)")
+    parser.add_argument("--selector", "-l", metavar="SELECTOR", default=None,
+                        help="only pending pods matching this label selector (e.g. app=web,tier!=db)")
+    parser.add_argument("--output", "-o", metavar="FILE", default="-", help="where to write (default: stdout)")
+    parser.add_argument("--page-size", dest="page_size", metavar="N", type=int, default=DEFAULT_PAGE_SIZE,
+                        help=f"objects per list call (default {DEFAULT_PAGE_SIZE})")
+    parser.add_argument("--request-timeout", dest="request_timeout", metavar="SECONDS", type=float, default=60.0,
+                        help="timeout of each list call (default 60)")
+
+
+def snapshot_main(args: argparse.Namespace) -> int:
+    import aiohttp
+    from kubernetes_asyncio.config import ConfigException
+
+    if args.page_size < 1:
+        print("kubeberth snapshot: --page-size must be at least 1", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        if args.output == "-":
+            asyncio.run(_snapshot(args, sys.stdout))
+        else:
+            with open(args.output, "w") as f:
+                asyncio.run(_snapshot(args, f))
+    except (SnapshotError, OSError, aiohttp.ClientError, ConfigException) as exc:
+        # a bad kubeconfig, an unreachable server: one line, not a traceback
+        print(f"kubeberth snapshot: {exc or type(exc).__name__}", file=sys.stderr)
+        return 1
+    print(f"snapshot taken in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    return 0
