@@ -21,6 +21,7 @@ from .framework.registry import Registry
 from .model import ModelError, Pod
 from .model.pod import parse_time
 from .plugins import in_tree_registry
+from .plugins.dynamic_resources.claims import claim_from_template
 from .profile import build_framework
 from .scheduler import (
     DELETED,
@@ -96,6 +97,12 @@ class InMemoryClient:
         else:
             status.pop("nominatedNodeName", None)
         self.scheduler.on_pod_update(raw)
+
+    async def write_resource_claim(self, claim: dict[str, Any], *, update_metadata: bool = False) -> dict[str, Any]:
+        """A ResourceClaim's metadata and status (DynamicResources' PreBind and PostFilter)."""
+        written = copy.deepcopy(claim)
+        self.scheduler.on_object("ResourceClaim", written)
+        return written
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass
@@ -176,6 +183,33 @@ async def _run_settled(sched: Scheduler, clock: FakeClock) -> None:
             return
 
 
+def with_template_claims(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the resourceclaim controller does before the scheduler sees a pending pod: a claim for
+    each of its resourceClaimTemplateName entries, named in the pod's status. A template that does
+    not exist leaves the entry without a claim (the pod then waits, as in a cluster)."""
+    templates = {_key(o): o for o in objects if o.get("kind") == "ResourceClaimTemplate"}
+    out: list[dict[str, Any]] = []
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj.get("kind") != "Pod" or spec.get("nodeName") or not spec.get("resourceClaims"):
+            out.append(obj)
+            continue
+        pod = copy.deepcopy(obj)
+        status = pod.setdefault("status", {})
+        named = {s.get("name") for s in status.get("resourceClaimStatuses") or ()}
+        ns = (pod.get("metadata") or {}).get("namespace") or "default"
+        for pc in spec["resourceClaims"]:
+            template = templates.get(f"{ns}/{pc.get('resourceClaimTemplateName')}")
+            if pc.get("name") in named or template is None:
+                continue
+            claim = claim_from_template(pod, str(pc.get("name")), template)
+            out.append(claim)
+            status.setdefault("resourceClaimStatuses", []).append(
+                {"name": pc.get("name"), "resourceClaimName": claim["metadata"]["name"]})
+        out.append(pod)
+    return out
+
+
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
              percentage_of_nodes_to_score: int = 0) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
@@ -187,6 +221,7 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
     sched.ctx.client = client
     for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
         sched.set_profile(fw)
+    objects = with_template_claims(objects)
     for obj in objects:
         if obj.get("kind") in OBJECT_KINDS:
             sched.on_object(str(obj["kind"]), obj)

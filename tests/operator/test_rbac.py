@@ -44,6 +44,17 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
                          renew_deadline=0.6, retry_period=0.1)
     api.create("pods", make_pod("huge", cpu="64"))  # FailedScheduling, again and again: an event patch
     api.create("pods", make_pod("vip", cpu="1", priority_class="high"))  # preemption: a delete
+    # DynamicResources: a claim allocated and reserved in PreBind (the finalizer, then the status).
+    selector = {"cel": {"expression": 'device.driver == "gpu.example.com"'}}
+    api.create("deviceclasses", {"metadata": {"name": "gpu"}, "spec": {"selectors": [selector]}})
+    api.create("resourceslices", {"metadata": {"name": "n1-gpu"}, "spec": {
+        "driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0"}]}})
+    api.create("resourceclaims", {"metadata": {"name": "gpu", "namespace": "default"}, "spec": {"devices": {
+        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+    api.create("pods", {**make_pod("trainer", cpu="0"), "spec": {
+        **make_pod("trainer", cpu="0")["spec"], "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}})
+    await wait_for(lambda: events_for(api, "trainer", "Scheduled"), timeout=15)
     await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)
     await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
                    timeout=15, message="a repeated event")

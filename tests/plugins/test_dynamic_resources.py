@@ -1,12 +1,13 @@
-"""DynamicResources, the part kubeberth has: claim-less pods as upstream (PreFilter skips,
+"""DynamicResources at its extension points: claim-less pods as upstream (PreFilter skips,
 PostFilter leaves it to preemption, or says "not found" when an earlier PreFilter rejected the
-pod), pods with ResourceClaims refused with an error that says why."""
+pod); pods with claims held back, rejected, allocated, reserved, bound and deallocated with
+upstream's reasons."""
 
 from __future__ import annotations
 
 from kubeberth.framework import CycleState, NodeToStatus
 from kubeberth.framework.status import Code
-from kubeberth.plugins.dynamic_resources import NOT_IMPLEMENTED, DynamicResources
+from kubeberth.plugins.dynamic_resources import DynamicResources
 from tests.builders import make_pod
 
 
@@ -21,9 +22,3 @@ async def test_a_pod_without_claims_is_skipped_and_left_to_preemption() -> None:
 async def test_without_its_prefilter_state_postfilter_fails_with_upstreams_not_found() -> None:
     _, post = await DynamicResources().post_filter(CycleState(), make_pod("p"), NodeToStatus())
     assert post is not None and post.code == Code.ERROR and post.message() == "not found"
-
-
-def test_a_pod_with_claims_waits_with_an_error_that_says_why() -> None:
-    pod = make_pod("p", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}])
-    _, status = DynamicResources().pre_filter(CycleState(), pod, [])
-    assert status is not None and status.code == Code.ERROR and status.message() == NOT_IMPLEMENTED
