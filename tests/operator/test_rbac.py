@@ -26,9 +26,16 @@ def verb(r: Logged) -> str:
     return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[r.method]
 
 
+# Grants the API server checks beyond the request's own: changing a ResourceClaim's allocation or
+# reservedFor (in its status) also needs update on resourceclaims/binding.
+IMPLIED = {("resource.k8s.io", "resourceclaims/status", "update"):
+           ("resource.k8s.io", "resourceclaims/binding", "update")}
+
+
 def used(log: list[Logged]) -> set[tuple[str, str, str]]:
     groups = {k.plural: k.group for k in KINDS}
-    return {(groups[r.plural], f"{r.plural}/{r.subresource}" if r.subresource else r.plural, verb(r)) for r in log}
+    grants = {(groups[r.plural], f"{r.plural}/{r.subresource}" if r.subresource else r.plural, verb(r)) for r in log}
+    return grants | {IMPLIED[g] for g in grants if g in IMPLIED}
 
 
 async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start_operator):

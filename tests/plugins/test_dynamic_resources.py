@@ -165,3 +165,20 @@ def test_a_missing_device_class_rejects_the_pod_in_prefilter() -> None:
     _, status = DynamicResources(None, h).pre_filter(CycleState(), _pod("p", "a"), [])
     assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.message() == "request gpu: device class gpu does not exist"
+
+
+def test_the_claim_the_controller_made_moves_the_pod() -> None:
+    """A status update that names the pod's generated claim is an update of the pod (upstream's
+    UpdatePodGeneratedResourceClaim), unlike other status changes."""
+    from kubeberth.framework.events import UNSCHEDULED_POD, ActionType, pod_scheduling_properties_change
+    from kubeberth.queue.scheduling_queue import is_pod_updated
+
+    before = make_pod("p", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
+    after = make_pod("p", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
+    after.raw["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x"}]}
+    other = make_pod("p", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
+    other.raw["status"] = {"phase": "Pending"}
+    assert is_pod_updated(before, after) and not is_pod_updated(before, other)
+    events = pod_scheduling_properties_change(after, before)
+    want = [(UNSCHEDULED_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)]
+    assert [(e.resource, e.action) for e in events] == want

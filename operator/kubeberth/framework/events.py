@@ -184,6 +184,9 @@ def pod_scheduling_properties_change(new: Pod, old: Pod) -> list[ClusterEvent]:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if len(new.tolerations) != len(old.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if (new.raw.get("status") or {}).get("resourceClaimStatuses") != (old.raw.get("status") or {}).get(
+            "resourceClaimStatuses"):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(ActionType.UPDATE_OTHER)
     return [ClusterEvent(resource, a) for a in actions]
