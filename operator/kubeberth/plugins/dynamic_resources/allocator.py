@@ -11,7 +11,7 @@ from typing import Any
 from ...model import Node
 from .cel_env import CelError, compile_selector
 from .devices import Device, DeviceID, Slice, tolerates
-from .pools import Pool, gather_pools
+from .pools import Pool, SliceIndex, gather_pools
 from .requests import ALL, EXACT_COUNT, RESULTS_MAX, Request, claim_requests
 
 
@@ -49,10 +49,18 @@ class Allocator:
     """Built once per pod (PreFilter) over the cluster's slices and allocated devices, used per node."""
 
     def __init__(self, classes: Callable[[str], Mapping[str, Any] | None], slices: Sequence[Slice],
-                 allocated: set[DeviceID], consumed: Mapping[DeviceID, Device]) -> None:
+                 allocated: set[DeviceID], consumed: Mapping[DeviceID, Device],
+                 index: SliceIndex | None = None) -> None:
         self.classes = classes
         self.slices = slices
+        self.index = index if index is not None else SliceIndex(slices)
+        self.requests: dict[int, list[tuple[str, list[Request]]]] = {}  # by id(claim), for this pod
+        self.validated: dict[tuple[int, str], Mapping[str, Any]] = {}  # (id(claim), request) -> class
         self.allocated = allocated
+        # Devices held per pool: a pool whose every device is held is skipped without a scan.
+        self.held_per_pool: dict[tuple[str, str], int] = {}
+        for driver, pool, _ in allocated:
+            self.held_per_pool[(driver, pool)] = self.held_per_pool.get((driver, pool), 0) + 1
         self.consumed = consumed  # allocated devices that consume counters, by id
 
     def allocate(self, node: Node, claims: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
@@ -64,7 +72,7 @@ class _Run:
         self.a = a
         self.node = node
         self.claims = claims
-        self.pools: list[Pool] = gather_pools(node, a.slices)
+        self.pools: list[Pool] = gather_pools(node, a.index)
         self.requests: list[list[list[_Req]]] = []  # claim -> request -> alternatives
         self.constraints: list[list[_Constraint]] = []
         self.in_use: dict[DeviceID, set[int]] = {}
@@ -75,7 +83,10 @@ class _Run:
     def run(self) -> list[dict[str, Any]] | None:
         for ci, claim in enumerate(self.claims):
             reqs = []
-            for name, alternatives in claim_requests(claim):
+            parsed = self.a.requests.get(id(claim))
+            if parsed is None:
+                parsed = self.a.requests[id(claim)] = claim_requests(claim)
+            for name, alternatives in parsed:
                 if not alternatives:
                     raise AllocationError(f"claim {kobj(claim)}, request {name}: missing device class name "
                                           "(unsupported request type?)")
@@ -90,6 +101,9 @@ class _Run:
         return [self._result(ci) for ci in range(len(self.claims))]
 
     def _validate(self, ci: int, claim: Mapping[str, Any], req: Request) -> _Req:
+        known = self.a.validated.get((id(claim), req.full_name))
+        if known is not None and req.mode == EXACT_COUNT:
+            return _Req(req, known)
         where = f"claim {kobj(claim)}, request {req.name}"
         for i, sel in enumerate(req.selectors):
             if not (sel.get("cel") or {}).get("expression"):
@@ -101,6 +115,7 @@ class _Run:
             raise AllocationError(f'{where}: could not retrieve device class {req.class_name}: '
                                   f'deviceclass.resource.k8s.io "{req.class_name}" not found')
         data = _Req(req, klass)
+        self.a.validated[(id(claim), req.full_name)] = klass
         if req.mode == ALL:
             for pool in self.pools:
                 if pool.incomplete:
@@ -181,6 +196,8 @@ class _Run:
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.incomplete or pool.invalid:
+                continue
+            if not req.admin_access and self.a.held_per_pool.get((pool.driver, pool.name), 0) >= pool.size:
                 continue
             for si in range(start[1] if pi == start[0] else 0, len(pool.slices)):
                 devices = pool.slices[si].devices

@@ -8,11 +8,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ...model import Node
-from .devices import Device, Slice
+from .devices import Device, DeviceID, Slice
 
 
 class Pool:
-    __slots__ = ("all_slices", "counter_sets", "driver", "incomplete", "invalid", "name", "slices")
+    __slots__ = ("all_slices", "counter_sets", "driver", "incomplete", "invalid", "name", "size", "slices")
 
     def __init__(self, driver: str, name: str) -> None:
         self.driver = driver
@@ -22,6 +22,7 @@ class Pool:
         self.incomplete = False
         self.invalid = False
         self.counter_sets: dict[str, dict[str, int]] = {}
+        self.size = 0  # devices in all the pool's slices: when that many are held, none is free
 
     def devices(self) -> list[Device]:
         return [d for s in self.slices for d in s.devices]
@@ -30,9 +31,44 @@ class Pool:
         return any(d.binding_conditions for s in self.slices for d in s.devices)
 
 
-def gather_pools(node: Node, all_slices: Sequence[Slice]) -> list[Pool]:
+class SliceIndex:
+    """The slices by the node they name, the ones reaching nodes otherwise, and by pool: what
+    GatherPools needs per node without scanning every slice of the cluster."""
+
+    def __init__(self, slices: Sequence[Slice]) -> None:
+        self.pools: dict[str, list[Pool]] = {}  # by node name: gather_pools' answers
+        self.on_node: dict[str, list[Slice]] = defaultdict(list)
+        self.shared: list[Slice] = []
+        self.by_pool: dict[tuple[str, str], list[Slice]] = defaultdict(list)
+        # Devices that consume shared counters (partitionable devices), by id.
+        self.counter_devices: dict[DeviceID, Device] = {
+            d.id: d for s in slices for d in s.devices if d.consumes_counters}
+        for s in slices:
+            if s.placement.node_name:
+                self.on_node[s.placement.node_name].append(s)
+            else:
+                self.shared.append(s)
+            self.by_pool[(s.driver, s.pool)].append(s)
+
+    def for_node(self, node: Node) -> list[Slice]:
+        return [*self.on_node.get(node.name, ()), *self.shared]
+
+
+def gather_pools(node: Node, index: SliceIndex) -> list[Pool]:
+    """Memoised per node for as long as the index (the same slices) lives; a node's labels only
+    matter for slices with a node selector, so those nodes are not memoised."""
+    hit = index.pools.get(node.name)
+    if hit is not None:
+        return hit
+    pools = _gather(node, index)
+    if not any(s.placement.selector is not None or s.per_device for s in index.shared):
+        index.pools[node.name] = pools
+    return pools
+
+
+def _gather(node: Node, index: SliceIndex) -> list[Pool]:
     by_pool: dict[tuple[str, str], list[Slice]] = defaultdict(list)
-    for s in all_slices:
+    for s in index.for_node(node):
         if not s.relevant_for(node):
             continue
         current = by_pool.get((s.driver, s.pool))
@@ -45,7 +81,7 @@ def gather_pools(node: Node, all_slices: Sequence[Slice]) -> list[Pool]:
     with_conditions: list[Pool] = []
     for (driver, name), slices in by_pool.items():
         generation = slices[0].generation
-        same_pool = [s for s in all_slices if s.driver == driver and s.pool == name]
+        same_pool = index.by_pool[(driver, name)]
         if any(s.generation > generation for s in same_pool):
             continue  # obsolete: a newer generation is being published
         pool = Pool(driver, name)
@@ -58,6 +94,7 @@ def gather_pools(node: Node, all_slices: Sequence[Slice]) -> list[Pool]:
         for s in pool.all_slices:
             pool.counter_sets.update(s.counter_sets)
         names = [d.name for d in pool.devices()]
+        pool.size = sum(len(s.devices) for s in pool.all_slices)
         pool.invalid = len(names) != len(set(names))
         (with_conditions if pool.has_binding_conditions() else ready).append(pool)
     ready.sort(key=lambda p: (p.driver, p.name))
