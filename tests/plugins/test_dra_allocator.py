@@ -118,3 +118,26 @@ def test_a_node_local_allocation_names_the_node() -> None:
     assert result is not None
     assert result[0]["nodeSelector"] == {"nodeSelectorTerms": [{"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}
+
+
+@pytest.mark.parametrize(("selector", "tolerations", "want"), [
+    ({"driver": DRIVER, "device": "d0"}, [], ["r:d1"]),
+    ({"pool": "p1"}, [], None),
+    ({}, [], None),
+    (None, [], ["r:d0"]),
+    ({"device": "d0"}, [{"key": "rule", "operator": "Exists"}], ["r:d0"]),
+], ids=["one device", "a pool", "empty selects all", "no selector selects none", "tolerated"])
+def test_device_taint_rules(selector: dict[str, Any] | None, tolerations: list[dict[str, Any]],
+                            want: list[str] | None) -> None:
+    from kubeberth.plugins.dynamic_resources.taint_rules import apply_taint_rules
+
+    spec: dict[str, Any] = {"taint": {"key": "rule", "value": "x", "effect": "NoExecute"}}
+    if selector is not None:
+        spec["deviceSelector"] = selector
+    parsed, _ = parse_slices(TWO)
+    tainted = apply_taint_rules(parsed, [{"metadata": {"name": "rule"}, "spec": spec}])
+    claims = [claim(exactly(tolerations=tolerations))] if tolerations else [claim(exactly())]
+    result = Allocator(CLASSES.get, tainted, set(), {}).allocate(make_node("n1"), claims)
+    got = None if result is None else [f"{r['request']}:{r['device']}" for r in result[0]["devices"]["results"]]
+    assert got == want
+    assert all(not d.taints for s in parsed for d in s.devices)  # the shared parsed slices are left alone

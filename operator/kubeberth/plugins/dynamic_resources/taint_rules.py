@@ -21,8 +21,9 @@ def _selects(selector: Mapping[str, Any], device: Device) -> bool:
 def apply_taint_rules(slices: Sequence[Slice], rules: Sequence[Mapping[str, Any]]) -> list[Slice]:
     """The slices with each rule's taint added to the devices it selects (copies: the parsed
     slices are shared)."""
-    parsed = [((r.get("spec") or {}).get("deviceSelector") or {}, DeviceTaint((r.get("spec") or {}).get("taint") or {}))
-              for r in rules]
+    # Without a selector a rule selects no device; an empty one selects every device.
+    parsed = [(spec["deviceSelector"], DeviceTaint(spec.get("taint") or {}))
+              for spec in ((r.get("spec") or {}) for r in rules) if spec.get("deviceSelector") is not None]
     if not parsed:
         return list(slices)
     out = []
