@@ -75,6 +75,7 @@ class InMemoryClient:
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.events: list[tuple[str, str, str, str]] = []
+        self._created = 0
 
     def _latest_raw(self, pod: Pod) -> dict[str, Any]:
         latest = self.scheduler.pending_pod(pod.uid)
@@ -103,6 +104,23 @@ class InMemoryClient:
         written = copy.deepcopy(claim)
         self.scheduler.on_object("ResourceClaim", written)
         return written
+
+    async def create_resource_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """A claim DynamicResources makes (for extended resources), named as generateName would."""
+        created = copy.deepcopy(claim)
+        meta = created.setdefault("metadata", {})
+        self._created += 1
+        meta["name"] = f"{meta.pop('generateName', 'claim-')}{self._created:05d}"
+        meta["uid"] = f"{meta.get('namespace')}/{meta['name']}"
+        self.scheduler.on_object("ResourceClaim", created)
+        return created
+
+    async def set_extended_resource_claim_status(self, pod: Pod, status: dict[str, Any]) -> None:
+        if self.scheduler.pending_pod(pod.uid) is None:
+            return
+        raw = self._latest_raw(pod)
+        raw.setdefault("status", {})["extendedResourceClaimStatus"] = copy.deepcopy(status)
+        self.scheduler.on_pod_update(raw)
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass

@@ -106,3 +106,24 @@ async def test_a_shared_claim_takes_its_pods_to_its_devices(kube: Kube, operator
     assert await eventually(lambda: bound_node(kube, "reader"), what="reader bound") == "g2"
     claim = await kube.get("resourceclaims", "shared", "default")
     assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["reader", "writer"]
+
+
+async def test_an_extended_resource_is_served_by_devices(kube: Kube, operators: Operators) -> None:
+    await kube.create("nodes", node("g1"))
+    await kube.create("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                        "metadata": {"name": "gpu"},
+                                        "spec": {"extendedResourceName": "example.com/gpu"}})
+    await kube.create("resourceslices", rslice("g1", "gpu-0", "gpu-1"))
+    operators.start()
+    p = pod("trainer")
+    p["spec"]["containers"][0]["resources"] = {"requests": {"example.com/gpu": "2"}, "limits": {"example.com/gpu": "2"}}
+    await kube.create("pods", p)
+    assert await eventually(lambda: bound_node(kube, "trainer"), what="trainer bound") == "g1"
+    status = (await kube.get("pods", "trainer", "default"))["status"]["extendedResourceClaimStatus"]
+    claim = await kube.get("resourceclaims", status["resourceClaimName"], "default")
+    assert claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["trainer"]
+    assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["gpu-0", "gpu-1"]
+    container = p["spec"]["containers"][0]["name"]
+    assert status["requestMappings"] == [{"containerName": container, "resourceName": "example.com/gpu",
+                                          "requestName": "container-0-request-0"}]

@@ -78,7 +78,8 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
                                         "metadata": {"name": "gpu"}, "spec": {}})
     await kube.create("resourceslices", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                                          "metadata": {"name": "gpu"}, "spec": {
-                                             "driver": "gpu.example.com", "nodeName": "gpu", "devices": [{"name": "d"}],
+                                             "driver": "gpu.example.com", "nodeName": "gpu",
+                                             "devices": [{"name": "d"}, {"name": "e"}],
                                              "pool": {"name": "gpu", "generation": 1, "resourceSliceCount": 1}}})
     await kube.create("resourceclaims", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                                          "metadata": {"name": "gpu", "namespace": "default"}, "spec": {"devices": {
@@ -88,6 +89,15 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
     operators.start("--leader-elect")
     await kube.create("pods", trainer)
     await eventually(lambda: _bound(kube, "trainer"), what="trainer bound")
+    # An extended resource a DeviceClass serves: DynamicResources creates the pod's claim.
+    await kube.create("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                        "metadata": {"name": "ext"},
+                                        "spec": {"extendedResourceName": "example.com/gpu"}})
+    ext_user = pod("ext-user", cpu="0")
+    ext_user["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
+    ext_user["spec"]["containers"][0]["resources"].setdefault("limits", {})["example.com/gpu"] = "1"
+    await kube.create("pods", ext_user)
+    await eventually(lambda: _bound(kube, "ext-user"), what="ext-user bound")
     await kube.create("schedulingprofiles", {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile",
                                              "metadata": {"name": "bad"},
                                              "spec": {"schedulerName": "other",

@@ -62,6 +62,16 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
     api.create("pods", {**make_pod("trainer", cpu="0"), "spec": {
         **make_pod("trainer", cpu="0")["spec"], "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}})
     await wait_for(lambda: events_for(api, "trainer", "Scheduled"), timeout=15)
+    # An extended resource a DeviceClass serves: the claim is created for the pod.
+    api.create("deviceclasses", {"metadata": {"name": "ext"}, "spec": {"extendedResourceName": "example.com/gpu"}})
+    api.create("resourceslices", {"metadata": {"name": "n1-ext"}, "spec": {
+        "driver": "ext.example.com", "nodeName": "n1", "devices": [{"name": "ext-0"}],
+        "pool": {"name": "ext", "generation": 1, "resourceSliceCount": 1}}})
+    gpu = make_pod("ext-user", cpu="0")
+    one = {"example.com/gpu": "1"}
+    gpu["spec"]["containers"][0]["resources"] = {"requests": one, "limits": one}
+    api.create("pods", gpu)
+    await wait_for(lambda: events_for(api, "ext-user", "Scheduled"), timeout=15)
     await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)
     await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
                    timeout=15, message="a repeated event")

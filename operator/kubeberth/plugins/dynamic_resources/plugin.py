@@ -36,6 +36,7 @@ from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFil
 from ...model import NodeInfo, Pod
 from ...model.selectors import NodeSelector
 from .._helper import default_normalize_score
+from . import extended
 from .allocator import AllocationError, Allocator, kobj
 from .claims import (
     DEVICE_CLASS,
@@ -65,15 +66,21 @@ STATE_NOT_FOUND = "not found"
 
 
 class _State:
-    __slots__ = ("allocator", "available_on", "claims", "node_allocations", "pending", "to_allocate",
-                 "unavailable")
+    __slots__ = ("allocator", "available_on", "claims", "extended", "extended_index", "node_allocations",
+                 "node_extended", "pending", "to_allocate", "unavailable")
 
     def __init__(self) -> None:
         self.claims: list[Mapping[str, Any]] = []
         self.available_on: list[NodeSelector | None] = []
         self.to_allocate: list[int] = []
         self.allocator: Allocator | None = None
-        self.node_allocations: dict[str, list[dict[str, Any]]] = {}
+        # node -> claim index -> allocation found by Filter
+        self.node_allocations: dict[str, dict[int, dict[str, Any]]] = {}
+        # Extended resources backed by DRA: the pod's requests of them, the index of the claim to be
+        # made for them (while not made yet), and per node that claim with its requests and mappings.
+        self.extended: dict[str, int] = {}
+        self.extended_index: int | None = None
+        self.node_extended: dict[str, tuple[dict[str, Any], list[dict[str, str]]]] = {}
         self.pending: dict[int, dict[str, Any]] = {}  # claim index -> allocation, from Reserve
         self.unavailable: set[int] = set()
 
@@ -144,12 +151,19 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
         s = _State()
         state.write(STATE_KEY, s)
-        if not pod_claims(pod):
+        objects = self._objects() if self.handle is not None else None
+        s.extended = extended.delegated_resources(objects, pod)
+        if not pod_claims(pod) and not s.extended:
             return None, Status.skip()
         try:
             claims = self._pod_claims(pod)
         except ClaimRefError as exc:
             return None, Status.unresolvable(str(exc))
+        if s.extended:
+            made = extended.find_claim(objects, pod)
+            if made is None:
+                s.extended_index = len(claims)
+            claims.append(made or extended.special_claim(pod))
         if not claims:
             return None, Status.skip()
         s.claims = claims
@@ -165,6 +179,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             s.to_allocate.append(index)
             if claim_uid(claim) in self.in_flight:
                 return None, Status.unresolvable(f"resource claim {kobj(claim)} is in the process of being allocated")
+            if index == s.extended_index:
+                continue  # its requests depend on the node: Filter makes them
             for name, alternatives in claim_requests(claim):
                 if not alternatives:
                     return None, Status.unresolvable(
@@ -239,17 +255,30 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         node = node_info.node
         if node is None:
             return Status.error("node not found")
+        to_allocate = {i: s.claims[i] for i in s.to_allocate}
+        if s.extended_index is not None:
+            built = extended.node_requests(self._objects(), pod, node_info, s.extended)
+            if isinstance(built, str):
+                return Status.unresolvable(built)
+            if built[0]:
+                made = {**s.claims[s.extended_index], "spec": {"devices": {"requests": built[0]}}}
+                to_allocate[s.extended_index] = made
+                s.node_extended[node.name] = (made, built[1])
+            else:  # the node's device plugins serve them all
+                del to_allocate[s.extended_index]
+                if len(s.claims) == 1:
+                    return None
         unavailable = [i for i, sel in enumerate(s.available_on)
                        if sel is not None and not sel.matches(node.name, node.labels)]
-        allocations: list[dict[str, Any]] = []
-        if s.allocator is not None:
+        allocations: dict[int, dict[str, Any]] = {}
+        if s.allocator is not None and to_allocate:
             try:
-                result = s.allocator.allocate(node, [s.claims[i] for i in s.to_allocate])
+                result = s.allocator.allocate(node, list(to_allocate.values()))
             except AllocationError as exc:
                 return Status.unresolvable(str(exc)) if exc.on_node else Status.error(str(exc))
-            if result is None or len(result) != len(s.to_allocate):
+            if result is None or len(result) != len(to_allocate):
                 return Status.unresolvable("cannot allocate all claims")
-            allocations = result
+            allocations = dict(zip(to_allocate, result, strict=True))
         if unavailable:
             s.unavailable.update(unavailable)
             return Status.unresolvable("resourceclaim not available on the node")
@@ -288,10 +317,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         allocations = s.node_allocations.get(node_info.node.name) if node_info.node is not None else None
         if allocations is None:
             return 0
-        fresh = iter(allocations)
         score = 0
-        for claim in s.claims:
-            alloc = allocation(claim) or next(fresh, None) or {}
+        for index, claim in enumerate(s.claims):
+            alloc = allocation(claim) or allocations.get(index) or {}
             chosen = {str(r.get("request")) for r in (alloc.get("devices") or {}).get("results") or ()
                       if "/" in str(r.get("request"))}
             for name, alternatives in claim_requests(claim):
@@ -310,14 +338,20 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if not isinstance(s, _State) or not s.claims or not s.to_allocate:
             return None
         allocations = s.node_allocations.get(node_name)
-        if not allocations:
+        if allocations is None:
+            if s.to_allocate == [s.extended_index]:
+                return None  # only extended resources, all served by the node's device plugins
             return Status.error("claim allocation not found for node")
-        if len(allocations) != len(s.to_allocate):
-            return Status.error(f"internal error, have {len(allocations)} allocations, {len(s.to_allocate)} "
-                                f"claims to allocate, want {len(s.to_allocate)} claims")
-        for index, alloc in zip(s.to_allocate, allocations, strict=True):
+        for index in s.to_allocate:
+            alloc = allocations.get(index)
+            if alloc is None:
+                if index == s.extended_index:
+                    continue
+                return Status.error(f"internal error, have {len(allocations)} allocations, "
+                                    f"{len(s.to_allocate)} claims to allocate")
             s.pending[index] = alloc
-            claim = copy.deepcopy(dict(s.claims[index]))
+            claim = copy.deepcopy(dict(s.node_extended[node_name][0] if index == s.extended_index
+                                       else s.claims[index]))
             finalizers = claim.setdefault("metadata", {}).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
                 finalizers.append(FINALIZER)
@@ -342,10 +376,32 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if is_reserved_for_pod(claim, pod):
                 continue
             try:
+                if index == s.extended_index:
+                    if index not in s.pending:
+                        continue  # served by the node's device plugins
+                    s.claims[index] = await self._create_extended(s, index, pod, node_name)
+                    continue
                 s.claims[index] = await self._bind_claim(s, index, pod)
             except Exception as exc:  # the claim changed or the API failed: the pod is retried
                 return Status.error(str(exc))
         return None
+
+    async def _create_extended(self, s: _State, index: int, pod: Pod, node_name: str) -> Mapping[str, Any]:
+        """The claim for the pod's extended resources: created (upstream creates it in PreBind),
+        allocated and reserved, then named in the pod's status with the container mappings."""
+        made, mappings = s.node_extended[node_name]
+        body = copy.deepcopy(dict(made))
+        body["metadata"] = {k: v for k, v in body["metadata"].items() if k not in ("name", "uid")}
+        body.pop("status", None)
+        client = self.handle.client
+        created: Mapping[str, Any] = await client.create_resource_claim(body)
+        self._objects().put(RESOURCE_CLAIM, created)
+        s.claims[index] = created
+        self.in_flight.pop(claim_uid(made), None)
+        written = await self._bind_claim(s, index, pod)
+        await client.set_extended_resource_claim_status(pod, {
+            "requestMappings": mappings, "resourceClaimName": (written.get("metadata") or {}).get("name")})
+        return written
 
     async def _bind_claim(self, s: _State, index: int, pod: Pod) -> Mapping[str, Any]:
         claim = s.claims[index]
