@@ -141,3 +141,35 @@ def test_device_taint_rules(selector: dict[str, Any] | None, tolerations: list[d
     got = None if result is None else [f"{r['request']}:{r['device']}" for r in result[0]["devices"]["results"]]
     assert got == want
     assert all(not d.taints for s in parsed for d in s.devices)  # the shared parsed slices are left alone
+
+
+SHARED_NIC = [rslice("s1", [device("nic", allowMultipleAllocations=True, capacity={
+    "bandwidth": {"value": "10G", "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}}}})])]
+
+
+def bandwidth(q: str) -> dict[str, Any]:
+    return {"requests": {"bandwidth": q}}
+
+
+@pytest.mark.parametrize(("claims", "used", "want"), [
+    ([claim(exactly(capacity=bandwidth("4G"))), claim(exactly(capacity=bandwidth("6G")))], {}, [["4G"], ["6G"]]),
+    ([claim(exactly(capacity=bandwidth("4G"))), claim(exactly(capacity=bandwidth("7G")))], {}, None),
+    ([claim(exactly(capacity=bandwidth("2500M")))], {}, [["3G"]]),  # rounded up to the next step
+    ([claim(exactly())], {}, [["1G"]]),  # the policy's default
+    ([claim(exactly(capacity=bandwidth("5G")))], {"bandwidth": 6 * 10**12}, None),  # 6G already consumed
+    ([claim(exactly(capacity=bandwidth("4G")))], {"bandwidth": 6 * 10**12}, [["4G"]]),
+    ([claim(exactly(capacity={"requests": {"lanes": "1"}}))], {}, None),  # a capacity the device lacks
+], ids=["two shares fit", "too much together", "step", "default", "consumed elsewhere", "the rest", "unknown"])
+def test_consumable_capacity(claims: list[dict[str, Any]], used: dict[str, int], want: list[list[str]] | None) -> None:
+    parsed, _ = parse_slices(SHARED_NIC)
+    shared = {(DRIVER, "p1", "nic"): used} if used else {}
+    result = Allocator(CLASSES.get, parsed, set(), {}, shared=shared).allocate(make_node("n1"), claims)
+    if want is None:
+        assert result is None
+        return
+    assert result is not None
+    from kubeberth.plugins.dynamic_resources.capacity import milli
+
+    got = [[milli(r["consumedCapacity"]["bandwidth"]) for r in a["devices"]["results"]] for a in result]
+    assert got == [[milli(q) for q in shares] for shares in want]
+    assert all(r["shareID"] for a in result for r in a["devices"]["results"])

@@ -5,10 +5,13 @@ class) raise AllocationError; no solution on a node is `None`."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...model import Node
+from . import capacity
+from .capacity import Consumed
 from .cel_env import CelError, compile_selector
 from .devices import Device, DeviceID, Slice, tolerates
 from .pools import Pool, SliceIndex, gather_pools
@@ -50,13 +53,14 @@ class Allocator:
 
     def __init__(self, classes: Callable[[str], Mapping[str, Any] | None], slices: Sequence[Slice],
                  allocated: set[DeviceID], consumed: Mapping[DeviceID, Device],
-                 index: SliceIndex | None = None) -> None:
+                 index: SliceIndex | None = None, shared: Mapping[DeviceID, Consumed] | None = None) -> None:
         self.classes = classes
         self.slices = slices
         self.index = index if index is not None else SliceIndex(slices)
         self.requests: dict[int, list[tuple[str, list[Request]]]] = {}  # by id(claim), for this pod
         self.validated: dict[tuple[int, str], Mapping[str, Any]] = {}  # (id(claim), request) -> class
         self.allocated = allocated
+        self.shared = shared or {}  # capacity consumed on shared devices by allocations made
         # Devices held per pool: a pool whose every device is held is skipped without a scan.
         self.held_per_pool: dict[tuple[str, str], int] = {}
         for driver, pool, _ in allocated:
@@ -76,7 +80,8 @@ class _Run:
         self.requests: list[list[list[_Req]]] = []  # claim -> request -> alternatives
         self.constraints: list[list[_Constraint]] = []
         self.in_use: dict[DeviceID, set[int]] = {}
-        self.results: list[list[tuple[_Req, Device]]] = [[] for _ in claims]
+        self.results: list[list[tuple[_Req, Device, Consumed | None]]] = [[] for _ in claims]
+        self.allocating: dict[DeviceID, Consumed] = {}  # capacity consumed on shared devices here
         self.counters: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
 
     # ---- setup --------------------------------------------------------------------------------
@@ -124,7 +129,8 @@ class _Run:
                 if pool.invalid:
                     raise AllocationError(f"{where}: asks for all devices, but resource pool "
                                           f"{pool.driver}/{pool.name} is currently invalid")
-                data.all_devices += [d for d in pool.devices() if self._selectable(ci, data, d)]
+                data.all_devices += [d for d in pool.devices() if self._selectable(ci, data, d)
+                                     and self._capacity_fits(data.req, d, static=True)]
             data.num = len(data.all_devices)
         elif req.mode != EXACT_COUNT:
             raise AllocationError(f"{where}: unsupported count mode {req.mode}")
@@ -157,6 +163,14 @@ class _Run:
             raise AllocationError(f"{who}: selector #{i} on device {did(device.id)}: CEL runtime error: {exc}") from exc
         device.matches[expr] = answer
         return answer
+
+    def _capacity_fits(self, req: Request, device: Device, static: bool = False) -> bool:
+        try:
+            if static:
+                return capacity.fits(req.capacity, device, {}, {})
+            return capacity.fits(req.capacity, device, self.a.shared, self.allocating)
+        except capacity.CapacityError as exc:
+            raise AllocationError(f"request {req.name}: checking capacity for device {did(device.id)}: {exc}") from exc
 
     def _device_in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.a.allocated or bool(self.in_use.get(device_id))
@@ -209,7 +223,7 @@ class _Run:
                             continue
                     elif self._device_in_use(device.id):
                         continue
-                    if not self._selectable(ci, data, device):
+                    if not self._selectable(ci, data, device) or not self._capacity_fits(req, device):
                         continue
                     undo = self._take(ci, data, device, must=False)
                     if undo is None:
@@ -222,12 +236,14 @@ class _Run:
     def _take(self, ci: int, data: _Req, device: Device, must: bool) -> Callable[[], None] | None:
         """allocateDevice: counters, taints, constraints; returns how to roll it back."""
         req = data.req
-        if req.admin_access and ci in self.in_use.get(device.id, ()):
+        shared = device.allow_multiple
+        if not shared and req.admin_access and ci in self.in_use.get(device.id, ()):
             return None
         if not req.admin_access and self._device_in_use(device.id):
             return None
         took_counters = False
-        if device.consumes_counters:
+        # A shared device's counters are consumed once, by its first allocation.
+        if device.consumes_counters and not (shared and (device.id in self.a.shared or device.id in self.allocating)):
             if not self._reserve_counters(device):
                 return None
             took_counters = True
@@ -250,12 +266,26 @@ class _Run:
                                           f"{did(device.id)} because a claim constraint would not be satisfied")
                 return None
             added.append(c)
-        self.in_use.setdefault(device.id, set()).add(ci)
-        self.results[ci].append((data, device))
+        consumed: Consumed | None = None
+        if shared:
+            if not self._capacity_fits(req, device):
+                for done in reversed(added):
+                    done.remove(base, sub)
+                if took_counters:
+                    self._release_counters(device)
+                return None
+            consumed = capacity.consumed_by(req.capacity, device) or {}
+            capacity.add(self.allocating, device.id, consumed)
+        else:
+            self.in_use.setdefault(device.id, set()).add(ci)
+        self.results[ci].append((data, device, consumed))
 
         def undo() -> None:
             self.results[ci].pop()
-            self.in_use[device.id].discard(ci)
+            if consumed is not None:
+                capacity.add(self.allocating, device.id, consumed, -1)
+            else:
+                self.in_use[device.id].discard(ci)
             for done in reversed(added):
                 done.remove(base, sub)
             if took_counters:
@@ -293,9 +323,13 @@ class _Run:
     def _result(self, ci: int) -> dict[str, Any]:
         claim = self.claims[ci]
         results = []
-        for data, device in self.results[ci]:
+        for data, device, consumed in self.results[ci]:
             entry: dict[str, Any] = {"request": data.req.full_name, "driver": device.slice.driver,
                                      "pool": device.slice.pool, "device": device.name}
+            if consumed is not None:
+                entry["shareID"] = str(uuid.uuid4())
+                if consumed:
+                    entry["consumedCapacity"] = {k: capacity.format_milli(v) for k, v in consumed.items()}
             if data.req.admin_access:
                 entry["adminAccess"] = True
             if data.req.tolerations:
@@ -318,7 +352,7 @@ class _Run:
         allocation: dict[str, Any] = {"devices": {"results": results}}
         if config:
             allocation["devices"]["config"] = config
-        selector = self._node_selector([device for _, device in self.results[ci]])
+        selector = self._node_selector([device for _, device, _ in self.results[ci]])
         if selector is not None:
             allocation["nodeSelector"] = selector
         return allocation

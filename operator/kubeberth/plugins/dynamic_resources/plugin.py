@@ -16,7 +16,6 @@ FailedScheduling message ("... not found") with no preemption part: so here.
 from __future__ import annotations
 
 import copy
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,7 +43,6 @@ from .claims import (
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     ClaimRefError,
-    allocated_device_ids,
     allocation,
     allocation_selector,
     check_for_pod,
@@ -55,10 +53,8 @@ from .claims import (
     pod_claim_refs,
     reserved_for,
 )
-from .devices import DeviceID, parse_slices
-from .pools import SliceIndex
 from .requests import FIRST_AVAILABLE_MAX, claim_requests
-from .taint_rules import apply_taint_rules
+from .tracker import AllocationTracker
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -102,10 +98,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         # Claims allocated in Reserve whose allocation is not in the API yet (upstream's
         # inFlightAllocations), by claim UID.
         self.in_flight: dict[str, dict[str, Any]] = {}
-        self._index: tuple[tuple[int, ...], SliceIndex] | None = None
-        self._devices: dict[int, tuple[Mapping[str, Any], tuple[DeviceID, ...]]] = {}
-        self._versions: dict[int, Mapping[str, Any]] = {}  # the claims in the store, by id()
-        self._held: Counter[DeviceID] = Counter()  # devices held by those claims' allocations
+        self.tracker = AllocationTracker()
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE),
@@ -201,49 +194,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return None
 
     def _allocator(self) -> Allocator:
-        objects = self._objects()
-        slices, _ = parse_slices(objects.list(RESOURCE_SLICE))
-        slices = apply_taint_rules(slices, list(objects.list("DeviceTaintRule")))
-        key = tuple(id(sl) for sl in slices)
-        if self._index is None or self._index[0] != key:
-            self._index = (key, SliceIndex(slices))
-        index = self._index[1]
-        self._track_allocations(list(objects.list(RESOURCE_CLAIM)))
-        allocated = set(self._held)
-        if self.in_flight:
-            for claim in self.in_flight.values():
-                allocated.update(self._claim_devices(claim))
-        consumed = {i: d for i, d in index.counter_devices.items() if i in allocated}
-        return Allocator(lambda name: objects.get(DEVICE_CLASS, name), slices, allocated, consumed, index=index)
-
-    def _track_allocations(self, claims: list[Mapping[str, Any]]) -> None:
-        """The devices held by the claims in the store, kept up to date by the claim versions that
-        came and went since the last pod (most pods see one claim change: their predecessor's)."""
-        now = {id(c): c for c in claims}
-        gone = self._versions.keys() - now.keys()
-        new = now.keys() - self._versions.keys()
-        for key in gone:
-            for device in self._claim_devices(self._versions.pop(key)):
-                self._held[device] -= 1
-                if self._held[device] <= 0:
-                    del self._held[device]
-        for key in new:
-            self._versions[key] = now[key]
-            for device in self._claim_devices(now[key]):
-                self._held[device] += 1
-
-    def _claim_devices(self, claim: Mapping[str, Any]) -> tuple[DeviceID, ...]:
-        """The devices a claim's allocation holds, memoised per version of the claim."""
-        key = id(claim)
-        hit = self._devices.get(key)
-        if hit is not None and hit[0] is claim:
-            return hit[1]
-        alloc = allocation(claim)
-        ids = tuple(allocated_device_ids(alloc)) if alloc is not None else ()
-        if len(self._devices) > 4 * len(self.in_flight) + 100_000:
-            self._devices.clear()
-        self._devices[key] = (claim, ids)
-        return ids
+        return self.tracker.allocator(self._objects(), self.in_flight)
 
     # ---- Filter ---------------------------------------------------------------------------------
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
