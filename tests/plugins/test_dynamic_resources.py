@@ -182,3 +182,20 @@ def test_the_claim_the_controller_made_moves_the_pod() -> None:
     events = pod_scheduling_properties_change(after, before)
     want = [(UNSCHEDULED_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)]
     assert [(e.resource, e.action) for e in events] == want
+
+
+async def test_unreserve_after_prebind_takes_the_pod_out_of_reserved_for() -> None:
+    import asyncio
+
+    h = _cluster(devices=1)
+    pl = DynamicResources(None, h)
+    n1 = node_info(make_node("n1"))
+    state, pod = CycleState(), _pod("first", "a")
+    pl.pre_filter(state, pod, [n1])
+    pl.filter(state, pod, n1)
+    pl.reserve(state, pod, "n1")
+    assert await pl.pre_bind(state, pod, "n1") is None
+    pl.unreserve(state, pod, "n1")  # the binding failed
+    await asyncio.gather(*pl._tasks)
+    written, _ = h.client.writes[-1]
+    assert written["status"]["reservedFor"] == [] and written["status"]["allocation"]

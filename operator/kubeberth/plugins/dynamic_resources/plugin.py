@@ -15,8 +15,10 @@ FailedScheduling message ("... not found") with no preemption part: so here.
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from ...framework.cycle_state import CycleState
@@ -56,6 +58,7 @@ from .claims import (
 from .requests import FIRST_AVAILABLE_MAX, claim_requests
 from .tracker import AllocationTracker
 
+log = logging.getLogger("kubeberth.plugins.dynamic_resources")
 NAME = "DynamicResources"
 STATE_KEY = NAME
 STATE_NOT_FOUND = "not found"
@@ -99,6 +102,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         # inFlightAllocations), by claim UID.
         self.in_flight: dict[str, dict[str, Any]] = {}
         self.tracker = AllocationTracker()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE),
@@ -316,7 +320,30 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return
         for claim in s.claims:
             self.in_flight.pop(claim_uid(claim), None)
+            if allocation(claim) is not None and is_reserved_for_pod(claim, pod):
+                self._background(self._unreserve_claim(claim, pod))
         s.pending.clear()
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(work)
+        except RuntimeError:  # no loop (a direct call in a test): nothing can be written
+            work.close()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _unreserve_claim(self, claim: Mapping[str, Any], pod: Pod) -> None:
+        """The pod's entry out of the claim's reservedFor (PreBind wrote it, the binding failed)."""
+        latest = self._objects().get(RESOURCE_CLAIM, claim_key(claim))
+        if latest is None or not is_reserved_for_pod(latest, pod):
+            return
+        new = copy.deepcopy(dict(latest))
+        new["status"]["reservedFor"] = [r for r in reserved_for(latest) if str(r.get("uid")) != pod.uid]
+        try:
+            await self._write(new)
+        except Exception as exc:  # retried when the pod is scheduled again, as upstream
+            log.warning("unreserving %s for %s: %s", kobj(claim), pod.key, exc)
 
     # ---- PreBind --------------------------------------------------------------------------------
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
