@@ -68,7 +68,33 @@ class Allocator:
         self.consumed = consumed  # allocated devices that consume counters, by id
 
     def allocate(self, node: Node, claims: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+        if self._too_few_free(gather_pools(node, self.index), claims):
+            return None
         return _Run(self, node, claims).run()
+
+    def _parsed(self, claim: Mapping[str, Any]) -> list[tuple[str, list[Request]]]:
+        parsed = self.requests.get(id(claim))
+        if parsed is None:
+            parsed = self.requests[id(claim)] = claim_requests(claim)
+        return parsed
+
+    def _too_few_free(self, pools: Sequence[Pool], claims: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether the node's pools surely lack the devices the claims need at least: the search
+        would find nothing (so it is not run). Only for the plain case: exact counts without admin
+        access, valid pools without shared devices."""
+        free = 0
+        for pool in pools:
+            if pool.invalid or pool.shared:
+                return False
+            if not pool.incomplete:
+                free += pool.size - self.held_per_pool.get((pool.driver, pool.name), 0)
+        needed = 0
+        for claim in claims:
+            for _, alternatives in self._parsed(claim):
+                if not alternatives or any(r.mode != EXACT_COUNT or r.admin_access for r in alternatives):
+                    return False
+                needed += min(r.count for r in alternatives)
+        return needed > free
 
 
 class _Run:
@@ -88,10 +114,7 @@ class _Run:
     def run(self) -> list[dict[str, Any]] | None:
         for ci, claim in enumerate(self.claims):
             reqs = []
-            parsed = self.a.requests.get(id(claim))
-            if parsed is None:
-                parsed = self.a.requests[id(claim)] = claim_requests(claim)
-            for name, alternatives in parsed:
+            for name, alternatives in self.a._parsed(claim):
                 if not alternatives:
                     raise AllocationError(f"claim {kobj(claim)}, request {name}: missing device class name "
                                           "(unsupported request type?)")

@@ -12,7 +12,7 @@ from .devices import Device, DeviceID, Slice
 
 
 class Pool:
-    __slots__ = ("all_slices", "counter_sets", "driver", "incomplete", "invalid", "name", "size", "slices")
+    __slots__ = ("all_slices", "counter_sets", "driver", "incomplete", "invalid", "name", "shared", "size", "slices")
 
     def __init__(self, driver: str, name: str) -> None:
         self.driver = driver
@@ -23,6 +23,7 @@ class Pool:
         self.invalid = False
         self.counter_sets: dict[str, dict[str, int]] = {}
         self.size = 0  # devices in all the pool's slices: when that many are held, none is free
+        self.shared = False  # some device allows multiple allocations (not counted as held)
 
     def devices(self) -> list[Device]:
         return [d for s in self.slices for d in s.devices]
@@ -95,6 +96,7 @@ def _gather(node: Node, index: SliceIndex) -> list[Pool]:
             pool.counter_sets.update(s.counter_sets)
         names = [d.name for d in pool.devices()]
         pool.size = sum(len(s.devices) for s in pool.all_slices)
+        pool.shared = any(d.allow_multiple for s in pool.all_slices for d in s.devices)
         pool.invalid = len(names) != len(set(names))
         (with_conditions if pool.has_binding_conditions() else ready).append(pool)
     ready.sort(key=lambda p: (p.driver, p.name))
