@@ -55,7 +55,7 @@ from .claims import (
     pod_claim_refs,
     reserved_for,
 )
-from .requests import FIRST_AVAILABLE_MAX, claim_requests
+from .requests import FIRST_AVAILABLE_MAX, Request, claim_requests
 from .tracker import AllocationTracker
 
 log = logging.getLogger("kubeberth.plugins.dynamic_resources")
@@ -66,7 +66,7 @@ STATE_NOT_FOUND = "not found"
 
 class _State:
     __slots__ = ("allocator", "available_on", "claims", "extended", "extended_index", "node_allocations",
-                 "node_extended", "pending", "to_allocate", "unavailable")
+                 "node_extended", "pending", "prioritized", "to_allocate", "unavailable")
 
     def __init__(self) -> None:
         self.claims: list[Mapping[str, Any]] = []
@@ -82,6 +82,7 @@ class _State:
         self.node_extended: dict[str, tuple[dict[str, Any], list[dict[str, str]]]] = {}
         self.pending: dict[int, dict[str, Any]] = {}  # claim index -> allocation, from Reserve
         self.unavailable: set[int] = set()
+        self.prioritized: dict[int, list[tuple[str, list[Request]]]] = {}  # claims with firstAvailable
 
     def clone(self) -> _State:
         return self
@@ -164,6 +165,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if not claims:
             return None, Status.skip()
         s.claims = claims
+        for index, claim in enumerate(claims):
+            requests = claim_requests(claim)
+            if any(r.parent for _, alternatives in requests for r in alternatives):
+                s.prioritized[index] = requests
         for index, claim in enumerate(claims):
             alloc = allocation(claim)
             if alloc is not None:
@@ -274,10 +279,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return 0
         score = 0
         for index, claim in enumerate(s.claims):
+            requests = s.prioritized.get(index)
+            if requests is None:
+                continue  # only prioritized lists (firstAvailable) score
             alloc = allocation(claim) or allocations.get(index) or {}
             chosen = {str(r.get("request")) for r in (alloc.get("devices") or {}).get("results") or ()
                       if "/" in str(r.get("request"))}
-            for name, alternatives in claim_requests(claim):
+            for name, alternatives in requests:
                 for i, req in enumerate(alternatives):
                     if req.parent and f"{name}/{req.name}" in chosen:
                         score += FIRST_AVAILABLE_MAX - i
