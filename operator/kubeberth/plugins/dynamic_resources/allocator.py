@@ -13,6 +13,7 @@ from ...model import Node
 from . import capacity
 from .capacity import Consumed
 from .cel_env import CelError, compile_selector
+from .constraints import Constraint, ConstraintError
 from .devices import Device, DeviceID, Slice, tolerates
 from .pools import Pool, SliceIndex, gather_pools
 from .requests import ALL, EXACT_COUNT, RESULTS_MAX, Request, claim_requests
@@ -104,7 +105,7 @@ class _Run:
         self.claims = claims
         self.pools: list[Pool] = gather_pools(node, a.index)
         self.requests: list[list[list[_Req]]] = []  # claim -> request -> alternatives
-        self.constraints: list[list[_Constraint]] = []
+        self.constraints: list[list[Constraint]] = []
         self.in_use: dict[DeviceID, set[int]] = {}
         self.results: list[list[tuple[_Req, Device, Consumed | None]]] = [[] for _ in claims]
         self.allocating: dict[DeviceID, Consumed] = {}  # capacity consumed on shared devices here
@@ -120,8 +121,11 @@ class _Run:
                                           "(unsupported request type?)")
                 reqs.append([self._validate(ci, claim, r) for r in alternatives])
             self.requests.append(reqs)
-            self.constraints.append([_Constraint.parse(claim, i, c) for i, c in enumerate(
-                ((claim.get("spec") or {}).get("devices") or {}).get("constraints") or ())])
+            try:
+                self.constraints.append([Constraint.parse(claim, i, c) for i, c in enumerate(
+                    ((claim.get("spec") or {}).get("devices") or {}).get("constraints") or ())])
+            except ConstraintError as exc:
+                raise AllocationError(f"claim {kobj(claim)}, {exc}") from exc
         if not self._one(0, 0, 0, (0, 0, 0)):
             if any(p.invalid for p in self.pools):
                 raise AllocationError("invalid resource pools were encountered", True)
@@ -277,7 +281,7 @@ class _Run:
             return None
         base = req.parent or req.name
         sub = req.name if req.parent else ""
-        added: list[_Constraint] = []
+        added: list[Constraint] = []
         for c in self.constraints[ci]:
             if not c.add(base, sub, device):
                 for done in reversed(added):
@@ -412,43 +416,3 @@ def _apply(sets: dict[str, dict[str, int]], device: Device, sign: int) -> None:
         for name, value in _counter_values(c).items():
             if name in have:
                 have[name] += sign * value
-
-
-class _Constraint:
-    """matchAttribute / distinctAttribute over the devices of the named requests (all if none)."""
-
-    def __init__(self, requests: list[str], attribute: str, distinct: bool) -> None:
-        self.requests = set(requests)
-        self.attribute = attribute
-        self.distinct = distinct
-        self.values: list[Any] = []
-
-    @classmethod
-    def parse(cls, claim: Mapping[str, Any], i: int, raw: Mapping[str, Any]) -> _Constraint:
-        requests = [str(r) for r in raw.get("requests") or ()]
-        if raw.get("matchAttribute"):
-            return cls(requests, str(raw["matchAttribute"]), False)
-        if raw.get("distinctAttribute"):
-            return cls(requests, str(raw["distinctAttribute"]), True)
-        raise AllocationError(f"claim {kobj(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)")
-
-    def _applies(self, base: str, sub: str) -> bool:
-        return not self.requests or base in self.requests or (bool(sub) and f"{base}/{sub}" in self.requests)
-
-    def add(self, base: str, sub: str, device: Device) -> bool:
-        if not self._applies(base, sub):
-            return True
-        attr = device.attribute(self.attribute)
-        if attr is None:
-            return False
-        value = tuple(sorted((k, str(v)) for k, v in attr.items()))
-        if self.distinct and value in self.values:
-            return False
-        if not self.distinct and self.values and value != self.values[0]:
-            return False
-        self.values.append(value)
-        return True
-
-    def remove(self, base: str, sub: str) -> None:
-        if self._applies(base, sub):
-            self.values.pop()
