@@ -22,6 +22,7 @@ from .model import ModelError, Node, Pod
 from .model.pod import parse_time
 from .plugins import in_tree_registry
 from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
+from .plugins.dynamic_resources.claims import claim_from_template
 from .profile import build_framework
 from .scheduler import (
     DELETED,
@@ -76,6 +77,7 @@ class InMemoryClient:
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.events: list[tuple[str, str, str, str]] = []
+        self._created = 0
 
     def _latest_raw(self, pod: Pod) -> dict[str, Any]:
         latest = self.scheduler.pending_pod(pod.uid)
@@ -97,6 +99,29 @@ class InMemoryClient:
             status["nominatedNodeName"] = node_name
         else:
             status.pop("nominatedNodeName", None)
+        self.scheduler.on_pod_update(raw)
+
+    async def write_resource_claim(self, claim: dict[str, Any], *, update_metadata: bool = False) -> dict[str, Any]:
+        """A ResourceClaim's metadata and status (DynamicResources' PreBind and PostFilter)."""
+        written = copy.deepcopy(claim)
+        self.scheduler.on_object("ResourceClaim", written)
+        return written
+
+    async def create_resource_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """A claim DynamicResources makes (for extended resources), named as generateName would."""
+        created = copy.deepcopy(claim)
+        meta = created.setdefault("metadata", {})
+        self._created += 1
+        meta["name"] = f"{meta.pop('generateName', 'claim-')}{self._created:05d}"
+        meta["uid"] = f"{meta.get('namespace')}/{meta['name']}"
+        self.scheduler.on_object("ResourceClaim", created)
+        return created
+
+    async def set_extended_resource_claim_status(self, pod: Pod, status: dict[str, Any]) -> None:
+        if self.scheduler.pending_pod(pod.uid) is None:
+            return
+        raw = self._latest_raw(pod)
+        raw.setdefault("status", {})["extendedResourceClaimStatus"] = copy.deepcopy(status)
         self.scheduler.on_pod_update(raw)
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
@@ -229,6 +254,33 @@ def explain_filter(pods: list[dict[str, Any]], names: Collection[str]) -> set[st
     return chosen
 
 
+def with_template_claims(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the resourceclaim controller does before the scheduler sees a pending pod: a claim for
+    each of its resourceClaimTemplateName entries, named in the pod's status. A template that does
+    not exist leaves the entry without a claim (the pod then waits, as in a cluster)."""
+    templates = {_key(o): o for o in objects if o.get("kind") == "ResourceClaimTemplate"}
+    out: list[dict[str, Any]] = []
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj.get("kind") != "Pod" or spec.get("nodeName") or not spec.get("resourceClaims"):
+            out.append(obj)
+            continue
+        pod = copy.deepcopy(obj)
+        status = pod.setdefault("status", {})
+        named = {s.get("name") for s in status.get("resourceClaimStatuses") or ()}
+        ns = (pod.get("metadata") or {}).get("namespace") or "default"
+        for pc in spec["resourceClaims"]:
+            template = templates.get(f"{ns}/{pc.get('resourceClaimTemplateName')}")
+            if pc.get("name") in named or template is None:
+                continue
+            claim = claim_from_template(pod, str(pc.get("name")), template)
+            out.append(claim)
+            status.setdefault("resourceClaimStatuses", []).append(
+                {"name": pc.get("name"), "resourceClaimName": claim["metadata"]["name"]})
+        out.append(pod)
+    return out
+
+
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
              percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
@@ -254,6 +306,7 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     sched.ctx.client = client
     for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
         sched.set_profile(fw)
+    objects = with_template_claims(objects)
     for obj in objects:
         if obj.get("kind") in OBJECT_KINDS:
             sched.on_object(str(obj["kind"]), obj)

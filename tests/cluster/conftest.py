@@ -25,7 +25,7 @@ import pytest
 import pytest_asyncio
 
 from .control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, free_port, kubectl, missing_binaries
-from .kube import Kube
+from .kube import Kube, reset_devices
 
 NAMESPACE = "kubeberth-system"
 SERVICE_ACCOUNT = "kubeberth"
@@ -83,6 +83,7 @@ async def reset(kube: Kube) -> None:
         await kube.delete_all("events", ns)
     await kube.delete_all("nodes")
     await kube.delete_all("schedulingprofiles")
+    await reset_devices(kube)
     for pc in await kube.list("priorityclasses"):
         if not pc["metadata"]["name"].startswith("system-"):
             await kube.delete("priorityclasses", pc["metadata"]["name"])

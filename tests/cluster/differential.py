@@ -26,11 +26,12 @@ from typing import Any
 import yaml
 
 from kubeberth.model import ModelError
+from kubeberth.plugins.dynamic_resources.claims import claim_from_template
 from kubeberth.priority import PriorityResolver
 from kubeberth.simulate import by_creation, simulate
 
 from .control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, kubectl
-from .kube import CLUSTER_SCOPED, ApiError, Kube, as_created
+from .kube import CLUSTER_SCOPED, ApiError, Kube, as_created, reset_devices
 
 CASE_DIRS = [ROOT / "tests" / "conformance" / "cases", ROOT.parent / "shared" / "conformance" / "cases"]
 KNOWN = ROOT / "tests" / "conformance" / "differential.yaml"
@@ -38,14 +39,16 @@ SEEDS = range(8)
 # The kinds a case holds, in the order they are created (what others refer to first).
 KIND_ORDER = ["Namespace", "PriorityClass", "RuntimeClass", "StorageClass", "CSINode", "CSIDriver",
               "CSIStorageCapacity", "PersistentVolume",
-              "PersistentVolumeClaim", "Node", "ReplicaSet", "StatefulSet", "Service", "PodDisruptionBudget", "Pod"]
+              "PersistentVolumeClaim", "Node", "ReplicaSet", "StatefulSet", "Service", "PodDisruptionBudget",
+              "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaimTemplate", "ResourceClaim", "Pod"]
 RESOURCES = {"Namespace": "namespaces", "PriorityClass": "priorityclasses",
              "RuntimeClass": "runtimeclasses", "StorageClass": "storageclasses",
              "CSINode": "csinodes", "CSIDriver": "csidrivers", "CSIStorageCapacity": "csistoragecapacities",
              "PersistentVolume": "persistentvolumes",
              "PersistentVolumeClaim": "persistentvolumeclaims", "Node": "nodes", "ReplicaSet": "replicasets",
              "StatefulSet": "statefulsets", "Service": "services", "PodDisruptionBudget": "poddisruptionbudgets",
-             "Pod": "pods"}
+             "DeviceClass": "deviceclasses", "ResourceSlice": "resourceslices", "DeviceTaintRule": "devicetaintrules",
+             "ResourceClaimTemplate": "resourceclaimtemplates", "ResourceClaim": "resourceclaims", "Pod": "pods"}
 
 
 @dataclass
@@ -139,6 +142,7 @@ async def reset(kube: Kube) -> None:
             await kube.delete_all(kind, name)
         if not name.startswith("kube-") and name != "kubeberth-system":
             await kube.patch("namespaces", name, {"metadata": {"labels": None}})
+    await reset_devices(kube)
     for kind in ("nodes", "persistentvolumes", "storageclasses", "csinodes", "csidrivers", "schedulingprofiles",
                  "runtimeclasses"):
         await kube.delete_all(kind)
@@ -222,13 +226,36 @@ async def create_one(kube: Kube, obj: dict[str, Any], terminating: set[str]) -> 
         return f"the API server refuses {obj['kind']} {body['metadata'].get('name')}: {exc}"
     name = created["metadata"]["name"]
     status = obj.get("status")
-    if status and resource in ("persistentvolumes", "persistentvolumeclaims", "pods"):
+    if status and resource in ("persistentvolumes", "persistentvolumeclaims", "pods", "resourceclaims"):
         await kube.patch(resource, name, {"status": status}, ns, subresource="status")
+    if resource == "pods":
+        await play_claim_controller(kube, created)
     if resource == "pods" and obj["metadata"].get("deletionTimestamp"):
         grace = obj["metadata"].get("deletionGracePeriodSeconds") or 30
         await kube.delete("pods", name, ns, grace_period=max(int(grace), 1))
         terminating.add(f"{ns}/{name}")
     return ""
+
+
+async def play_claim_controller(kube: Kube, pod: dict[str, Any]) -> None:
+    """The resourceclaim controller's part (none runs here): a claim for each template the pod
+    names, owned by the pod, then the pod's status.resourceClaimStatuses naming it."""
+    ns = pod["metadata"]["namespace"]
+    statuses = []
+    for pc in (pod.get("spec") or {}).get("resourceClaims") or ():
+        template = pc.get("resourceClaimTemplateName")
+        if not template:
+            continue
+        found = await kube.get_or_none("resourceclaimtemplates", template, ns)
+        if found is None:
+            continue
+        body = claim_from_template(pod, pc["name"], found)
+        body["metadata"].pop("uid", None)
+        claim = await kube.create("resourceclaims", body, ns)
+        statuses.append({"name": pc["name"], "resourceClaimName": claim["metadata"]["name"]})
+    if statuses:
+        await kube.patch("pods", pod["metadata"]["name"], {"status": {"resourceClaimStatuses": statuses}}, ns,
+                         subresource="status")
 
 
 def _key(pod: dict[str, Any]) -> str:

@@ -30,6 +30,9 @@ class ApiError(Exception):
         super().__init__(f"{what}: HTTP {status}: {message}")
 
 
+RESOURCE_KINDS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates", "devicetaintrules")
+
+
 def collection(kind: str, namespace: str | None = None) -> str:
     """The collection path of a kind: 'pods', 'nodes', 'priorityclasses', 'poddisruptionbudgets', ..."""
     group = {"priorityclasses": "/apis/scheduling.k8s.io/v1", "poddisruptionbudgets": "/apis/policy/v1",
@@ -38,7 +41,8 @@ def collection(kind: str, namespace: str | None = None) -> str:
              "runtimeclasses": "/apis/node.k8s.io/v1", "csinodes": "/apis/storage.k8s.io/v1",
              "csidrivers": "/apis/storage.k8s.io/v1", "csistoragecapacities": "/apis/storage.k8s.io/v1",
              "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
-             "replicasets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1"}.get(kind, CORE)
+             "replicasets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
+             **dict.fromkeys(RESOURCE_KINDS, "/apis/resource.k8s.io/v1")}.get(kind, CORE)
     return f"{group}/namespaces/{namespace}/{kind}" if namespace else f"{group}/{kind}"
 
 
@@ -113,6 +117,19 @@ class Kube:
         await self.request("DELETE", collection(kind, namespace), body=body)
 
 
+async def reset_devices(kube: Kube) -> None:
+    """DynamicResources' objects; allocated claims carry a finalizer that no controller removes here."""
+    for claim in await kube.list("resourceclaims"):
+        meta = claim["metadata"]
+        if meta.get("finalizers"):
+            await kube.patch("resourceclaims", meta["name"], {"metadata": {"finalizers": None}}, meta["namespace"])
+        await kube.delete("resourceclaims", meta["name"], meta["namespace"])
+    for template in await kube.list("resourceclaimtemplates"):
+        await kube.delete("resourceclaimtemplates", template["metadata"]["name"], template["metadata"]["namespace"])
+    for kind in ("deviceclasses", "resourceslices", "devicetaintrules"):
+        await kube.delete_all(kind)
+
+
 SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
 PAUSE_IMAGE = "pause:3.10"
 OVERCOMMITTABLE = {"cpu", "memory", "ephemeral-storage"}
@@ -146,7 +163,7 @@ def as_created(obj: dict[str, Any]) -> dict[str, Any]:
 
 CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "schedulingprofiles",
                   "runtimeclasses", "storageclasses", "csinodes", "csidrivers", "persistentvolumes",
-                  "customresourcedefinitions"}
+                  "customresourcedefinitions", "deviceclasses", "resourceslices", "devicetaintrules"}
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0,

@@ -27,6 +27,11 @@ Permission = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 FAULT_PATHS: dict[Permission, str] = {
     ("", "pods", "get"): "a binding that failed or timed out: was the pod bound anyway? (api_client._bound_to)",
 }
+# Checked by the API server beyond the request's own permission: a change of a ResourceClaim's
+# allocation or reservedFor (an update of its status) also needs update on resourceclaims/binding.
+IMPLIED: dict[Permission, Permission] = {
+    ("resource.k8s.io", "resourceclaims/status", "update"): ("resource.k8s.io", "resourceclaims/binding", "update"),
+}
 
 # Granted for VolumeBinding's PreBind; the run that uses them, and their audit, is in test_volume_binding.py.
 VOLUME_WRITES: set[Permission] = {("", "persistentvolumes", "update"), ("", "persistentvolumeclaims", "update")}
@@ -55,6 +60,8 @@ def used(events: list[dict[str, Any]], since: float) -> tuple[set[Permission], l
         if code == 403:
             refused.append(f"{perm}: {e['requestURI']}")
         asked.add(perm)
+        if perm in IMPLIED and code < 400:
+            asked.add(IMPLIED[perm])
     return asked, refused
 
 
@@ -68,7 +75,32 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
     await kube.create("nodes", node("n1", cpu="2"))
     await kube.create("pods", pod("victim", cpu="2", node_name="n1"))
+    # DynamicResources: a device allocated to a claim (the claim's finalizer, then its status).
+    await kube.create("nodes", node("gpu", cpu="100m"))
+    await kube.create("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                        "metadata": {"name": "gpu"}, "spec": {}})
+    await kube.create("resourceslices", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                         "metadata": {"name": "gpu"}, "spec": {
+                                             "driver": "gpu.example.com", "nodeName": "gpu",
+                                             "devices": [{"name": "d"}, {"name": "e"}],
+                                             "pool": {"name": "gpu", "generation": 1, "resourceSliceCount": 1}}})
+    await kube.create("resourceclaims", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                         "metadata": {"name": "gpu", "namespace": "default"}, "spec": {"devices": {
+                                             "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+    trainer = pod("trainer", cpu="100m")
+    trainer["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
     operators.start("--leader-elect")
+    await kube.create("pods", trainer)
+    await eventually(lambda: _bound(kube, "trainer"), what="trainer bound")
+    # An extended resource a DeviceClass serves: DynamicResources creates the pod's claim.
+    await kube.create("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                        "metadata": {"name": "ext"},
+                                        "spec": {"extendedResourceName": "example.com/gpu"}})
+    ext_user = pod("ext-user", cpu="0")
+    ext_user["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
+    ext_user["spec"]["containers"][0]["resources"].setdefault("limits", {})["example.com/gpu"] = "1"
+    await kube.create("pods", ext_user)
+    await eventually(lambda: _bound(kube, "ext-user"), what="ext-user bound")
     await kube.create("schedulingprofiles", {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile",
                                              "metadata": {"name": "bad"},
                                              "spec": {"schedulerName": "other",

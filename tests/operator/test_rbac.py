@@ -26,9 +26,16 @@ def verb(r: Logged) -> str:
     return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[r.method]
 
 
+# Grants the API server checks beyond the request's own: changing a ResourceClaim's allocation or
+# reservedFor (in its status) also needs update on resourceclaims/binding.
+IMPLIED = {("resource.k8s.io", "resourceclaims/status", "update"):
+           ("resource.k8s.io", "resourceclaims/binding", "update")}
+
+
 def used(log: list[Logged]) -> set[tuple[str, str, str]]:
     groups = {k.plural: k.group for k in KINDS}
-    return {(groups[r.plural], f"{r.plural}/{r.subresource}" if r.subresource else r.plural, verb(r)) for r in log}
+    grants = {(groups[r.plural], f"{r.plural}/{r.subresource}" if r.subresource else r.plural, verb(r)) for r in log}
+    return grants | {IMPLIED[g] for g in grants if g in IMPLIED}
 
 
 async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start_operator):
@@ -46,6 +53,27 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
     vip = make_pod("vip", cpu="1", priority_class="high")  # preemption: a delete
     vip["metadata"]["annotations"] = {"kubeberth.io/explain": "true"}  # its explanation: a pod patch
     api.create("pods", vip)
+    # DynamicResources: a claim allocated and reserved in PreBind (the finalizer, then the status).
+    selector = {"cel": {"expression": 'device.driver == "gpu.example.com"'}}
+    api.create("deviceclasses", {"metadata": {"name": "gpu"}, "spec": {"selectors": [selector]}})
+    api.create("resourceslices", {"metadata": {"name": "n1-gpu"}, "spec": {
+        "driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0"}]}})
+    api.create("resourceclaims", {"metadata": {"name": "gpu", "namespace": "default"}, "spec": {"devices": {
+        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+    api.create("pods", {**make_pod("trainer", cpu="0"), "spec": {
+        **make_pod("trainer", cpu="0")["spec"], "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}})
+    await wait_for(lambda: events_for(api, "trainer", "Scheduled"), timeout=15)
+    # An extended resource a DeviceClass serves: the claim is created for the pod.
+    api.create("deviceclasses", {"metadata": {"name": "ext"}, "spec": {"extendedResourceName": "example.com/gpu"}})
+    api.create("resourceslices", {"metadata": {"name": "n1-ext"}, "spec": {
+        "driver": "ext.example.com", "nodeName": "n1", "devices": [{"name": "ext-0"}],
+        "pool": {"name": "ext", "generation": 1, "resourceSliceCount": 1}}})
+    gpu = make_pod("ext-user", cpu="0")
+    one = {"example.com/gpu": "1"}
+    gpu["spec"]["containers"][0]["resources"] = {"requests": one, "limits": one}
+    api.create("pods", gpu)
+    await wait_for(lambda: events_for(api, "ext-user", "Scheduled"), timeout=15)
     await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)
     await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
                    timeout=15, message="a repeated event")

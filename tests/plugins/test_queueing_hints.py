@@ -200,3 +200,34 @@ def test_inter_pod_affinity() -> None:
     assert hint(ipa, NODE_ADD, hates_db, None, bare) == QUEUE
     assert hint(ipa, LABELS, hates_db, zoned, bare) == QUEUE
     assert hint(ipa, LABELS, hates_db, bare, zoned) == SKIP
+
+
+def test_dynamic_resources() -> None:
+    from kubeberth.cache.objects import ObjectStore
+    from kubeberth.framework import events as fev
+    from kubeberth.plugins.dynamic_resources import DynamicResources
+
+    objects = ObjectStore()
+    mine = {"metadata": {"name": "gpu", "namespace": "default", "uid": "c1"}, "status": {}}
+    other = {"metadata": {"name": "other", "namespace": "default", "uid": "c2"}, "status": {}}
+    objects.put("ResourceClaim", mine)
+    dra = DynamicResources(None, handle(objects=objects))
+    assert registered(dra) == [
+        (NODE, A.ADD | A.UPDATE_NODE_LABEL | A.UPDATE_NODE_ALLOCATABLE, False),
+        (fev.RESOURCE_CLAIM, A.ADD | A.UPDATE | A.DELETE, True),
+        (TARGET_POD, A.UPDATE_POD_GENERATED_RESOURCE_CLAIM, True),
+        (fev.DEVICE_CLASS, A.ADD | A.UPDATE, False), (fev.RESOURCE_SLICE, A.ADD | A.UPDATE, False)]
+    pod = make_pod("p", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}])
+    claim_event = ClusterEvent(fev.RESOURCE_CLAIM, A.UPDATE_OTHER)
+    allocated = {**mine, "status": {"allocation": {"devices": {}}}}
+    assert hint(dra, ClusterEvent(fev.RESOURCE_CLAIM, A.ADD), pod, None, mine) == QUEUE
+    assert hint(dra, claim_event, pod, mine, mine) == SKIP  # nothing the pod cares about changed
+    assert hint(dra, claim_event, pod, mine, allocated) == QUEUE
+    assert hint(dra, claim_event, pod, None, other) == SKIP  # not its claim
+    released = {**other, "status": {"allocation": {"devices": {}}}}
+    assert hint(dra, claim_event, pod, released, other) == QUEUE  # devices given back
+    deleted = ClusterEvent(fev.RESOURCE_CLAIM, A.DELETE)
+    assert hint(dra, deleted, pod, released, None) == QUEUE
+    assert hint(dra, deleted, pod, other, None) == SKIP
+    missing = make_pod("q", resourceClaims=[{"name": "x", "resourceClaimName": "absent"}])
+    assert hint(dra, claim_event, missing, None, other) == SKIP

@@ -72,6 +72,9 @@ CSI_NODE = "storage.k8s.io/CSINode"
 CSI_DRIVER = "storage.k8s.io/CSIDriver"
 CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
 VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+DEVICE_CLASS = "resource.k8s.io/DeviceClass"
 NAMESPACE = "Namespace"
 
 _POD_RESOURCES = frozenset({POD, ASSIGNED_POD, UNSCHEDULED_POD, TARGET_POD})

@@ -220,6 +220,30 @@ class KubernetesClusterClient:
                 return
             raise
 
+    async def write_resource_claim(self, claim: Mapping[str, Any], *, update_metadata: bool = False) -> Any:
+        """DynamicResources: PUT the claim (only to add its finalizer), then PUT its status
+        (allocation, reservedFor), each with the resourceVersion read: a conflict fails the write."""
+        meta = claim.get("metadata") or {}
+        what = f"resourceclaim {meta.get('namespace')}/{meta.get('name')}"
+        self._fence(what)
+        path = f"/apis/resource.k8s.io/v1/namespaces/{meta.get('namespace')}/resourceclaims/{meta.get('name')}"
+        body = dict(claim)
+        if update_metadata:
+            written = await self.api.call("PUT", path, what=f"update {what}", body=body)
+            body = {**body, "metadata": written.get("metadata") or meta}
+        return await self.api.call("PUT", f"{path}/status", what=f"update status of {what}", body=body)
+
+    async def create_resource_claim(self, claim: Mapping[str, Any]) -> Any:
+        """DynamicResources: the claim for a pod's extended resources (POST, generateName)."""
+        ns = (claim.get("metadata") or {}).get("namespace")
+        self._fence(f"creating a resourceclaim in {ns}")
+        return await self.api.call("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+                                   what=f"create resourceclaim in {ns}", body=dict(claim))
+
+    async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
+        await self._patch_status(pod, {"status": {"extendedResourceClaimStatus": dict(status)}},
+                                 "set extendedResourceClaimStatus")
+
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self._fence(f"event {reason} for {pod.key}")
         self.events.record(pod, event_type, reason, message)

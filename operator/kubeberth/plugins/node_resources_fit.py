@@ -41,6 +41,7 @@ from ._scoring_strategies import (
     most_resource_scorer,
     requested_to_capacity_ratio_scorer,
 )
+from .dynamic_resources.extended import delegated_resources
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -174,19 +175,22 @@ class InsufficientResource:
 
 
 class _PreFilterState:
-    __slots__ = ("ignored", "ignored_groups", "request")
+    __slots__ = ("delegated", "ignored", "ignored_groups", "request")
 
-    def __init__(self, request: Resource, ignored: frozenset[str], ignored_groups: frozenset[str]) -> None:
+    def __init__(self, request: Resource, ignored: frozenset[str], ignored_groups: frozenset[str],
+                 delegated: frozenset[str] = frozenset()) -> None:
         self.request = request
         self.ignored = ignored
         self.ignored_groups = ignored_groups
+        self.delegated = delegated  # extended resources a DeviceClass serves (DynamicResources')
 
     def clone(self) -> _PreFilterState:
         return self
 
 
 def fits_request(request: Resource, node_info: NodeInfo, ignored: AbstractSet[str] = frozenset(),
-                 ignored_groups: AbstractSet[str] = frozenset()) -> list[InsufficientResource]:
+                 ignored_groups: AbstractSet[str] = frozenset(),
+                 delegated: AbstractSet[str] = frozenset()) -> list[InsufficientResource]:
     """Every resource the node lacks for the pod, in upstream's order."""
     out: list[InsufficientResource] = []
     alloc = node_info.allocatable
@@ -216,6 +220,8 @@ def fits_request(request: Resource, node_info: NodeInfo, ignored: AbstractSet[st
                     name in ignored or name.split("/", 1)[0] in ignored_groups):
                 continue
             have = alloc.scalar.get(name, 0)
+            if have == 0 and name in delegated:
+                continue  # not advertised by the node: DynamicResources allocates devices for it
             in_use = used.scalar.get(name, 0)
             if quant > have - in_use:
                 out.append(InsufficientResource(name, f"Insufficient {name}", quant, in_use, have, quant > have))
@@ -291,8 +297,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
+        objects = getattr(self.handle, "objects", None)
+        delegated = frozenset(delegated_resources(objects, pod)) if pod.requests.scalar and objects else frozenset()
         state.write(PRE_FILTER_STATE_KEY,
-                    _PreFilterState(pod.requests, self._ignored(), self.ignored_resource_groups))
+                    _PreFilterState(pod.requests, self._ignored(), self.ignored_resource_groups, delegated))
         return None, None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -309,7 +317,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     and request.memory <= alloc.memory - used.memory
                     and request.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage):
                 return None
-        insufficient = fits_request(request, node_info, s.ignored, s.ignored_groups)
+        insufficient = fits_request(request, node_info, s.ignored, s.ignored_groups, s.delegated)
         if not insufficient:
             return None
         reasons = [r.reason for r in insufficient]

@@ -494,6 +494,8 @@ _META_IGNORED = ("resourceVersion", "generation", "managedFields", "finalizers")
 
 def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in raw.items() if k != "status"}
+    # The claims the resourceclaim controller made for the pod count (DynamicResources waits for them).
+    out["resourceClaimStatuses"] = (raw.get("status") or {}).get("resourceClaimStatuses")
     meta = out.get("metadata")
     if isinstance(meta, Mapping):
         out["metadata"] = {k: v for k, v in meta.items() if k not in _META_IGNORED}

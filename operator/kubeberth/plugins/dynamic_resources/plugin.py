@@ -1,0 +1,421 @@
+"""DynamicResources (DRA): devices for pods from ResourceSlices, as kube-scheduler v1.37 does it.
+
+PreEnqueue holds a pod back until the claims it names exist; PreFilter reads the claims and
+classes and sets up an allocator over the cluster's slices and the devices already allocated
+(in the API or in flight between Reserve and PreBind); Filter allocates on the node; Score favours
+the earlier firstAvailable subrequests; Reserve keeps the node's allocation in flight, so that no
+other pod gets the same devices; PreBind writes the allocation and `reservedFor` to the claims'
+status through the ClusterClient; PostFilter deallocates a claim that keeps the pod off every node.
+Reasons are upstream's, word for word.
+
+Upstream's PostFilter runs before DefaultPreemption and reads the PreFilter state; when an earlier
+PreFilter rejected the pod the state was never written, and the read's error ends upstream's
+FailedScheduling message ("... not found") with no preemption part: so here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any
+
+from ...framework.cycle_state import CycleState
+from ...framework.events import ClusterEvent, ClusterEventWithHint
+from ...framework.interfaces import (
+    FilterPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from ...framework.status import Code, Status
+from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
+from ...model import NodeInfo, Pod
+from ...model.selectors import NodeSelector
+from .._helper import default_normalize_score
+from . import extended, queueing_hints
+from .allocator import AllocationError, Allocator, kobj
+from .claims import (
+    DEVICE_CLASS,
+    FINALIZER,
+    RESOURCE_CLAIM,
+    ClaimRefError,
+    allocation,
+    allocation_selector,
+    check_for_pod,
+    claim_key,
+    claim_uid,
+    consumer_ref,
+    is_reserved_for_pod,
+    pod_claim_refs,
+    reserved_for,
+)
+from .requests import FIRST_AVAILABLE_MAX, Request, claim_requests
+from .tracker import AllocationTracker
+
+log = logging.getLogger("kubeberth.plugins.dynamic_resources")
+NAME = "DynamicResources"
+STATE_KEY = NAME
+STATE_NOT_FOUND = "not found"
+
+
+class _State:
+    __slots__ = ("allocator", "available_on", "claims", "extended", "extended_index", "node_allocations",
+                 "node_extended", "pending", "prioritized", "to_allocate", "unavailable")
+
+    def __init__(self) -> None:
+        self.claims: list[Mapping[str, Any]] = []
+        self.available_on: list[NodeSelector | None] = []
+        self.to_allocate: list[int] = []
+        self.allocator: Allocator | None = None
+        # node -> claim index -> allocation found by Filter
+        self.node_allocations: dict[str, dict[int, dict[str, Any]]] = {}
+        # Extended resources backed by DRA: the pod's requests of them, the index of the claim to be
+        # made for them (while not made yet), and per node that claim with its requests and mappings.
+        self.extended: dict[str, int] = {}
+        self.extended_index: int | None = None
+        self.node_extended: dict[str, tuple[dict[str, Any], list[dict[str, str]]]] = {}
+        self.pending: dict[int, dict[str, Any]] = {}  # claim index -> allocation, from Reserve
+        self.unavailable: set[int] = set()
+        self.prioritized: dict[int, list[tuple[str, list[Request]]]] = {}  # claims with firstAvailable
+
+    def clone(self) -> _State:
+        return self
+
+
+def pod_claims(pod: Pod) -> list[Any]:
+    return list(pod.spec.get("resourceClaims") or ())
+
+
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
+                       ReservePlugin, PreBindPlugin):
+    name = NAME
+    has_normalize = True
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+        # Claims allocated in Reserve whose allocation is not in the API yet (upstream's
+        # inFlightAllocations), by claim UID.
+        self.in_flight: dict[str, dict[str, Any]] = {}
+        self.tracker = AllocationTracker()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return queueing_hints.registrations(self._pod_claims)
+
+    # ---- the claims a pod names -----------------------------------------------------------------
+    def _objects(self) -> Any:
+        return self.handle.objects
+
+    def _claim(self, namespace: str, name: str) -> Mapping[str, Any]:
+        claim = self._objects().get(RESOURCE_CLAIM, f"{namespace}/{name}")
+        if claim is None:
+            raise ClaimRefError(f'could not find ResourceClaim "{namespace}/{name}"')
+        return claim
+
+    def _pod_claims(self, pod: Pod) -> list[Mapping[str, Any]]:
+        out = []
+        for _, name, must_check_owner in pod_claim_refs(pod):
+            if name is None:
+                continue
+            claim = self._claim(pod.namespace, name)
+            if (claim.get("metadata") or {}).get("deletionTimestamp"):
+                raise ClaimRefError(f'resourceclaim "{name}" is being deleted')
+            if must_check_owner:
+                check_for_pod(claim, pod)
+            out.append(claim)
+        return out
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod_claims(pod):
+            return None
+        try:
+            self._pod_claims(pod)
+        except ClaimRefError as exc:
+            return Status.unresolvable(str(exc))
+        return None
+
+    # ---- PreFilter ------------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: Pod,
+                   nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
+        s = _State()
+        state.write(STATE_KEY, s)
+        objects = self._objects() if self.handle is not None else None
+        s.extended = extended.delegated_resources(objects, pod)
+        if not pod_claims(pod) and not s.extended:
+            return None, Status.skip()
+        try:
+            claims = self._pod_claims(pod)
+        except ClaimRefError as exc:
+            return None, Status.unresolvable(str(exc))
+        if s.extended:
+            made = extended.find_claim(objects, pod)
+            if made is None:
+                s.extended_index = len(claims)
+            claims.append(made or extended.special_claim(pod))
+        if not claims:
+            return None, Status.skip()
+        s.claims = claims
+        for index, claim in enumerate(claims):
+            requests = claim_requests(claim)
+            if any(r.parent for _, alternatives in requests for r in alternatives):
+                s.prioritized[index] = requests
+        for index, claim in enumerate(claims):
+            alloc = allocation(claim)
+            if alloc is not None:
+                try:
+                    s.available_on.append(allocation_selector(alloc))
+                except ClaimRefError as exc:
+                    return None, Status.error(str(exc))
+                continue
+            s.available_on.append(None)
+            s.to_allocate.append(index)
+            if claim_uid(claim) in self.in_flight:
+                return None, Status.unresolvable(f"resource claim {kobj(claim)} is in the process of being allocated")
+            if index == s.extended_index:
+                continue  # its requests depend on the node: Filter makes them
+            for name, alternatives in claim_requests(claim):
+                if not alternatives:
+                    return None, Status.unresolvable(
+                        f"resource claim {kobj(claim)}, request {name}: unknown request type")
+                for req in alternatives:
+                    status = self._validate_class(req.class_name, req.full_name)
+                    if status is not None:
+                        return None, status
+        if s.to_allocate:
+            s.allocator = self._allocator()
+        return None, None
+
+    def _validate_class(self, class_name: str, request: str) -> Status | None:
+        if not class_name:
+            return Status.error(f"request {request}: unsupported request type")
+        if self._objects().get(DEVICE_CLASS, class_name) is None:
+            return Status.unresolvable(f"request {request}: device class {class_name} does not exist")
+        return None
+
+    def _allocator(self) -> Allocator:
+        return self.tracker.allocator(self._objects(), self.in_flight)
+
+    # ---- Filter ---------------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return Status.error(STATE_NOT_FOUND)
+        if not s.claims:
+            return None
+        node = node_info.node
+        if node is None:
+            return Status.error("node not found")
+        to_allocate = {i: s.claims[i] for i in s.to_allocate}
+        if s.extended_index is not None:
+            built = extended.node_requests(self._objects(), pod, node_info, s.extended)
+            if isinstance(built, str):
+                return Status.unresolvable(built)
+            if built[0]:
+                made = {**s.claims[s.extended_index], "spec": {"devices": {"requests": built[0]}}}
+                to_allocate[s.extended_index] = made
+                s.node_extended[node.name] = (made, built[1])
+            else:  # the node's device plugins serve them all
+                del to_allocate[s.extended_index]
+                if len(s.claims) == 1:
+                    return None
+        unavailable = [i for i, sel in enumerate(s.available_on)
+                       if sel is not None and not sel.matches(node.name, node.labels)]
+        allocations: dict[int, dict[str, Any]] = {}
+        if s.allocator is not None and to_allocate:
+            try:
+                result = s.allocator.allocate(node, list(to_allocate.values()))
+            except AllocationError as exc:
+                return Status.unresolvable(str(exc)) if exc.on_node else Status.error(str(exc))
+            if result is None or len(result) != len(to_allocate):
+                return Status.unresolvable("cannot allocate all claims")
+            allocations = dict(zip(to_allocate, result, strict=True))
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return Status.unresolvable("resourceclaim not available on the node")
+        if s.allocator is not None:
+            s.node_allocations[node.name] = allocations
+        return None
+
+    # ---- PostFilter -----------------------------------------------------------------------------
+    async def post_filter(self, state: CycleState, pod: Pod,
+                          statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return None, Status.error(STATE_NOT_FOUND)
+        if not s.claims:
+            return None, Status(Code.UNSCHEDULABLE)
+        for index in sorted(s.unavailable):
+            claim = s.claims[index]
+            holders = reserved_for(claim)
+            if not holders or (len(holders) == 1 and str(holders[0].get("uid")) == pod.uid):
+                new = copy.deepcopy(dict(claim))
+                status = new.setdefault("status", {})
+                for field in ("reservedFor", "allocation", "devices"):
+                    status.pop(field, None)
+                try:
+                    await self._write(new)
+                except Exception as exc:  # an API failure: report it as upstream's statusError
+                    return None, Status.error(str(exc))
+                return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+        return None, Status(Code.UNSCHEDULABLE)
+
+    # ---- Score ----------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return 0
+        allocations = s.node_allocations.get(node_info.node.name) if node_info.node is not None else None
+        if allocations is None:
+            return 0
+        score = 0
+        for index, claim in enumerate(s.claims):
+            requests = s.prioritized.get(index)
+            if requests is None:
+                continue  # only prioritized lists (firstAvailable) score
+            alloc = allocation(claim) or allocations.get(index) or {}
+            chosen = {str(r.get("request")) for r in (alloc.get("devices") or {}).get("results") or ()
+                      if "/" in str(r.get("request"))}
+            for name, alternatives in requests:
+                for i, req in enumerate(alternatives):
+                    if req.parent and f"{name}/{req.name}" in chosen:
+                        score += FIRST_AVAILABLE_MAX - i
+        return score
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        default_normalize_score(100, False, scores)
+        return None
+
+    # ---- Reserve / Unreserve --------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims or not s.to_allocate:
+            return None
+        allocations = s.node_allocations.get(node_name)
+        if allocations is None:
+            if s.to_allocate == [s.extended_index]:
+                return None  # only extended resources, all served by the node's device plugins
+            return Status.error("claim allocation not found for node")
+        for index in s.to_allocate:
+            alloc = allocations.get(index)
+            if alloc is None:
+                if index == s.extended_index:
+                    continue
+                return Status.error(f"internal error, have {len(allocations)} allocations, "
+                                    f"{len(s.to_allocate)} claims to allocate")
+            s.pending[index] = alloc
+            claim = copy.deepcopy(dict(s.node_extended[node_name][0] if index == s.extended_index
+                                       else s.claims[index]))
+            finalizers = claim.setdefault("metadata", {}).setdefault("finalizers", [])
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+            claim.setdefault("status", {})["allocation"] = alloc
+            self.in_flight[claim_uid(claim)] = claim
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return
+        for claim in s.claims:
+            self.in_flight.pop(claim_uid(claim), None)
+            if allocation(claim) is not None and is_reserved_for_pod(claim, pod):
+                self._background(self._unreserve_claim(claim, pod))
+        s.pending.clear()
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(work)
+        except RuntimeError:  # no loop (a direct call in a test): nothing can be written
+            work.close()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _unreserve_claim(self, claim: Mapping[str, Any], pod: Pod) -> None:
+        """The pod's entry out of the claim's reservedFor (PreBind wrote it, the binding failed)."""
+        latest = self._objects().get(RESOURCE_CLAIM, claim_key(claim))
+        if latest is None or not is_reserved_for_pod(latest, pod):
+            return
+        new = copy.deepcopy(dict(latest))
+        new["status"]["reservedFor"] = [r for r in reserved_for(latest) if str(r.get("uid")) != pod.uid]
+        try:
+            await self._write(new)
+        except Exception as exc:  # retried when the pod is scheduled again, as upstream
+            log.warning("unreserving %s for %s: %s", kobj(claim), pod.key, exc)
+
+    # ---- PreBind --------------------------------------------------------------------------------
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return None
+        for index, claim in enumerate(s.claims):
+            if is_reserved_for_pod(claim, pod):
+                continue
+            try:
+                if index == s.extended_index:
+                    if index not in s.pending:
+                        continue  # served by the node's device plugins
+                    s.claims[index] = await self._create_extended(s, index, pod, node_name)
+                    continue
+                s.claims[index] = await self._bind_claim(s, index, pod)
+            except Exception as exc:  # the claim changed or the API failed: the pod is retried
+                return Status.error(str(exc))
+        return None
+
+    async def _create_extended(self, s: _State, index: int, pod: Pod, node_name: str) -> Mapping[str, Any]:
+        """The claim for the pod's extended resources: created (upstream creates it in PreBind),
+        allocated and reserved, then named in the pod's status with the container mappings."""
+        made, mappings = s.node_extended[node_name]
+        body = copy.deepcopy(dict(made))
+        body["metadata"] = {k: v for k, v in body["metadata"].items() if k not in ("name", "uid")}
+        body.pop("status", None)
+        client = self.handle.client
+        created: Mapping[str, Any] = await client.create_resource_claim(body)
+        self._objects().put(RESOURCE_CLAIM, created)
+        s.claims[index] = created
+        self.in_flight.pop(claim_uid(made), None)
+        written = await self._bind_claim(s, index, pod)
+        await client.set_extended_resource_claim_status(pod, {
+            "requestMappings": mappings, "resourceClaimName": (written.get("metadata") or {}).get("name")})
+        return written
+
+    async def _bind_claim(self, s: _State, index: int, pod: Pod) -> Mapping[str, Any]:
+        claim = s.claims[index]
+        latest = self._objects().get(RESOURCE_CLAIM, claim_key(claim))
+        if latest is None:
+            raise RuntimeError(f"claim {kobj(claim)} got deleted in the meantime")
+        new = copy.deepcopy(dict(latest))
+        status = new.setdefault("status", {})
+        pending = s.pending.get(index)
+        if pending is not None:
+            if status.get("allocation") is not None:
+                raise RuntimeError(f"claim {kobj(claim)} got allocated elsewhere in the meantime")
+            finalizers = new.setdefault("metadata", {}).setdefault("finalizers", [])
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+            status["allocation"] = pending
+        elif status.get("allocation") is None:
+            raise RuntimeError(f"claim {kobj(claim)} got deallocated elsewhere in the meantime")
+        status["reservedFor"] = [*(status.get("reservedFor") or ()), consumer_ref(pod)]
+        try:
+            written = await self._write(new, update_metadata=pending is not None)
+        finally:
+            if pending is not None:
+                self.in_flight.pop(claim_uid(claim), None)
+        return written
+
+    async def _write(self, claim: dict[str, Any], update_metadata: bool = False) -> Mapping[str, Any]:
+        """The claim (metadata and status) through the client; kept as written until the watch
+        brings a newer version (upstream's assume cache)."""
+        write = getattr(self.handle.client, "write_resource_claim", None)
+        written: Mapping[str, Any] = claim
+        if write is not None:
+            written = await write(claim, update_metadata=update_metadata)
+        self._objects().put(RESOURCE_CLAIM, written)
+        return written
+
