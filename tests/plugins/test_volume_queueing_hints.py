@@ -22,12 +22,14 @@ from kubeberth.framework.events import (
     QueueingHint,
     with_hint,
 )
+from kubeberth.framework.types import QueuedPodInfo
 from kubeberth.model import Pod
 from kubeberth.plugins._csi_migration import TranslationError, inline_csi_driver
 from kubeberth.plugins.node_volume_limits import EBSLimits, GCEPDLimits, NodeVolumeLimits
 from kubeberth.plugins.volume_binding import VolumeBinding
 from kubeberth.plugins.volume_restrictions import VolumeRestrictions
 from kubeberth.plugins.volume_zone import VolumeZone
+from kubeberth.queue.profile import QueueProfile, Strategy, worth_requeuing
 from tests.builders import make_node, make_pod
 from tests.doubles import handle
 from tests.plugins.test_queueing_hints import hint, registered
@@ -344,6 +346,28 @@ def test_node_volume_limits_volume_attachment_deleted_hint() -> None:
     bad = {"name": "e", "awsElasticBlockStore": {"volumeID": "aws://zone/not-a-volume"}}
     with pytest.raises(TranslationError, match="Invalid format for AWS volume"):
         hint(nvl, deleted, pod_with(bad), attachment("ebs.csi.aws.com"), None)
+
+
+def test_through_the_queue_a_failing_hint_requeues_and_a_skip_keeps_the_pod() -> None:
+    nvl = NodeVolumeLimits(None, handle())
+    profile = QueueProfile("default-scheduler", lambda a, b: False, plugins={nvl.name: nvl})
+    deleted = ClusterEvent(VOLUME_ATTACHMENT, A.DELETE)
+    attachment = {"metadata": {"name": "va"}, "spec": {"attacher": "ebs.csi.aws.com"}}
+
+    def rejected(*volumes: dict[str, Any]) -> QueuedPodInfo:
+        q = QueuedPodInfo(pod_with(*volumes))
+        q.unschedulable_plugins = {nvl.name}
+        return q
+
+    bad = {"name": "e", "awsElasticBlockStore": {"volumeID": "aws://zone/not-a-volume"}}
+    assert worth_requeuing(profile, rejected(bad), deleted, attachment, None) == Strategy.AFTER_BACKOFF
+    fine = {"name": "e", "awsElasticBlockStore": {"volumeID": "vol-1"}}
+    assert worth_requeuing(profile, rejected(fine), deleted, attachment, None) == Strategy.AFTER_BACKOFF
+    pd = {"name": "pd", "gcePersistentDisk": {"pdName": "disk"}}
+    assert worth_requeuing(profile, rejected(pd), deleted, attachment, None) == Strategy.SKIP
+    # An event NodeVolumeLimits did not register leaves its pods where they are.
+    pv_added = ClusterEvent(PERSISTENT_VOLUME, A.ADD)
+    assert worth_requeuing(profile, rejected(pd), pv_added, None, pv()) == Strategy.SKIP
 
 
 @pytest.mark.parametrize("volume, want", [

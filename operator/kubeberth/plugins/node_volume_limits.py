@@ -31,6 +31,11 @@ NodeVolumeLimits enforces both. EBSLimits and GCEPDLimits (upstream names of
 v1.18-v1.25, outside the default set; the targets of the legacy names) enforce
 only their in-tree kind.
 
+NodeVolumeLimits' pods are tried again (upstream's CSILimits hints) on a new CSINode, a
+CSINode raising a driver's count, the deletion of a placed pod with a counted volume kind, the
+creation of one of their claims, and the deletion of a VolumeAttachment: registered, but never
+delivered, as VolumeAttachments are not watched. EBSLimits and GCEPDLimits keep "any event".
+
 Not covered: Azure Disk and Cinder in-tree limits; VolumeAttachment objects
 (volumes still attached to a node after their pod left).
 """
@@ -282,8 +287,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def after_csi_node_updated(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """Some driver's allocatable count went up (a driver without one counts 0)."""
-        before = _driver_counts(as_existing(old, "CSINode"))
-        for driver, count in _driver_counts(as_existing(new, "CSINode")).items():
+        before = dict(_driver_counts(as_existing(old, "CSINode")))
+        for driver, count in _driver_counts(as_existing(new, "CSINode")):
             if count > before.get(driver, 0):
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
@@ -396,11 +401,12 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         return None
 
 
-def _driver_counts(csi_node: Mapping[str, Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
+def _driver_counts(csi_node: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(driver, allocatable count) in the CSINode's order; no count is 0."""
+    counts: list[tuple[str, int]] = []
     for d in spec(csi_node).get("drivers") or []:
         count = (d.get("allocatable") or {}).get("count")
-        counts[str(d.get("name") or "")] = int(count) if count is not None else 0
+        counts.append((str(d.get("name") or ""), int(count) if count is not None else 0))
     return counts
 
 

@@ -10,6 +10,9 @@ Upstream's volumerestrictions plugin (the older NoDiskConflict predicate):
 all rejected with "node(s) had no available disk"; and a ReadWriteOncePod
 PVC already used by any pod in the cluster, rejected with upstream's
 ReadWriteOncePod reason (preemption may free it).
+
+A rejected pod is tried again when a placed pod of its namespace goes that held a conflicting
+disk or mounted one of its claims, on a new node, or on the creation of one of its claims.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ labels must match every one of them. A beta label on the PV is compared with
 the node's GA label when the node lacks the beta one. Nodes without any
 topology label fit (single-zone clusters). Unbound claims of a
 WaitForFirstConsumer class are left to VolumeBinding.
+
+A rejected pod is tried again on a new WaitForFirstConsumer class, a node added or
+relabelled, one of its claims added or updated, a PV added or changing its topology labels.
 """
 
 from __future__ import annotations
