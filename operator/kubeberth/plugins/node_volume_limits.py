@@ -31,6 +31,11 @@ NodeVolumeLimits enforces both. EBSLimits and GCEPDLimits (upstream names of
 v1.18-v1.25, outside the default set; the targets of the legacy names) enforce
 only their in-tree kind.
 
+NodeVolumeLimits' pods are tried again (upstream's CSILimits hints) on a new CSINode, a
+CSINode raising a driver's count, the deletion of a placed pod with a counted volume kind, the
+creation of one of their claims, and the deletion of a VolumeAttachment: registered, but never
+delivered, as VolumeAttachments are not watched. EBSLimits and GCEPDLimits keep "any event".
+
 Not covered: Azure Disk and Cinder in-tree limits; VolumeAttachment objects
 (volumes still attached to a node after their pod left).
 """
@@ -45,10 +50,22 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import (
+    ASSIGNED_POD,
+    PERSISTENT_VOLUME_CLAIM,
+    VOLUME_ATTACHMENT,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from ..framework.events import CSI_NODE as CSI_NODE_EVENT
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Code, Status
 from ..framework.types import PreFilterResult
 from ..model import Node, NodeInfo, Pod
+from ._csi_migration import inline_csi_driver, is_inline_migratable
+from ._volume_events import as_existing, as_pod, mounts_claim, pod_volumes
 from ._volume_util import (
     CSI_NODE,
     PV,
@@ -226,6 +243,56 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         self.args = args or NodeVolumeLimitsArgs()
         self.env_max = max_vols_from_env()
 
+    # ---- QueueingHints -----------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        # Any new CSINode may let a pod rejected for its CSI volumes in: no hint for its Add.
+        # VolumeAttachment is registered as upstream does, but scheduler/watched.py does not
+        # watch it yet, so that event never reaches the queue.
+        return [
+            ClusterEvent(CSI_NODE_EVENT, ActionType.ADD),
+            ClusterEventWithHint(ClusterEvent(CSI_NODE_EVENT, ActionType.UPDATE), self.after_csi_node_updated),
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self.after_assigned_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD), self.after_pvc_added),
+            ClusterEventWithHint(ClusterEvent(VOLUME_ATTACHMENT, ActionType.DELETE),
+                                 self.after_volume_attachment_deleted),
+        ]
+
+    def after_assigned_pod_deleted(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """A placed pod went that had a volume counted against a limit."""
+        deleted = as_pod(old)
+        volumes = pod_volumes(deleted)
+        if not volumes or not (deleted.node_name or deleted.nominated_node_name):
+            return QueueingHint.QUEUE_SKIP
+        for v in volumes:
+            if v.get("persistentVolumeClaim") is not None or v.get("ephemeral") is not None or is_inline_migratable(v):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def after_pvc_added(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        pvc = as_existing(new, "PersistentVolumeClaim")
+        return QueueingHint.QUEUE if mounts_claim(pod, pvc, ephemeral=True) else QueueingHint.QUEUE_SKIP
+
+    def after_volume_attachment_deleted(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """A detached volume may free a slot for the pod's claims, or for its inline in-tree
+        volumes when their CSI driver is the attacher."""
+        attacher = spec(as_existing(old, "VolumeAttachment")).get("attacher")
+        for v in pod_volumes(pod):
+            if v.get("persistentVolumeClaim") is not None:
+                return QueueingHint.QUEUE
+            # A volume the translation rejects raises: Queue, as upstream answers its error.
+            driver = inline_csi_driver(v)
+            if driver is not None and driver == attacher:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def after_csi_node_updated(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Some driver's allocatable count went up (a driver without one counts 0)."""
+        before = dict(_driver_counts(as_existing(old, "CSINode")))
+        for driver, count in _driver_counts(as_existing(new, "CSINode")):
+            if count > before.get(driver, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
     # ---- limits ---------------------------------------------------------------
     def in_tree_limit(self, plugin: str, node: Node) -> int:
         from_node = node.allocatable.scalar.get(LIMIT_KEY_OF[plugin])
@@ -334,12 +401,26 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         return None
 
 
+def _driver_counts(csi_node: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(driver, allocatable count) in the CSINode's order; no count is 0."""
+    counts: list[tuple[str, int]] = []
+    for d in spec(csi_node).get("drivers") or []:
+        count = (d.get("allocatable") or {}).get("count")
+        counts.append((str(d.get("name") or ""), int(count) if count is not None else 0))
+    return counts
+
+
 class EBSLimits(NodeVolumeLimits):
     """In-tree AWS EBS attach limit only (the MaxEBSVolumeCount predicate)."""
 
     name = "EBSLimits"
     check_csi = False
     in_tree = frozenset({EBS_PLUGIN})
+
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        # Not a v1.37 plugin: NodeVolumeLimits' CSI registrations leave out the new nodes and
+        # allocatable changes that raise in-tree limits, so any event requeues its pods.
+        return []
 
 
 class GCEPDLimits(NodeVolumeLimits):
@@ -348,6 +429,9 @@ class GCEPDLimits(NodeVolumeLimits):
     name = "GCEPDLimits"
     check_csi = False
     in_tree = frozenset({GCE_PD_PLUGIN})
+
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return []  # as EBSLimits
 
 
 PLUGINS = [NodeVolumeLimits, EBSLimits, GCEPDLimits]

@@ -10,6 +10,9 @@ Upstream's volumerestrictions plugin (the older NoDiskConflict predicate):
 all rejected with "node(s) had no available disk"; and a ReadWriteOncePod
 PVC already used by any pod in the cluster, rejected with upstream's
 ReadWriteOncePod reason (preemption may free it).
+
+A rejected pod is tried again when a placed pod of its namespace goes that held a conflicting
+disk or mounted one of its claims, on a new node, or on the creation of one of its claims.
 """
 
 from __future__ import annotations
@@ -18,11 +21,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import (
+    ASSIGNED_POD,
+    NODE,
+    PERSISTENT_VOLUME_CLAIM,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
 from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
 from ..model import NodeInfo, Pod
+from ._volume_events import as_existing, as_pod, claims_of, mounts_claim
 from ._volume_util import PVC, access_modes, pod_claims, pvc_not_found
 
 NAME = "VolumeRestrictions"
@@ -89,10 +102,14 @@ def is_volume_conflict(volume: Mapping[str, Any], pod: Pod) -> bool:
 
 
 def satisfy_volume_conflicts(pod: Pod, node_info: NodeInfo) -> bool:
+    return _satisfy_volume_conflicts(pod, node_info.pods)
+
+
+def _satisfy_volume_conflicts(pod: Pod, existing_pods: Sequence[Pod]) -> bool:
     for v in pod.spec.get("volumes") or []:
         if not needs_restrictions_check(v):
             continue
-        for existing in node_info.pods:
+        for existing in existing_pods:
             if is_volume_conflict(v, existing):
                 return False
     return True
@@ -103,6 +120,33 @@ class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
+
+    # ---- QueueingHints ------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        # spec.volumes is immutable: a pod update never frees a volume.
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self.after_assigned_pod_deleted),
+            ClusterEvent(NODE, ActionType.ADD),
+            ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD), self.after_pvc_added),
+        ]
+
+    def after_pvc_added(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """A claim the pod mounts (by a persistentVolumeClaim volume) was created: its access
+        modes can be read now."""
+        pvc = as_existing(new, "PersistentVolumeClaim")
+        return QueueingHint.QUEUE if mounts_claim(pod, pvc, ephemeral=False) else QueueingHint.QUEUE_SKIP
+
+    def after_assigned_pod_deleted(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """A pod of the same namespace went that held a disk conflicting with the pod's, or
+        mounted one of its claims (which may be ReadWriteOncePod: the claim is not read here)."""
+        deleted = as_pod(old)
+        if deleted.namespace != pod.namespace:
+            return QueueingHint.QUEUE_SKIP
+        if not _satisfy_volume_conflicts(pod, [deleted]):
+            return QueueingHint.QUEUE
+        if claims_of(pod, ephemeral=False) & claims_of(deleted, ephemeral=False):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     # ---- PreFilter ------------------------------------------------------------
     def _rwop_pvcs(self, pod: Pod) -> tuple[frozenset[str], Status | None]:

@@ -8,19 +8,33 @@ labels must match every one of them. A beta label on the PV is compared with
 the node's GA label when the node lacks the beta one. Nodes without any
 topology label fit (single-zone clusters). Unbound claims of a
 WaitForFirstConsumer class are left to VolumeBinding.
+
+A rejected pod is tried again on a new WaitForFirstConsumer class, a node added or
+relabelled, one of its claims added or updated, a PV added or changing its topology labels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import (
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from ..framework.events import STORAGE_CLASS as STORAGE_CLASS_EVENT
 from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
 from ..model import NodeInfo, Pod
+from ._volume_events import as_existing, as_object, mounts_claim
 from ._volume_util import (
     LABEL_REGION,
     LABEL_REGION_BETA,
@@ -70,6 +84,42 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
+
+    # ---- QueueingHints ------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        # A class's volumeBindingMode is immutable: only a new WaitForFirstConsumer class helps.
+        return [
+            ClusterEventWithHint(ClusterEvent(STORAGE_CLASS_EVENT, ActionType.ADD), self.after_storage_class_added),
+            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+            ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
+                                 self.after_pvc_change),
+            ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
+                                 self.after_pv_change),
+        ]
+
+    def after_storage_class_added(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        sc = as_existing(new, "StorageClass")
+        if sc.get("volumeBindingMode") != "WaitForFirstConsumer":
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def after_pvc_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """A claim the pod mounts was created or updated (e.g. given its volumeName)."""
+        pvc = as_object(new, "PersistentVolumeClaim")
+        if pvc is not None and mounts_claim(pod, pvc, ephemeral=False):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def after_pv_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """A new PV, or one whose zone or region labels changed (its nodeAffinity is immutable
+        and NodeAffinity's concern)."""
+        before = as_object(old, "PersistentVolume")
+        after = as_existing(new, "PersistentVolume")
+        if before is None:
+            return QueueingHint.QUEUE
+        if _label_topologies(before) != _label_topologies(after):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def pv_topologies(self, pod: Pod) -> tuple[list[PVTopology], Status | None]:
         """upstream getPVbyPod: the topology constraints of the pod's bound PVs."""
@@ -139,6 +189,20 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
             if value is None or value not in t.values:
                 return Status.unresolvable(ERR_REASON_CONFLICT)
         return None
+
+
+def _label_topologies(pv: Mapping[str, Any]) -> list[tuple[str, frozenset[str]]]:
+    """upstream getPVTopologies: the PV's topology labels in order, each as its set of zones;
+    a label whose value lists an empty zone is left out."""
+    labels = meta(pv).get("labels") or {}
+    out: list[tuple[str, frozenset[str]]] = []
+    for key in TOPOLOGY_LABELS:
+        if key not in labels:
+            continue
+        zones = [z.strip() for z in str(labels[key]).split("__")]
+        if all(zones):
+            out.append((key, frozenset(zones)))
+    return out
 
 
 PLUGINS = [VolumeZone]

@@ -27,6 +27,11 @@ node can reach. As upstream's volumebinding plugin with v1.37's default gates:
   ("binding volumes: context deadline exceeded", "ClaimRef got reset for pv ...",
   "provisioning failed for PVC ..."). simulate's in-memory client plays the PV controller
   and the provisioner, so its wait ends at once.
+- QueueingHints (`queueing_hints.py`): a rejected pod is tried again on a StorageClass added
+  or given other allowedTopologies, one of its claims added or updated, any PV added or
+  updated, a node added or relabelled, a CSINode added or changing its migrated plugins, the
+  CSIDriver of an inline CSI volume ceasing to track capacity, a CSIStorageCapacity added or
+  raising its volume limit.
 
 Documented gaps: in-tree PVs are not translated to CSI topology; the check that the pod
 still exists during the wait is left to the binding that follows (it fails for a deleted

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...framework.cycle_state import CycleState
+from ...framework.events import ClusterEvent, ClusterEventWithHint
 from ...framework.interfaces import (
     FilterPlugin,
     PreBindPlugin,
@@ -35,6 +36,7 @@ from .args import VolumeBindingArgs
 from .binder import PodVolumeClaims, PodVolumes, VolumeBinder
 from .capacity import StorageResource, build_scorer, capacity_bytes
 from .claims import ERR_REASON_UNBOUND_IMMEDIATE, pvc_key
+from .queueing_hints import registrations
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME
@@ -66,6 +68,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         self.args = args or VolumeBindingArgs()
         self.binder = VolumeBinder(handle, float(self.args.bindTimeoutSeconds))
         self.scorer = build_scorer(self.args.shape_points())
+
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return registrations()
 
     @property
     def objects(self) -> Any:
