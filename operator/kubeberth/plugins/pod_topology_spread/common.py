@@ -319,16 +319,23 @@ def required_node_affinity_matches(pod: Pod, node: Node) -> bool:
 
 
 class OneNode:
-    """NodeFacts of one node for the incoming pod; affinity and taints decided at most once."""
+    """NodeFacts of one node for the incoming pod; affinity and taints decided at most once.
+    `at(node)` points it at another node (one object serves a whole loop)."""
 
     __slots__ = ("_affinity", "_labels", "_node", "_pod", "_taints")
 
-    def __init__(self, pod: Pod, node: Node) -> None:
+    def __init__(self, pod: Pod, node: Node | None = None) -> None:
         self._pod = pod
-        self._node = node
-        self._labels = node.labels
         self._affinity: bool | None = None
         self._taints: bool | None = None
+        if node is not None:
+            self.at(node)
+
+    def at(self, node: Node) -> OneNode:
+        self._node = node
+        self._labels = node.labels
+        self._affinity = self._taints = None
+        return self
 
     def present(self) -> bool:
         return True

@@ -87,11 +87,12 @@ def domain_counts(nodes: Sequence[NodeInfo], pod: Pod, constraints: Sequence[Con
     counts: list[dict[str, int]] = [{} for _ in constraints]
     # Per constraint: counted node name -> its domain (topology value).
     domains: list[dict[str, str]] = [{} for _ in constraints]
+    one = OneNode(pod)
     for ni in nodes:
         node = ni.node
         if node is None:
             continue
-        facts = OneNode(pod, node)
+        facts = one.at(node)
         if not carries_all_keys(facts, constraints):
             continue
         labels = node.labels

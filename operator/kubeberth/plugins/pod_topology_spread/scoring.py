@@ -9,14 +9,15 @@ and NormalizeScore maps it so that fewer matching pods give a higher score.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...framework.cycle_state import CycleState
 from ...framework.interfaces import PreScorePlugin, ScorePlugin
 from ...framework.status import PluginError, Status
 from ...framework.types import MAX_NODE_SCORE, NodeScore
-from ...model import NodeInfo, Pod
+from ...framework.vector import snapshot_arrays
+from ...model import Node, NodeInfo, Pod
 from .._pod_index import PodIndex, index_for
 from .common import (
     LABEL_HOSTNAME,
@@ -30,6 +31,7 @@ from .common import (
     carries_all_keys,
     passes_inclusion_policies,
 )
+from .vector import SpreadVectors
 
 _INVALID_SCORE = -1
 
@@ -71,6 +73,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
     handle: Any
     source: ConstraintSource
     _index: PodIndex
+    _vectors: SpreadVectors
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         if not self.handle.snapshot.node_infos:
@@ -82,6 +85,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
         if not constraints:
             return Status.skip()
         require_all = self.source.require_all_keys(pod)
+        carries, included = self._node_rules(pod, constraints)
         s = PreScoreState()
         s.constraints = constraints
         s.pair_counts = [{} for _ in constraints]
@@ -90,7 +94,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
             node = ni.node
             if node is None:
                 continue
-            if require_all and not carries_all_keys(OneNode(pod, node), constraints):
+            if require_all and not carries(node):
                 s.ignored_nodes.add(node.name)
                 continue
             labels = node.labels
@@ -112,7 +116,6 @@ class Scoring(PreScorePlugin, ScorePlugin):
         # is one of the above and that the constraint counts.
         index = index_for(self.handle, self._index)
         snapshot = self.handle.snapshot
-        counted: dict[str, tuple[Mapping[str, str], OneNode] | None] = {}  # node name -> its labels, facts
         for i, c in enumerate(constraints):
             per_node = CountedPods(c.selector, pod.namespace).per_node(index)
             if c.topology_key == LABEL_HOSTNAME:
@@ -123,30 +126,31 @@ class Scoring(PreScorePlugin, ScorePlugin):
             if not pairs:
                 continue
             for name, n in per_node.items():
-                if name in counted:
-                    got = counted[name]
-                else:
-                    got = counted[name] = self._counted_node(snapshot.get(name), pod, constraints, require_all)
-                if got is None:
+                ni = snapshot.get(name)
+                node = ni.node if ni is not None else None
+                if node is None:
                     continue
-                node_labels, facts = got
-                value = node_labels.get(c.topology_key, "")
-                if value not in pairs or not passes_inclusion_policies(facts, c, True):
+                if require_all and not carries(node):
+                    continue
+                value = node.labels.get(c.topology_key, "")
+                if value not in pairs or not included(i, node):
                     continue
                 pairs[value] += n
         state.write(PRE_SCORE_KEY, s)
         return None
 
-    @staticmethod
-    def _counted_node(ni: NodeInfo | None, pod: Pod, constraints: Sequence[Constraint],
-                      require_all: bool) -> tuple[Mapping[str, str], OneNode] | None:
-        node = ni.node if ni is not None else None
-        if node is None:
-            return None
-        facts = OneNode(pod, node)
-        if require_all and not carries_all_keys(facts, constraints):
-            return None
-        return node.labels, facts
+    def _node_rules(self, pod: Pod, constraints: Sequence[Constraint]) -> tuple[
+            Callable[[Node], bool], Callable[[int, Node], bool]]:
+        """common.py's node rules as per-node predicates: whether a node carries every topology
+        key, and whether it passes constraint i's inclusion policies. With the node arrays,
+        decided for every node at once (PreScore runs them for most of the snapshot)."""
+        arrays = snapshot_arrays(self.handle)
+        if arrays is not None:
+            lacking, left_out = self._vectors.names_left_out(arrays, pod, constraints)
+            return (lambda node: node.name not in lacking), (lambda i, node: node.name not in left_out[i])
+        one = OneNode(pod)
+        return ((lambda node: carries_all_keys(one.at(node), constraints)),
+                (lambda i, node: passes_inclusion_policies(one.at(node), constraints[i], True)))
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         s: PreScoreState | None = state.get(PRE_SCORE_KEY)

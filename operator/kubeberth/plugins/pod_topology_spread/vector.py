@@ -89,6 +89,20 @@ class SpreadVectors:
             out.append({values[code]: int(sums[code]) for code in np.unique(codes).tolist()})
         return out
 
+    def names_left_out(self, arrays: NodeArrays, pod: Pod,
+                       constraints: Sequence[Constraint]) -> tuple[set[str], list[set[str]]]:
+        """For PreScore, by node name: the nodes without every topology key, and per constraint
+        the nodes its inclusion policies leave out."""
+        facts = ArrayFacts(arrays, pod, self.affinity_masks)
+        names = arrays.names
+
+        def off(mask: np.ndarray) -> set[str]:
+            return {names[i] for i in np.flatnonzero(~mask).tolist()}
+
+        everywhere = np.ones(arrays.n, dtype=bool)
+        return (off(carries_all_keys(facts, constraints)),
+                [off(passes_inclusion_policies(facts, c, everywhere)) for c in constraints])
+
     def matching_per_node(self, arrays: NodeArrays, counted: CountedPods, index: PodIndex) -> np.ndarray:
         """`counted.on_node` for every row."""
         key = counted.key()
