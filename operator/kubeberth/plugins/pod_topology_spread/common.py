@@ -338,7 +338,7 @@ class OneNode:
         return self
 
     def present(self) -> bool:
-        return True
+        return True  # made for a NodeInfo's Node: callers skip NodeInfos without one
 
     def has_label(self, key: str) -> bool:
         return key in self._labels
