@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubeberth.framework import Code, CycleState, NodeScore, Status
+from kubeberth.framework.vector import AllNodes
 from kubeberth.model import Node, Pod
 from kubeberth.plugins.pod_topology_spread import (
     ERR_CONSTRAINTS_NOT_MATCH,
@@ -354,6 +355,28 @@ MULTI = [
 def test_multiple_constraints(incoming: Pod, pods: list[Pod], nodes: list[Node], want: list[Status | None]) -> None:
     pl = plugin(nodes, pods)
     assert run_filter(pl, incoming, [n.name for n in nodes]) == want
+
+
+# ---- the vectorised path -------------------------------------------------------------------
+
+
+VECTOR_CASES = [c[:4] for c in [*PRE_FILTER, *SINGLE, *MULTI]]
+
+
+@pytest.mark.parametrize(("incoming", "pods", "nodes"), [c[1:] for c in VECTOR_CASES],
+                         ids=[c[0] for c in VECTOR_CASES])
+def test_vectorised_path_counts_and_decides_as_the_per_node_one(incoming: Pod, pods: list[Pod],
+                                                                nodes: list[Node]) -> None:
+    pl = plugin(nodes, pods, defaultingType="List")
+    snap = pl.handle.snapshot
+    per_node, vectorised = CycleState(), CycleState()
+    assert pl.pre_filter(per_node, incoming, snap.node_infos) == (None, None)
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    assert pl.pre_filter(vectorised, incoming, snap.node_infos) == (None, None)
+    assert vectorised.read(PRE_FILTER_KEY).counts == per_node.read(PRE_FILTER_KEY).counts
+    mask = pl.filter_all(vectorised, incoming, AllNodes(snap.node_infos, snap.arrays()))
+    assert mask is not None
+    assert mask.tolist() == [pl.filter(per_node, incoming, ni) is None for ni in snap.node_infos]
 
 
 # ---- AddPod / RemovePod -------------------------------------------------------------------

@@ -114,7 +114,7 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
         fresh_pts = PodTopologySpread(None, handle(snapshot=snap, vectorise=False))
         fresh_ipa = InterPodAffinity(None, handle(snapshot=snap, vectorise=False))
         assert states(pts, ipa) == states(fresh_pts, fresh_ipa)
-        index = index_for(pts.handle, pts._index)
+        index = index_for(pts.handle)
         for sel in (LabelSelector({"app": "web"}), LabelSelector(requirements=[]),
                     LabelSelector.from_dict({"matchExpressions": [{"key": "tier", "operator": "NotIn",
                                                                    "values": ["a"]}]})):
@@ -129,9 +129,8 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
 def test_index_is_shared_through_the_scheduler_context() -> None:
     h1 = handle([make_node("n1")])
     h2 = handle(ctx=h1.ctx)  # another profile of the same scheduler
-    a, b = PodIndex(), PodIndex()
-    assert index_for(h1, a) is index_for(h2, b)
-    assert index_for(h1, a) is not a
+    assert index_for(h1) is index_for(h2)
+    assert index_for(handle([make_node("n1")])) is not index_for(h1)  # another scheduler: its own
 
 
 def test_candidates_use_the_narrowest_equality_term() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..framework.handle import Handle
 from ..model import LabelSelector, NodeInfo, Pod
 
 Sig = tuple[str, frozenset[tuple[str, str]], bool]
@@ -156,17 +157,12 @@ class PodIndex:
         return self._by_sig.keys()
 
 
-def index_for(handle: Any, fallback: PodIndex) -> PodIndex:
-    """The index shared through the scheduler context (one per scheduler), else the plugin's own; synced."""
-    index = fallback
-    ctx = getattr(handle, "ctx", None)
-    indexes = getattr(ctx, "shared_indexes", None)
-    if isinstance(indexes, dict):
-        shared = indexes.get(_INDEX_KEY)
-        if not isinstance(shared, PodIndex):
-            shared = indexes[_INDEX_KEY] = PodIndex()
-        index = shared
+def index_for(handle: Handle) -> PodIndex:
+    """The index the scheduler's profiles share (in the handle's shared indexes), synced."""
+    indexes = handle.shared_indexes
+    index = indexes.get(_INDEX_KEY)
+    if not isinstance(index, PodIndex):
+        index = indexes[_INDEX_KEY] = PodIndex()
     snapshot = handle.snapshot
-    arrays = getattr(snapshot, "arrays", None)
-    index.sync(snapshot.node_infos, arrays() if arrays is not None else None)
+    index.sync(snapshot.node_infos, snapshot.arrays())
     return index

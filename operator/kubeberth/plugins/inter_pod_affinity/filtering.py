@@ -61,7 +61,7 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         arrays = snapshot_arrays(self.handle)
         if arrays is not None:
             vec = self._vectors.pre_filter_counts(
-                arrays, pod, s, ns_labels, const_ns, lambda: index_for(self.handle, self._index),
+                arrays, pod, s, ns_labels, const_ns, lambda: index_for(self.handle),
                 self.handle.objects.generation)
             if s.nothing_to_check():
                 return None, Status.skip()
@@ -86,7 +86,7 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
                     update_counts(existing, node.labels, key, 1)
 
         if terms.required_affinity or terms.required_anti:
-            self._incoming_counts(s, index_for(self.handle, self._index), snapshot)
+            self._incoming_counts(s, index_for(self.handle), snapshot)
 
         if s.nothing_to_check():
             return None, Status.skip()

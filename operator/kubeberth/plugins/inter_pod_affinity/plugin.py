@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ...framework.events import ClusterEvent, ClusterEventWithHint
 from ...framework.handle import Handle
-from .._pod_index import PodIndex
 from . import queueing_hints
 from .args import InterPodAffinityArgs
 from .common import NAME
@@ -22,7 +21,6 @@ class InterPodAffinity(Filtering, Scoring):
     def __init__(self, args: InterPodAffinityArgs | None, handle: Handle) -> None:
         self.args = args if args is not None else InterPodAffinityArgs()
         self.handle = handle
-        self._index = PodIndex()  # when the scheduler context shares none
         self._vectors = AffinityVectors()  # the vectorised path's caches
 
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:

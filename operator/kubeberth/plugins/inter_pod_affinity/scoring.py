@@ -67,7 +67,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
         if arrays is not None:
             vector_topo, sums = self._vectors.pre_score_topology(
                 arrays, terms, has_constraints, ns_labels, contributions,
-                lambda: index_for(self.handle, self._index), self.handle.objects.generation)
+                lambda: index_for(self.handle), self.handle.objects.generation)
             if not vector_topo:
                 return Status.skip()
             ps = PreScoreState(vector_topo)
@@ -96,7 +96,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
 
         if has_constraints:
             # The incoming pod's preferred terms, against every existing pod (through the index).
-            index = index_for(self.handle, self._index)
+            index = index_for(self.handle)
             for t, w in incoming_preferred(terms):
                 for _sig, nodes in sigs_matching_all(index, [t], ns_labels):
                     for name, n in nodes.items():
