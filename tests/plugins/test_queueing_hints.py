@@ -231,3 +231,39 @@ def test_dynamic_resources() -> None:
     assert hint(dra, deleted, pod, other, None) == SKIP
     missing = make_pod("q", resourceClaims=[{"name": "x", "resourceClaimName": "absent"}])
     assert hint(dra, claim_event, missing, None, other) == SKIP
+
+
+def test_pod_topology_spread() -> None:
+    from kubeberth.plugins.pod_topology_spread import PodTopologySpread
+
+    pts = PodTopologySpread(None, handle())
+    assert registered(pts) == [
+        (ASSIGNED_POD, A.ADD | A.UPDATE_POD_LABEL | A.DELETE, True),
+        (TARGET_POD, A.UPDATE_POD_TOLERATION | A.UPDATE_POD_LABEL, True),
+        (NODE, A.ADD | A.DELETE | A.UPDATE_NODE_LABEL | A.UPDATE_NODE_TAINT, True)]
+    constraint = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                  "labelSelector": {"matchLabels": {"app": "db"}}}
+    pod = make_pod("p", topologySpreadConstraints=[constraint])
+    db, web = make_pod("db", node="n1", labels={"app": "db"}), make_pod("web", node="n1", labels={"app": "web"})
+    added = ClusterEvent(ASSIGNED_POD, A.ADD)
+    assert hint(pts, added, pod, None, db) == QUEUE
+    assert hint(pts, added, pod, None, web) == SKIP
+    assert hint(pts, added, pod, None, make_pod("db", namespace="other", node="n1", labels={"app": "db"})) == SKIP
+    assert hint(pts, ClusterEvent(ASSIGNED_POD, A.DELETE), pod, db, None) == QUEUE
+    relabel = ClusterEvent(ASSIGNED_POD, A.UPDATE_POD_LABEL)
+    assert hint(pts, relabel, pod, db, make_pod("db", node="n1", labels={"app": "web"})) == QUEUE
+    assert hint(pts, relabel, pod, db, make_pod("db", node="n1", labels={"app": "db", "x": "y"})) == SKIP
+    zoned, bare = make_node("n", labels={"zone": "a"}), make_node("n")
+    assert hint(pts, NODE_ADD, pod, None, zoned) == QUEUE
+    assert hint(pts, NODE_ADD, pod, None, bare) == SKIP
+    assert hint(pts, LABELS, pod, bare, zoned) == QUEUE
+    assert hint(pts, LABELS, pod, zoned, make_node("n", labels={"zone": "b"})) == QUEUE
+    assert hint(pts, ClusterEvent(NODE, A.DELETE), pod, zoned, None) == QUEUE
+    assert hint(pts, ClusterEvent(NODE, A.DELETE), pod, bare, None) == SKIP
+    honors = make_pod("p", topologySpreadConstraints=[{**constraint, "nodeTaintsPolicy": "Honor"}])
+    tolerant = make_pod("p", topologySpreadConstraints=[{**constraint, "nodeTaintsPolicy": "Honor"}],
+                        tolerations=[{"key": "x", "operator": "Exists"}])
+    own = ClusterEvent(TARGET_POD, A.UPDATE_POD_TOLERATION)
+    assert hint(pts, own, honors, honors, tolerant) == QUEUE
+    assert hint(pts, own, pod, pod, make_pod("p", topologySpreadConstraints=[constraint],
+                                             tolerations=[{"key": "x", "operator": "Exists"}])) == SKIP

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -467,31 +468,52 @@ def _affinity(app: str) -> dict:  # type: ignore[type-arg]
         {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}}
 
 
+def _real_plugins_queue() -> Any:
+    """A queue whose profile holds the real InterPodAffinity, PodTopologySpread and
+    NodeResourcesFit: their QueueingHints decide."""
+    from kubeberth.plugins.inter_pod_affinity import InterPodAffinity
+    from kubeberth.plugins.node_resources_fit import NodeResourcesFit
+    from kubeberth.plugins.pod_topology_spread import PodTopologySpread
+    from kubeberth.queue import QueueProfile
+    from tests.doubles import handle, priority_then_age
+
+    h = handle()
+    plugins = {p.name: p for p in (InterPodAffinity(None, h), PodTopologySpread(None, h), NodeResourcesFit(None, h))}
+    q, _ = new_queue(QueueProfile("default-scheduler", priority_then_age, queue_sort_name="PrioritySort",
+                                  plugins=plugins))
+    return q
+
+
 def test_assigned_pod_added_moves_only_pods_it_may_help() -> None:
-    q, _ = new_queue()
+    q = _real_plugins_queue()
     wants_db = make_pod("wants-db", affinity=_affinity("db"))
     wants_web = make_pod("wants-web", affinity=_affinity("web"))
     other_ns = make_pod("other-ns", namespace="prod", affinity=_affinity("db"))
-    spread = pod("spread")
+    spread_db = make_pod("spread-db", topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "db"}}}])
+    spread_web = make_pod("spread-web", topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "web"}}}])
     fit = pod("fit")
-    for p, plugin in ((wants_db, "InterPodAffinity"), (wants_web, "InterPodAffinity"),
-                      (other_ns, "InterPodAffinity"), (spread, "PodTopologySpread"), (fit, "NodeResourcesFit")):
+    rejected = ((wants_db, "InterPodAffinity"), (wants_web, "InterPodAffinity"), (other_ns, "InterPodAffinity"),
+                (spread_db, "PodTopologySpread"), (spread_web, "PodTopologySpread"), (fit, "NodeResourcesFit"))
+    for p, plugin in rejected:
         q.add(p)
         fail(q, q.pop_nowait(), plugin)  # type: ignore[arg-type]
     q.assigned_pod_added(make_pod("db-0", labels={"app": "db"}, node="n1"))
-    moved = {p.name for p in (wants_db, wants_web, other_ns, spread, fit) if where(q, p) != UNSCHEDULABLE}
-    # PodTopologySpread registers no events in the fakes: any event, once pre-selected.
-    assert moved == {"wants-db", "spread"}
+    moved = {p.name for p, _ in rejected if where(q, p) != UNSCHEDULABLE}
+    assert moved == {"wants-db", "spread-db"}
 
 
 def test_assigned_pod_added_reads_the_terms_as_the_plugin_does() -> None:
-    """The queue reads a pending pod's terms through the model's one parse (matchLabelKeys
-    folded in, namespaceSelector against the namespaces' labels), as InterPodAffinity does."""
+    """The hints read a pending pod's terms through the model's one parse (matchLabelKeys folded
+    in), as InterPodAffinity does; as upstream's, they match namespaceSelector terms without the
+    namespaces' labels, and requeue a pod whose terms do not parse."""
     from kubeberth.model import pod_affinity_terms
     from kubeberth.plugins.inter_pod_affinity import pod_terms
 
-    q, _ = new_queue()
-    q.namespace_labels = lambda ns: {"env": "prod"} if ns == "prod" else {}
+    q = _real_plugins_queue()
     rev1 = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "db"}}, "matchLabelKeys": ["rev"], "topologyKey": "zone"}]}}
     in_prod = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -511,10 +533,9 @@ def test_assigned_pod_added_reads_the_terms_as_the_plugin_does() -> None:
     assert all(pod_affinity_terms(p) is pod_terms(p) for p in pending.values())
 
     q.assigned_pod_added(make_pod("db-0", labels={"app": "db", "rev": "1"}, node="n1"))
-    # A pod whose terms do not parse fails PreFilter whatever is added: it stays.
-    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev"}
+    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev", "unparsable"}
     q.assigned_pod_added(make_pod("db-1", namespace="prod", labels={"app": "db"}, node="n1"))
-    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev", "wants-prod"}
+    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev", "unparsable"}
 
 
 def test_assigned_pod_scale_down_moves_resource_rejected_pods() -> None:

@@ -30,8 +30,7 @@ from ..clock import Clock, FakeClock
 from ..framework import events as ev
 from ..framework.events import ClusterEvent
 from ..framework.types import QueuedPodInfo
-from ..model import Pod, pod_affinity_terms
-from ..model.affinity_terms import default_namespace_labels
+from ..model import Pod
 from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
 from .nominator import Nominator
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS = 5 * 60.0
 BACKOFF_FLUSH_INTERVAL = 1.0
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
-POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 
 ACTIVE = "active"
 BACKOFF = "backoff"
@@ -68,8 +66,6 @@ class PriorityQueue:
         self._in_flight = InFlight()
         self._waiters: list[asyncio.Future[None]] = []
         self._closed = False
-        # Set by the scheduler so that namespaceSelector affinity terms can be evaluated.
-        self.namespace_labels: Callable[[str], Mapping[str, str]] | None = None
         # Told (queue, event) whenever a pod enters a queue (scheduler_queue_incoming_pods_total).
         self.on_incoming: Callable[[str, str], None] | None = None
         # Told about each QueueingHint run (scheduler_queueing_hint_execution_duration_seconds).
@@ -217,24 +213,12 @@ class PriorityQueue:
         self._move_pods(infos, event, old, new)
 
     def assigned_pod_added(self, pod: Pod) -> None:
-        """A pod was bound (or assumed pods confirmed): only pods with a required affinity term
-        it matches, or rejected by PodTopologySpread in its namespace, may now fit."""
-        self._move_pods(self._cross_topology(pod), ev.EVENT_ASSIGNED_POD_ADD, None, pod)
+        """A pod was bound (or assumed pods confirmed): the rejecting plugins' hints decide which
+        pending pods it may help (affinity, spreading)."""
+        self.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_ADD, None, pod)
 
     def assigned_pod_updated(self, old: Pod | None, new: Pod, event: ClusterEvent) -> None:
-        if event.action & ev.ActionType.UPDATE_POD_SCALE_DOWN:
-            self.move_all_to_active_or_backoff(event, old, new)
-        else:
-            self._move_pods(self._cross_topology(new), event, old, new)
-
-    def _cross_topology(self, pod: Pod) -> list[QueuedPodInfo]:
-        out = []
-        for q in self._unschedulable.values():
-            if POD_TOPOLOGY_SPREAD in q.unschedulable_plugins and q.pod.namespace == pod.namespace:
-                out.append(q)
-            elif _affinity_terms_match(q.pod, pod, self.namespace_labels):
-                out.append(q)
-        return out
+        self.move_all_to_active_or_backoff(event, old, new)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         """Move pods from backoffQ / unschedulable to activeQ (upstream's Activate); an
@@ -501,9 +485,3 @@ def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["metadata"] = {k: v for k, v in meta.items() if k not in _META_IGNORED}
     return out
 
-
-def _affinity_terms_match(pending: Pod, pod: Pod,
-                          namespace_labels: Callable[[str], Mapping[str, str]] | None) -> bool:
-    """Whether `pod` is selected by one of `pending`'s required pod affinity terms."""
-    ns_labels = namespace_labels if namespace_labels is not None else default_namespace_labels
-    return any(t.matches(pod, ns_labels) for t in pod_affinity_terms(pending).required_affinity)

@@ -45,7 +45,6 @@ class SchedulerBase:
         self.nominator = Nominator(pod_exists=self._is_pending)
         self.queue = PriorityQueue(clock=self.clock, nominator=self.nominator,
                                    pod_max_in_unschedulable=pod_max_in_unschedulable)
-        self.queue.namespace_labels = self.ctx.objects.namespace_labels
         self.queue.on_incoming = lambda queue, event: self.metrics.queue_incoming_pod(queue, event)
         self.queue.on_hint = lambda *labels_and_seconds: self.metrics.queueing_hint_duration(*labels_and_seconds)
         self.ctx.nominator = self.nominator

@@ -11,11 +11,13 @@ per node come from the few signatures that match its selector.
 
 from __future__ import annotations
 
+from ...framework.events import ClusterEvent, ClusterEventWithHint
 from ...framework.handle import Handle
 from ...model import Pod
 from .args import PodTopologySpreadArgs
 from .common import NAME, SYSTEM_DEFAULT_CONSTRAINTS, Constraint, ConstraintSource
 from .filtering import Filtering
+from .queueing_hints import QueueingHints
 from .scoring import Scoring
 from .vector import SpreadVectors
 
@@ -35,6 +37,10 @@ class PodTopologySpread(Filtering, Scoring):
             self.system_defaulted = False
         self.source = ConstraintSource(raw_defaults, self.system_defaulted, handle)
         self._vectors = SpreadVectors()  # the vectorised path's caches (vector.py)
+        self._hints = QueueingHints(self.constraints)
+
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return self._hints.registrations()
 
     def constraints(self, pod: Pod, action: str) -> list[Constraint]:
         """The pod's constraints for `action`, or the defaults when it has none of its own.
