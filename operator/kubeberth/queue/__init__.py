@@ -2,6 +2,7 @@
 
 from ..framework.events import ActionType, ClusterEvent
 from .nominator import Nominator
+from .pod_updates import is_pod_updated
 from .profile import QueueProfile, Strategy
 from .scheduling_queue import (
     ACTIVE,
@@ -9,7 +10,6 @@ from .scheduling_queue import (
     GATED,
     UNSCHEDULABLE,
     PriorityQueue,
-    is_pod_updated,
 )
 
 __all__ = [

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, FakeClock
@@ -34,6 +34,7 @@ from ..model import Pod
 from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
 from .nominator import Nominator
+from .pod_updates import target_pod_events
 from .profile import HintObserver, QueueProfile, Strategy, fallback_less, worth_requeuing
 
 if TYPE_CHECKING:
@@ -250,37 +251,27 @@ class PriorityQueue:
         flying = self._in_flight.pod(uid)
         if flying is not None:
             base = old if old is not None else flying.pod
-            for e in _target_pod_events(new, base):
+            for e in target_pod_events(new, base):
                 self._record_event(e, base, new, uid)
             return
-        q = self._active.get(uid)
-        if q is not None:
-            old_pod = q.pod
+        for where, q in ((ACTIVE, self._active.get(uid)), (BACKOFF, self._backoff.get(uid)),
+                         (UNSCHEDULABLE, self._unschedulable.get(uid))):
+            if q is None:
+                continue
+            base = old or q.pod
             q.pod = new
-            self._active.update(q)
-            self.nominator.update_nominated_pod(old or old_pod, new)
-            return
-        q = self._backoff.get(uid)
-        if q is not None:
-            old_pod = q.pod
-            q.pod = new
-            self._backoff.update(q)
-            self.nominator.update_nominated_pod(old or old_pod, new)
-            return
-        q = self._unschedulable.get(uid)
-        if q is not None:
-            old_pod = q.pod
-            q.pod = new
-            self.nominator.update_nominated_pod(old or old_pod, new)
-            base = old or old_pod
-            for e in _target_pod_events(new, base):
-                if q.gated and not self._gate_allows(q, e):
-                    continue
-                strategy = self._worth_requeuing(q, e, base, new, uid)
-                if strategy == Strategy.SKIP:
-                    continue
-                if self._requeue(q, strategy, e.label) != UNSCHEDULABLE:
-                    break
+            self.nominator.update_nominated_pod(base, new)
+            if where == ACTIVE:
+                self._active.update(q)
+            elif where == BACKOFF:
+                self._backoff.update(q)
+            else:
+                for e in target_pod_events(new, base):
+                    if q.gated and not self._gate_allows(q, e):
+                        continue
+                    strategy = self._worth_requeuing(q, e, base, new, uid)
+                    if strategy != Strategy.SKIP and self._requeue(q, strategy, e.label) != UNSCHEDULABLE:
+                        break
             return
         self._move_to_active(self._new_info(new), ev.EVENT_UNSCHEDULED_POD_UPDATE.label)
 
@@ -456,32 +447,3 @@ class PriorityQueue:
     # ---- the nominator (upstream's PriorityQueue embeds it) ----------------------------
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return self.nominator.nominated_pods_for_node(node_name)
-
-
-def _target_pod_events(new: Pod, old: Pod) -> list[ClusterEvent]:
-    """The TargetPod events of a pending pod's own update. A change of status alone (our own
-    PodScheduled patches, say) brings only the catch-all Update, which is dropped: only the
-    specific changes upstream extracts from status (generated resource claims) count."""
-    events = ev.pod_scheduling_properties_change(new, old, target=True)
-    if not is_pod_updated(old, new):
-        events = [e for e in events if e.action != ev.ActionType.UPDATE_OTHER]
-    return events
-
-
-def is_pod_updated(old: Pod, new: Pod) -> bool:
-    """Whether anything but status (and bookkeeping metadata) changed (upstream's isPodUpdated)."""
-    return _strip(old.raw) != _strip(new.raw)
-
-
-_META_IGNORED = ("resourceVersion", "generation", "managedFields", "finalizers")
-
-
-def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in raw.items() if k != "status"}
-    # The claims the resourceclaim controller made for the pod count (DynamicResources waits for them).
-    out["resourceClaimStatuses"] = (raw.get("status") or {}).get("resourceClaimStatuses")
-    meta = out.get("metadata")
-    if isinstance(meta, Mapping):
-        out["metadata"] = {k: v for k, v in meta.items() if k not in _META_IGNORED}
-    return out
-
