@@ -171,7 +171,7 @@ def test_the_claim_the_controller_made_moves_the_pod() -> None:
     """A status update that names the pod's generated claim is an update of the pod (upstream's
     UpdatePodGeneratedResourceClaim), unlike other status changes."""
     from kubeberth.framework.events import UNSCHEDULED_POD, ActionType, pod_scheduling_properties_change
-    from kubeberth.queue.scheduling_queue import is_pod_updated
+    from kubeberth.queue import is_pod_updated
 
     before = make_pod("p", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
     after = make_pod("p", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
