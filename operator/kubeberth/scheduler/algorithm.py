@@ -26,6 +26,7 @@ from ..framework import (
 from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
+from .nominated_pass import nominated_filter
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -226,7 +227,7 @@ def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnos
         return NodeView(items, arrays, feasible_idx), processed
     passed_l = passed.tolist()
     special_l = special.tolist()
-    run_all = fw.run_filter_with_nominated_pods
+    run_all = nominated_filter(fw, state, pod, arrays, chain, rejected) or fw.run_filter_with_nominated_pods
     run_some = fw.run_filter_plugins
     feasible: list[NodeInfo] = []
     feasible_pos: list[int] = []
