@@ -116,9 +116,9 @@ class Recorder(NoMetrics):
         pass
 
 
-def _namespace(name: str) -> dict[str, Any]:
+def _namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}}
+            "metadata": {"name": name, "labels": {**(labels or {}), "kubernetes.io/metadata.name": name}}}
 
 
 class _CountingClient:
@@ -183,13 +183,13 @@ class Bench:
     def setup(self) -> dict[str, float]:
         w, sched = self.w, self.sched
         t0 = time.perf_counter()
-        for ns in w.namespaces:
-            sched.on_object("Namespace", _namespace(ns))
+        for ns in w.all_namespaces():
+            sched.on_object("Namespace", _namespace(ns, dict(w.namespace_labels)))
         for obj in w.node_objects():
             sched.on_node_add(obj)
         t1 = time.perf_counter()
         for i in range(w.init_pods):
-            sched.on_pod_add(w.init_template(f"init-{i:06d}", w.init_namespace))
+            sched.on_pod_add(w.init_template(f"init-{i:06d}", w.init_namespace_of(i)))
         asyncio.run(sched.run_until_idle())
         t2 = time.perf_counter()
         return {"nodes_s": t1 - t0, "init_pods_s": t2 - t1,
