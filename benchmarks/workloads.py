@@ -224,6 +224,8 @@ class Workload:
         if (n, i, m) == (self.nodes, self.init_pods, self.measure_pods):
             return self
         return replace(self, variant=f"{n}Nodes_{i}Init_{m}Pods", nodes=n, init_pods=i, measure_pods=m,
+                       tainted_nodes=self.tainted_nodes * n // self.nodes,
+                       init_namespaces=min(self.init_namespaces, max(1, i)) if self.init_namespaces else 0,
                        threshold=None, target=None, rss_target_mib=None, tags=("custom",))
 
 
