@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from benchmarks import workloads as wl
 from benchmarks.run import Bench
 
