@@ -23,7 +23,7 @@ from kubeberth.framework.cycle_state import CycleState
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.plugins import in_tree_registry
 from kubeberth.preemption.arithmetic_dry_run import ArithmeticDryRun
-from kubeberth.preemption.prescreen import Prescreen
+from kubeberth.preemption.prescreen import HOPELESS, NO_VICTIMS, TRY, Prescreen
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
 from kubeberth.simulate import InMemoryClient
@@ -108,8 +108,8 @@ def test_shortcuts_apply_to_the_default_profile() -> None:
     fw.run_pre_filter(state, pod, [node])
     assert ArithmeticDryRun.for_cycle(fw, state, pod, lambda *_: True) is not None
     screen = Prescreen(fw, state, pod, lambda *_: True)
-    assert screen.victims_possible(node)
-    assert screen.hopeless(node)  # 1 cpu even without its pod: not enough for 2
+    assert screen.verdict(node) == HOPELESS  # 1 cpu even without its pod: not enough for 2
+    assert Prescreen(fw, state, pod, lambda *_: False).verdict(node) == NO_VICTIMS
     fw.vectorise = False
     assert ArithmeticDryRun.for_cycle(fw, state, pod, lambda *_: True) is None
-    assert not Prescreen(fw, state, pod, lambda *_: True).hopeless(node)
+    assert Prescreen(fw, state, pod, lambda *_: True).verdict(node) == TRY

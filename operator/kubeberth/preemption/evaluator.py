@@ -35,7 +35,7 @@ from ..priority import HIGHEST_USER_PRIORITY
 from .arithmetic_dry_run import ArithmeticDryRun
 from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
-from .prescreen import Prescreen
+from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
 
 log = logging.getLogger(__name__)
 
@@ -248,10 +248,11 @@ class Evaluator:
         n = len(potential_nodes)
         for i in range(n):
             original = potential_nodes[(offset + i) % n]
-            if not screen.victims_possible(original):
+            verdict = screen.verdict(original)
+            if verdict == NO_VICTIMS:
                 failed.append((original, Status.unresolvable(MSG_NO_VICTIMS)))
                 continue
-            if screen.hopeless(original):
+            if verdict == HOPELESS:
                 failed.append((original, None))
                 continue
             found = fast.select_victims(original, pdbs, key) if fast is not None else None

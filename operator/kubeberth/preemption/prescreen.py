@@ -24,6 +24,7 @@ from ..framework.cycle_state import CycleState
 from ..model import NodeInfo, Pod
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
+TRY, NO_VICTIMS, HOPELESS = 0, 1, 2
 
 class Prescreen:
     """Per preemptor: which nodes a dry run can skip. Built once per `preempt` call."""
@@ -43,29 +44,29 @@ class Prescreen:
             NODE_RESOURCES_FIT not in state.skip_filter_plugins
             and any(p.name == NODE_RESOURCES_FIT for p in fw.filter_plugins))
 
-    def victims_possible(self, node_info: NodeInfo) -> bool:
-        """Does the node hold a pod the preemptor may evict? (Without one the dry run reports
-        MSG_NO_VICTIMS before touching anything, so the answer is the same on both paths.)"""
-        pod, allowed = self._pod, self._allowed
-        return any(allowed(node_info, p, pod) for p in node_info.pods)
-
-    def hopeless(self, node_info: NodeInfo) -> bool:
-        """True when the dry run is sure to reject the node because NodeResourcesFit fails its
-        first pass: the node without the evictable pods, with the nominated pods, is short of
-        pods, cpu, memory or ephemeral storage for the preemptor. False means "try it"."""
-        if not (self._enabled and self._check_resources):
-            return False
+    def verdict(self, node_info: NodeInfo) -> int:
+        """TRY (dry-run the node), NO_VICTIMS (nothing the preemptor may evict: the dry run would
+        report MSG_NO_VICTIMS before touching anything, on both paths) or HOPELESS (the dry run
+        is sure to reject the node: NodeResourcesFit fails its first pass, the node without the
+        evictable pods and with the nominated pods being short of pods, cpu, memory or
+        ephemeral storage for the preemptor)."""
         pod, allowed = self._pod, self._allowed
         used = node_info.requested
         cpu, mem, eph = used.milli_cpu, used.memory, used.ephemeral_storage
         count = len(node_info.pods)
+        evictable = False
         for p in node_info.pods:
             if allowed(node_info, p, pod):
+                evictable = True
                 r = p.requests
                 cpu -= r.milli_cpu
                 mem -= r.memory
                 eph -= r.ephemeral_storage
                 count -= 1
+        if not evictable:
+            return NO_VICTIMS
+        if not (self._enabled and self._check_resources):
+            return TRY
         if self._nominator is not None:
             prio, uid = pod.priority, pod.uid
             for nom in self._nominator.nominated_pods_for_node(node_info.name):
@@ -77,7 +78,8 @@ class Prescreen:
                     count += 1
         alloc = node_info.allocatable
         req = self._request
-        return (count + 1 > alloc.allowed_pod_number
-                or (0 < req.milli_cpu and req.milli_cpu > alloc.milli_cpu - cpu)
-                or (0 < req.memory and req.memory > alloc.memory - mem)
-                or (0 < req.ephemeral_storage and req.ephemeral_storage > alloc.ephemeral_storage - eph))
+        hopeless = (count + 1 > alloc.allowed_pod_number
+                    or (0 < req.milli_cpu and req.milli_cpu > alloc.milli_cpu - cpu)
+                    or (0 < req.memory and req.memory > alloc.memory - mem)
+                    or (0 < req.ephemeral_storage and req.ephemeral_storage > alloc.ephemeral_storage - eph))
+        return HOPELESS if hopeless else TRY

@@ -27,6 +27,7 @@ from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FI
 NODE_PORTS = "NodePorts"
 _COUNTING = frozenset({NODE_RESOURCES_FIT, NODE_PORTS})
 _MEMO_LIMIT = 50_000
+_IDENTITY_KEY = "nominated_pass.identity"
 
 FilterFn = Callable[[CycleState, Pod, NodeInfo], Status | None]
 Rejected = Callable[[NodeInfo, int], Status]
@@ -93,12 +94,21 @@ def _second_pass(chain: Sequence[tuple[Any, Any]], row: int, node_info: NodeInfo
     return None
 
 
+def _identity(pod: Pod) -> tuple[Any, ...]:
+    """What of a nominated pod the counting filters read (a parsed Pod does not change)."""
+    ident = pod.cache.get(_IDENTITY_KEY)
+    if ident is None:
+        r = pod.requests
+        ident = pod.cache[_IDENTITY_KEY] = (pod.uid, r.milli_cpu, r.memory, r.ephemeral_storage,
+                                            tuple(pod.host_ports))
+    assert isinstance(ident, tuple)
+    return ident
+
+
 def _with_nominated(plugin: Any, state: CycleState, pod: Pod, node_info: NodeInfo,
                     nominated: list[Pod], overlay: list[NodeInfo], req_key: tuple[Any, ...]) -> Status | None:
     """The plugin's own status on the node with the nominated pods added (memoised)."""
-    key = (plugin.name, node_info.generation, req_key,
-           tuple((n.uid, n.requests.milli_cpu, n.requests.memory, n.requests.ephemeral_storage,
-                  tuple(n.host_ports)) for n in nominated))
+    key = (plugin.name, node_info.generation, req_key, tuple(_identity(n) for n in nominated))
     hit = _memo.get(key, False)
     if hit is None:
         return None
