@@ -27,6 +27,7 @@ from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
 from .nominated_pass import nominated_filter
+from .prefilter_nodes import nodes_allowed
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -285,7 +286,7 @@ async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
     nodes: Sequence[NodeInfo] = all_nodes
     if pre_res is not None and not pre_res.all_nodes():
         allowed = pre_res.node_names or set()
-        nodes = [ni for ni in all_nodes if ni.name in allowed]
+        nodes = nodes_allowed(fw, all_nodes, allowed)
         diagnosis.node_to_status.absent = Status.unresolvable(
             f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]")
     feasible = find_nodes_that_pass_filters(fw, state, pod, diagnosis, nodes)
