@@ -26,6 +26,7 @@ from ..framework import (
 from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
+from .fit_statuses import shared_rejections
 from .nominated_pass import nominated_filter
 from .prefilter_nodes import nodes_allowed
 
@@ -207,6 +208,8 @@ def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnos
                 break
         raise SchedulingError(Status.error(
             f"filter plugins disagree on node {ni.name!r}: vectorised filters rejected it"))
+
+    rejected = shared_rejections(pod, arrays, chain, rejected)  # type: ignore[assignment]
 
     if not per_node and not special.any():
         order = np.arange(start, start + n)

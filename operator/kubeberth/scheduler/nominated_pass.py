@@ -23,6 +23,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.status import Code, Status
 from ..model import NodeInfo, Pod
 from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
+from .fit_statuses import bits_of, status_of
 
 NODE_PORTS = "NodePorts"
 _COUNTING = frozenset({NODE_RESOURCES_FIT, NODE_PORTS})
@@ -71,7 +72,9 @@ def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
             return _second_pass(chain, row, node_info, rejected)
         overlay: list[NodeInfo] = []  # built on first need
         for plugin, mask in chain:
-            if plugin.name in _COUNTING:
+            if plugin.name == NODE_RESOURCES_FIT:
+                status = _fit_with_nominated(pod, node_info, nominated)
+            elif plugin.name == NODE_PORTS:
                 status = _with_nominated(plugin, state, pod, node_info, nominated, overlay, req_key)
             elif mask[row]:
                 continue
@@ -92,6 +95,19 @@ def _second_pass(chain: Sequence[tuple[Any, Any]], row: int, node_info: NodeInfo
         if not mask[row]:
             return rejected(node_info, row)
     return None
+
+
+def _fit_with_nominated(pod: Pod, node_info: NodeInfo, nominated: list[Pod]) -> Status | None:
+    """NodeResourcesFit's status on the node with the nominated pods added (fit_statuses)."""
+    used = node_info.requested
+    cpu, mem, eph = used.milli_cpu, used.memory, used.ephemeral_storage
+    for nom in nominated:
+        r = nom.requests
+        cpu += r.milli_cpu
+        mem += r.memory
+        eph += r.ephemeral_storage
+    return status_of(bits_of(pod.requests, node_info.allocatable, cpu, mem, eph,
+                             len(node_info.pods) + len(nominated)))
 
 
 def _identity(pod: Pod) -> tuple[Any, ...]:
