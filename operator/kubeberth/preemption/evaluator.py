@@ -241,7 +241,8 @@ class Evaluator:
         matter only when no candidate is found, are then taken from real dry runs."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        screen = Prescreen(self.handle, state, pod, self.is_preemption_allowed)
+        screen = Prescreen(self.handle, state, pod, self.is_preemption_allowed,
+                           memoisable=self.is_eligible_pod is default_is_eligible_pod)
         fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed)
         key = more_important_key(self.handle.clock.now())
         failed: list[tuple[NodeInfo, Status | None]] = []  # None: skipped by the prescreen

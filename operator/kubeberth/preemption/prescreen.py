@@ -25,32 +25,40 @@ from ..model import NodeInfo, Pod
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 TRY, NO_VICTIMS, HOPELESS = 0, 1, 2
+_MEMO_LIMIT = 100_000
+# (node generation, preemptor priority) -> what the node keeps after evictions, or None
+_kept_memo: dict[tuple[int, int], tuple[int, int, int, int] | None] = {}
 
 class Prescreen:
     """Per preemptor: which nodes a dry run can skip. Built once per `preempt` call."""
 
-    __slots__ = ("_allowed", "_check_resources", "_enabled", "_nominator", "_pod", "_request")
+    __slots__ = ("_allowed", "_check_resources", "_enabled", "_memoise", "_nominator", "_pod", "_request")
 
     def __init__(self, fw: Any, state: CycleState, pod: Pod,
-                 is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool]) -> None:
+                 is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool], memoisable: bool = False) -> None:
         # Off with the framework's vectorised path: the per-node path stays the reference that
         # tests/framework/test_vectorised.py compares against.
         self._enabled = bool(getattr(fw, "vectorise", True))
         self._pod = pod
         self._allowed = is_preemption_allowed
+        self._memoise = self._enabled and memoisable
         self._request = pod.requests
         self._nominator = fw.ctx.nominator
         self._check_resources = (
             NODE_RESOURCES_FIT not in state.skip_filter_plugins
             and any(p.name == NODE_RESOURCES_FIT for p in fw.filter_plugins))
 
-    def verdict(self, node_info: NodeInfo) -> int:
-        """TRY (dry-run the node), NO_VICTIMS (nothing the preemptor may evict: the dry run would
-        report MSG_NO_VICTIMS before touching anything, on both paths) or HOPELESS (the dry run
-        is sure to reject the node: NodeResourcesFit fails its first pass, the node without the
-        evictable pods and with the nominated pods being short of pods, cpu, memory or
-        ephemeral storage for the preemptor)."""
+    def _kept(self, node_info: NodeInfo) -> tuple[int, int, int, int] | None:
+        """(cpu, memory, ephemeral storage, pods) the node uses without the pods the preemptor
+        may evict; None when there is none. With the default eligibility (which reads only
+        priorities) it is memoised by node generation and preemptor priority: between two
+        preemptors most nodes have not changed."""
         pod, allowed = self._pod, self._allowed
+        key = (node_info.generation, pod.priority) if self._memoise else None
+        if key is not None:
+            hit = _kept_memo.get(key, False)
+            if hit is not False:
+                return hit  # type: ignore[return-value]
         used = node_info.requested
         cpu, mem, eph = used.milli_cpu, used.memory, used.ephemeral_storage
         count = len(node_info.pods)
@@ -63,8 +71,24 @@ class Prescreen:
                 mem -= r.memory
                 eph -= r.ephemeral_storage
                 count -= 1
-        if not evictable:
+        kept = (cpu, mem, eph, count) if evictable else None
+        if key is not None:
+            if len(_kept_memo) >= _MEMO_LIMIT:
+                _kept_memo.clear()
+            _kept_memo[key] = kept
+        return kept
+
+    def verdict(self, node_info: NodeInfo) -> int:
+        """TRY (dry-run the node), NO_VICTIMS (nothing the preemptor may evict: the dry run would
+        report MSG_NO_VICTIMS before touching anything, on both paths) or HOPELESS (the dry run
+        is sure to reject the node: NodeResourcesFit fails its first pass, the node without the
+        evictable pods and with the nominated pods being short of pods, cpu, memory or
+        ephemeral storage for the preemptor)."""
+        pod = self._pod
+        kept = self._kept(node_info)
+        if kept is None:
             return NO_VICTIMS
+        cpu, mem, eph, count = kept
         if not (self._enabled and self._check_resources):
             return TRY
         if self._nominator is not None:
