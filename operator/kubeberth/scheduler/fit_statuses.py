@@ -75,20 +75,23 @@ def row_bits(request: Resource, alloc: np.ndarray, used: np.ndarray) -> np.ndarr
 def shared_rejections(pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> Rejected:
     """A drop-in for the vectorised path's `rejected(node_info, row)`: the shared status when the
     first plugin whose mask rejects the row is NodeResourcesFit (and every plugin before it has
-    a mask), else `rejected` itself."""
-    fit_at = next((k for k, (p, mask) in enumerate(chain) if p.name == NODE_RESOURCES_FIT), None)
-    if fit_at is None or chain[fit_at][1] is None or any(m is None for _, m in chain[:fit_at]):
-        return rejected
-    before = [m for _, m in chain[:fit_at]]
-    fit_mask = chain[fit_at][1]
-    computed: list[np.ndarray] = []  # the bits, on first need
+    a mask), else `rejected` itself. Costs nothing in a cycle that rejects no node."""
+    setup: list[Any] = []  # [position of NodeResourcesFit or None, the bits per row or None]
 
     def reject(node_info: NodeInfo, row: int) -> Status:
-        if fit_mask[row] or any(not m[row] for m in before):
+        if not setup:
+            at = next((k for k, (p, _) in enumerate(chain) if p.name == NODE_RESOURCES_FIT), None)
+            if at is not None and any(m is None for _, m in chain[:at + 1]):
+                at = None
+            setup.extend((at, None))
+        at = setup[0]
+        if at is None:
             return rejected(node_info, row)
-        if not computed:
-            computed.append(row_bits(pod.requests, arrays.alloc, arrays.req))
-        status = status_of(int(computed[0][row]))
+        if chain[at][1][row] or any(not m[row] for _, m in chain[:at]):
+            return rejected(node_info, row)
+        if setup[1] is None:
+            setup[1] = row_bits(pod.requests, arrays.alloc, arrays.req)
+        status = status_of(int(setup[1][row]))
         return status if status is not None else rejected(node_info, row)
 
     return reject
