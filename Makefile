@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-cluster control-plane lint bench conformance run clean
+.PHONY: install demo test test-cluster test-upstream control-plane lint bench conformance run clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python >= 3.11)"; exit 1; }
@@ -30,6 +30,13 @@ control-plane:
 # The real-control-plane suite alone (make test runs it too, when the binaries are built).
 test-cluster: $(STAMP) control-plane
 	$(BIN)/python -m pytest tests/cluster
+
+# The differential fuzzer (tests/cluster/fuzz.py): random clusters through kube-scheduler and kubeberth;
+# prints the counts and the time taken. Replay one case: python -m tests.cluster.fuzz --seed S --case I
+FUZZ_SEED ?= 1
+FUZZ_CLUSTERS ?= 64
+test-upstream: $(STAMP) control-plane
+	$(BIN)/python -m tests.cluster.fuzz --seed $(FUZZ_SEED) --clusters $(FUZZ_CLUSTERS) --min-pods 300
 
 conformance: $(STAMP)
 	$(BIN)/python -m pytest tests/conformance

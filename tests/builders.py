@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubeberth.cache.snapshot import Snapshot
-from kubeberth.framework import CycleState, Framework, SchedulerContext
+from kubeberth.framework import CycleState
 from kubeberth.model import Node, NodeInfo, Pod
-from kubeberth.profile import build_framework
 
 _SEQ = [0]
 
@@ -79,17 +78,6 @@ def node_info(node: Node | str, *pods: Pod) -> NodeInfo:
 
 def snapshot(nodes: list[Node], pods: list[Pod] = ()) -> Snapshot:  # type: ignore[assignment]
     return Snapshot.from_objects(nodes, pods)
-
-
-def framework_for(profile: dict[str, Any] | None = None, *, nodes: list[Node] = (),  # type: ignore[assignment]
-                  pods: list[Pod] = (), ctx: SchedulerContext | None = None) -> Framework:  # type: ignore[assignment]
-    """A framework for a profile spec dict (default profile when None) over a snapshot."""
-    from kubeberth.config import parse_spec
-    from kubeberth.plugins import in_tree_registry
-
-    ctx = ctx or SchedulerContext()
-    ctx.snapshot = Snapshot.from_objects(nodes, pods)
-    return build_framework(parse_spec(profile or {}), in_tree_registry(), ctx)
 
 
 def new_state() -> CycleState:

@@ -68,7 +68,8 @@ def test_policy_without_predicates_keeps_the_default_filters() -> None:
 def test_policy_without_priorities_keeps_the_default_scores() -> None:
     profile, _ = convert_policy({"predicates": [{"name": "PodFitsResources"}]})
     fw = build(profile)
-    default_scores = [n for n, w in DEFAULT_MULTI_POINT if w is not None]
+    # VolumeBinding has no weight in the default set but scores (StorageCapacityScoring), weight 1.
+    default_scores = [n for n, w in DEFAULT_MULTI_POINT if w is not None or n == "VolumeBinding"]
     assert names(fw.score_plugins) == default_scores
 
 

@@ -30,9 +30,11 @@ ALLOWED: dict[str, set[str]] = {
     "queue": {"model", "framework", "clock", "config"},
     "preemption": {"model", "framework", "priority", "cache", "clock", "client"},
     "extender": {"model", "config", "framework", "cache"},
-    "plugins": CORE | {"queue", "preemption", "extender"},
+    "plugins": CORE | {"preemption"},
     "profile": CORE | {"extender"},
     "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile"},
+    "sim_volumes": {"plugins"},  # simulate's PV controller and provisioner
+    "report": set(),  # renders the documented JSON structures only
 }
 
 

@@ -3,7 +3,8 @@ API server; simulate implements it on in-memory objects."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from .model import Pod
 
@@ -23,6 +24,10 @@ class BindConflict(Exception):
         self.settled = settled
 
 
+class UpdateRefused(Exception):
+    """The API server refused to replace an object (conflict, gone, invalid): its message."""
+
+
 class ClusterClient(Protocol):
     async def bind(self, pod: Pod, node_name: str) -> None: ...
 
@@ -36,3 +41,12 @@ class ClusterClient(Protocol):
         """Delete a preemption victim (with a UID precondition)."""
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None: ...
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace a PersistentVolume (the volume binder sets its claimRef); returns the object as
+        stored. Raises `UpdateRefused` when the API server refuses it (a conflict: it changed)."""
+        ...
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace a PersistentVolumeClaim (the volume binder sets its selected-node annotation)."""
+        ...

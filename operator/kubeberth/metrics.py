@@ -8,8 +8,9 @@ protocol plus what the scheduler loop, the queue and preemption report.
 
 from __future__ import annotations
 
+import bisect
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from aiohttp import web
 from prometheus_client import (
@@ -21,6 +22,9 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.metrics_core import HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +45,45 @@ RESULTS = (SCHEDULED, UNSCHEDULABLE, ERROR)
 
 # Queues of scheduler_pending_pods.
 QUEUES = ("active", "backoff", "unschedulable", "gated")
+
+
+class BulkHistogram(Collector):
+    """A labelled histogram that takes many observations in one call, for plugin durations:
+    a sampled cycle times every plugin call on every node, far too many for one
+    prometheus-client observe() each. Exposed like any histogram."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float],
+                 registry: CollectorRegistry) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = list(labelnames)
+        self.bounds = list(buckets)
+        self._series: dict[tuple[str, ...], list[float]] = {}  # labels -> bucket counts, then sum
+        registry.register(self)
+
+    def observe_many(self, labels: tuple[str, ...], values: Iterable[float]) -> None:
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = [0.0] * (len(self.bounds) + 2)
+        bounds = self.bounds
+        total = 0.0
+        for v in values:
+            series[bisect.bisect_left(bounds, v)] += 1
+            total += v
+        series[-1] += total
+
+    def describe(self) -> Iterator[Metric]:
+        yield HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for labels, series in sorted(self._series.items()):
+            cumulative, buckets = 0.0, []
+            for bound, n in zip([*map(floatToGoString, self.bounds), "+Inf"], series[:-1]):
+                cumulative += n
+                buckets.append((bound, cumulative))
+            family.add_metric(list(labels), buckets, series[-1])
+        yield family
 
 
 class SchedulerMetrics:
@@ -109,9 +152,44 @@ class SchedulerMetrics:
             "for all plugins that caused it to not schedule and so this metric have meaning only when "
             "broken down by plugin.",
             ["plugin", "profile"], registry=r)
+        self.plugin_execution_duration_seconds = BulkHistogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"], exponential_buckets(0.00001, 1.5, 20), r)
+        self.plugin_evaluation_total = Counter(
+            "scheduler_plugin_evaluation_total",
+            "Number of attempts to schedule pods by each plugin and the extension point (available only "
+            "in PreFilter, Filter, PreScore, and Score).",
+            ["plugin", "extension_point", "profile"], registry=r)
+        self.queueing_hint_execution_duration_seconds = BulkHistogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"], exponential_buckets(0.00001, 1.5, 20), r)
+        self.inflight_events_gauge = Gauge(
+            "scheduler_inflight_events",
+            "Number of events currently tracked in the scheduling queue.", ["event"], registry=r)
+        self.queued_entities_gauge = Gauge(
+            "scheduler_queued_entities",
+            "Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands for individual pods "
+            "that are not members of any podgroup) by the queue type. 'active' means number of entities in "
+            "activeQ; 'backoff' means number of entities in backoffQ; 'unschedulable' means number of entities "
+            "in unschedulableEntities that the scheduler attempted to schedule and failed; 'gated' is the number "
+            "of unschedulable entities that the scheduler never attempted to schedule because they are gated.",
+            ["queue", "type"], registry=r)
+        self.queue_incoming_entities_total = Counter(
+            "scheduler_queue_incoming_entities_total",
+            "Number of entities added to scheduling queues by event, queue type, and entity type.",
+            ["queue", "event", "type"], registry=r)
+        self.pod_scheduled_after_flush_total = Counter(
+            "scheduler_pod_scheduled_after_flush_total",
+            "Number of pods that were successfully scheduled after being flushed from unschedulableEntities "
+            "due to timeout. This metric helps detect potential queueing hint misconfigurations or event "
+            "handling issues.", registry=r)
+        self._inflight_labels: set[str] = set()
         self._unschedulable_labels: set[tuple[str, str]] = set()
         for queue in QUEUES:
             self.pending_pods_gauge.labels(queue=queue).set(0)
+            self.queued_entities_gauge.labels(queue=queue, type="pod").set(0)
 
     # framework.context.MetricsRecorder
     def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
@@ -134,6 +212,7 @@ class SchedulerMetrics:
 
     def pending_pods(self, queue: str, n: int) -> None:
         self.pending_pods_gauge.labels(queue=queue).set(n)
+        self.queued_entities_gauge.labels(queue=queue, type="pod").set(n)
 
     def preemption_attempt(self) -> None:
         self.preemption_attempts_total.inc()
@@ -149,6 +228,20 @@ class SchedulerMetrics:
 
     def queue_incoming_pod(self, queue: str, event: str) -> None:
         self.queue_incoming_pods_total.labels(queue=queue, event=event).inc()
+        self.queue_incoming_entities_total.labels(queue=queue, event=event, type="pod").inc()
+
+    def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        self.queueing_hint_execution_duration_seconds.observe_many((plugin, event, hint), (seconds,))
+
+    def inflight_events(self, by_event: Mapping[str, int]) -> None:
+        for label in self._inflight_labels - set(by_event):
+            self.inflight_events_gauge.labels(event=label).set(0)
+        for label, n in by_event.items():
+            self.inflight_events_gauge.labels(event=label).set(n)
+        self._inflight_labels |= set(by_event)
+
+    def pod_scheduled_after_flush(self) -> None:
+        self.pod_scheduled_after_flush_total.inc()
 
     def cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
         for kind, n in (("nodes", nodes), ("pods", pods), ("assumed_pods", assumed_pods)):
@@ -161,6 +254,14 @@ class SchedulerMetrics:
         for (plugin, profile), n in by_plugin_and_profile.items():
             self.unschedulable_pods_gauge.labels(plugin=plugin, profile=profile).set(n)
         self._unschedulable_labels |= set(by_plugin_and_profile)
+
+    def plugin_execution_durations(self, plugin: str, point: str, status: str, seconds: Sequence[float]) -> None:
+        self.plugin_execution_duration_seconds.observe_many((plugin, point, status or "Success"), seconds)
+
+    def plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None:
+        """Calls of each (plugin, extension point) since the last report."""
+        for (plugin, point), n in counts.items():
+            self.plugin_evaluation_total.labels(plugin=plugin, extension_point=point, profile=profile).inc(n)
 
     def render(self) -> bytes:
         """The text exposition format, as served on /metrics."""

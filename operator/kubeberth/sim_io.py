@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,20 @@ class PodOutcome:
     nominatedNode: str | None = None
     victims: list[str] = field(default_factory=list)
     message: str = ""
+    # Only for pods simulate was asked to explain: per attempt (the first and the latest ones kept),
+    # scheduler/explain.py's Explanation.to_dict(). Left out of the JSON when empty.
+    explanations: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def outcome_dict(o: PodOutcome) -> dict[str, Any]:
+    d = asdict(o)
+    if not o.explanations:
+        del d["explanations"]
+    return d
 
 
 def render_json(outcomes: list[PodOutcome]) -> str:
-    return json.dumps({"pods": [asdict(o) for o in outcomes]}, indent=2)
+    return json.dumps({"pods": [outcome_dict(o) for o in outcomes]}, indent=2)
 
 
 def render_table(outcomes: list[PodOutcome]) -> str:

@@ -9,18 +9,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, TextIO
 
-from .client import BindConflict
+from .client import BindConflict, UpdateRefused
 from .clock import FakeClock
 from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_profile_object
 from .config.models import SchedulingProfileSpec
 from .framework import Framework, SchedulerContext
 from .framework.registry import Registry
-from .model import ModelError, Pod
+from .model import ModelError, Node, Pod
 from .model.pod import parse_time
 from .plugins import in_tree_registry
+from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
 from .profile import build_framework
 from .scheduler import (
     DELETED,
@@ -34,7 +35,8 @@ from .scheduler import (
     Scheduler,
 )
 from .scheduler.watched import OBJECT_KINDS
-from .sim_io import PodOutcome
+from .sim_io import PodOutcome, outcome_dict
+from .sim_volumes import bind_claimed_volume, provision_claim
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -106,10 +108,39 @@ class InMemoryClient:
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self.events.append((pod.key, event_type, reason, message))
 
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
+        written = self._replace(PV, pv)
+        for kind, obj in bind_claimed_volume(self.scheduler.ctx.objects, written):
+            self.scheduler.on_object(kind, obj)
+        return written
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]:
+        written = self._replace(PVC, pvc)
+        node = self.scheduler.cache.get_node(str(annotations_of(written).get(ANN_SELECTED_NODE) or ""))
+        labels = node.node.labels if node is not None and node.node is not None else None
+        for kind, obj in provision_claim(self.scheduler.ctx.objects, written, labels):
+            self.scheduler.on_object(kind, obj)
+        return written
+
+    def _replace(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        key = _key(obj) if kind == PVC else str((obj.get("metadata") or {}).get("name"))
+        if self.scheduler.ctx.objects.get(kind, key) is None:
+            raise UpdateRefused(f'{kind.lower()}s "{key}" not found')
+        written = copy.deepcopy(dict(obj))
+        self.scheduler.on_object(kind, written)
+        return written
+
 
 def _outcome(key: str, rec: PodRecord | None, sched: Scheduler) -> PodOutcome:
     if rec is None:
         return PodOutcome(key, UNSCHEDULABLE, message="not read")
+    out = _plain_outcome(rec, sched)
+    out.explanations = [x.to_dict() for x in rec.explanations]
+    return out
+
+
+def _plain_outcome(rec: PodRecord, sched: Scheduler) -> PodOutcome:
+    key = rec.key
     status = rec.status
     if status == EXISTING:
         return PodOutcome(key, EXISTING, node=rec.node or None)
@@ -176,12 +207,48 @@ async def _run_settled(sched: Scheduler, clock: FakeClock) -> None:
             return
 
 
+class UnknownPods(ValueError):
+    """--explain named pods that are not in the input."""
+
+
+def explain_filter(pods: list[dict[str, Any]], names: Collection[str]) -> set[str]:
+    """The keys of the pods to explain: all for no name; `ns/name`, or `name` in any namespace.
+    Raises UnknownPods naming those that match no pod."""
+    keys = {_key(obj) for obj in pods}
+    if not names:
+        return keys
+    chosen: set[str] = set()
+    missing = []
+    for name in names:
+        found = {k for k in keys if k == name or ("/" not in name and k.split("/", 1)[1] == name)}
+        if not found:
+            missing.append(name)
+        chosen |= found
+    if missing:
+        raise UnknownPods(f"--explain: no pod {', '.join(missing)} in the input (name a pod as NAMESPACE/NAME or NAME)")
+    return chosen
+
+
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
-             percentage_of_nodes_to_score: int = 0) -> list[PodOutcome]:
+             percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
-    `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own)."""
+    `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own).
+    `explain`: pods to explain (NAMESPACE/NAME or NAME; empty: every pod; None: none); their
+    outcomes carry the explanation of each attempt (the first and the latest ones,
+    records.KEPT_EXPLANATIONS in all). Raises UnknownPods for a name that matches no pod."""
+    return run_simulation(objects, seed=seed, warn=warn, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                          explain=explain)[0]
+
+
+def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
+                   percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None
+                   ) -> tuple[list[PodOutcome], Scheduler]:
+    """simulate(), and the scheduler it ran (for the report)."""
     clock = FakeClock()
     sched = Scheduler(clock=clock, seed=seed)
+    if explain is not None:
+        wanted = explain_filter([obj for obj in objects if obj.get("kind") == "Pod"], explain)
+        sched.explain_pods = lambda pod: pod.key in wanted
     sched.ctx.percentage_of_nodes_to_score = percentage_of_nodes_to_score
     client = InMemoryClient(sched)
     sched.ctx.client = client
@@ -203,4 +270,52 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
     for obj in by_creation(pods):
         sched.on_pod_add(obj)
     asyncio.run(_run_settled(sched, clock))
-    return [_outcome(key, sched.outcomes.get(key), sched) for key in order]
+    return [_outcome(key, sched.outcomes.get(key), sched) for key in order], sched
+
+
+def _usage(milli_cpu: int, memory: int, pods: int) -> dict[str, int]:
+    return {"cpu": milli_cpu, "memory": memory, "pods": pods}
+
+
+def report_data(objects: list[dict[str, Any]], outcomes: list[PodOutcome], sched: Scheduler,
+                seed: int) -> dict[str, Any]:
+    """What the HTML report shows (report/html.py): the outcomes (and who preempted whom), each
+    node's allocatable and the requests of its pods before (running pods) and after (running,
+    not evicted, plus scheduled: cpu in millicores, memory in bytes, pods), the profiles."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for obj in objects:
+        if obj.get("kind") != "Node":
+            continue
+        try:
+            node = Node(obj)
+        except ModelError:
+            continue  # reported already; the scheduler skipped it
+        a = node.allocatable
+        nodes[node.name] = {"node": node.name, "allocatable": _usage(a.milli_cpu, a.memory, a.allowed_pod_number),
+                            "before": _usage(0, 0, 0), "after": _usage(0, 0, 0)}
+    by_key = {o.pod: o for o in outcomes}
+    for obj in objects:
+        if obj.get("kind") != "Pod":
+            continue
+        try:
+            pod = Pod(obj)
+        except ModelError:
+            continue
+        o = by_key.get(pod.key)
+        placed = {"before": pod.node_name,
+                  "after": o.node if o is not None and o.status in (EXISTING, SCHEDULED) else None}
+        for when, name in placed.items():
+            if name and name in nodes:
+                use = nodes[name][when]
+                use["cpu"] += pod.requests.milli_cpu
+                use["memory"] += pod.requests.memory
+                use["pods"] += 1
+    profiles = []
+    for name, fw in sorted(sched.profiles.items()):
+        profiles.append({"schedulerName": name, "percentageOfNodesToScore": fw.percentage_of_nodes_to_score,
+                         "filter": [p.name for p in fw.filter_plugins],
+                         "score": [{"name": p.name, "weight": fw.score_weights[p.name]} for p in fw.score_plugins],
+                         "postFilter": [p.name for p in fw.post_filter_plugins]})
+    preempted_by = {k: r.preempted_by for k, r in sched.outcomes.items() if r.preempted_by}
+    return {"seed": seed, "pods": [outcome_dict(o) for o in outcomes], "preemptedBy": preempted_by,
+            "nodes": list(nodes.values()), "profiles": profiles}

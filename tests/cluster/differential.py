@@ -36,11 +36,13 @@ CASE_DIRS = [ROOT / "tests" / "conformance" / "cases", ROOT.parent / "shared" / 
 KNOWN = ROOT / "tests" / "conformance" / "differential.yaml"
 SEEDS = range(8)
 # The kinds a case holds, in the order they are created (what others refer to first).
-KIND_ORDER = ["Namespace", "PriorityClass", "RuntimeClass", "StorageClass", "CSINode", "PersistentVolume",
+KIND_ORDER = ["Namespace", "PriorityClass", "RuntimeClass", "StorageClass", "CSINode", "CSIDriver",
+              "CSIStorageCapacity", "PersistentVolume",
               "PersistentVolumeClaim", "Node", "ReplicaSet", "StatefulSet", "Service", "PodDisruptionBudget", "Pod"]
 RESOURCES = {"Namespace": "namespaces", "PriorityClass": "priorityclasses",
              "RuntimeClass": "runtimeclasses", "StorageClass": "storageclasses",
-             "CSINode": "csinodes", "PersistentVolume": "persistentvolumes",
+             "CSINode": "csinodes", "CSIDriver": "csidrivers", "CSIStorageCapacity": "csistoragecapacities",
+             "PersistentVolume": "persistentvolumes",
              "PersistentVolumeClaim": "persistentvolumeclaims", "Node": "nodes", "ReplicaSet": "replicasets",
              "StatefulSet": "statefulsets", "Service": "services", "PodDisruptionBudget": "poddisruptionbudgets",
              "Pod": "pods"}
@@ -132,11 +134,13 @@ async def reset(kube: Kube) -> None:
     for ns in await kube.list("namespaces"):
         name = ns["metadata"]["name"]
         await kube.delete_all("pods", name, grace_period=0)
-        for kind in ("poddisruptionbudgets", "persistentvolumeclaims", "services", "replicasets", "statefulsets"):
+        for kind in ("poddisruptionbudgets", "persistentvolumeclaims", "services", "replicasets", "statefulsets",
+                     "csistoragecapacities"):
             await kube.delete_all(kind, name)
         if not name.startswith("kube-") and name != "kubeberth-system":
             await kube.patch("namespaces", name, {"metadata": {"labels": None}})
-    for kind in ("nodes", "persistentvolumes", "storageclasses", "csinodes", "schedulingprofiles", "runtimeclasses"):
+    for kind in ("nodes", "persistentvolumes", "storageclasses", "csinodes", "csidrivers", "schedulingprofiles",
+                 "runtimeclasses"):
         await kube.delete_all(kind)
     for pc in await kube.list("priorityclasses"):
         if not pc["metadata"]["name"].startswith("system-"):

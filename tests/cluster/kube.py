@@ -36,6 +36,7 @@ def collection(kind: str, namespace: str | None = None) -> str:
              "schedulingprofiles": "/apis/kubeberth.io/v1alpha1", "leases": "/apis/coordination.k8s.io/v1",
              "storageclasses": "/apis/storage.k8s.io/v1",
              "runtimeclasses": "/apis/node.k8s.io/v1", "csinodes": "/apis/storage.k8s.io/v1",
+             "csidrivers": "/apis/storage.k8s.io/v1", "csistoragecapacities": "/apis/storage.k8s.io/v1",
              "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
              "replicasets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1"}.get(kind, CORE)
     return f"{group}/namespaces/{namespace}/{kind}" if namespace else f"{group}/{kind}"
@@ -144,7 +145,8 @@ def as_created(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "schedulingprofiles",
-                  "runtimeclasses", "storageclasses", "csinodes", "persistentvolumes", "customresourcedefinitions"}
+                  "runtimeclasses", "storageclasses", "csinodes", "csidrivers", "persistentvolumes",
+                  "customresourcedefinitions"}
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0,

@@ -12,7 +12,8 @@ from kubeberth.extender import HTTPExtender, close_extenders
 from kubeberth.framework import CycleState
 from kubeberth.scheduler.algorithm import SchedulingError, schedule_pod
 from kubeberth.simulate import simulate
-from tests.builders import framework_for, make_node, make_pod, node_dict, pod_dict
+from tests.builders import make_node, make_pod, node_dict, pod_dict
+from tests.doubles import handle
 from tests.extender.conftest import ExtenderServer
 
 FOO = "example.com/foo"
@@ -23,25 +24,25 @@ def profile(*extenders: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 
 async def test_framework_holds_the_profile_extenders() -> None:
-    fw = framework_for(profile({"urlPrefix": "http://127.0.0.1:1/a", "filterVerb": "filter"},
+    fw = handle(profile=profile({"urlPrefix": "http://127.0.0.1:1/a", "filterVerb": "filter"},
                                {"urlPrefix": "http://127.0.0.1:1/b", "prioritizeVerb": "p", "weight": 2}))
     assert [type(e) for e in fw.extenders] == [HTTPExtender, HTTPExtender]
     assert [e.name for e in fw.extenders] == ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]
     assert fw.extenders[0].node_infos_source() is fw.snapshot
-    assert framework_for(None).extenders == []
+    assert handle(profile={}).extenders == []
 
 
 def test_invalid_extender_rejects_the_profile() -> None:
     with pytest.raises(ConfigError) as info:
-        framework_for(profile({"urlPrefix": "http://127.0.0.1:1/a", "managedResources": [{"name": "cpu"}]}))
+        handle(profile=profile({"urlPrefix": "http://127.0.0.1:1/a", "managedResources": [{"name": "cpu"}]}))
     assert info.value.path == "spec.extenders[0].managedResources[0].name"
 
 
 def test_a_binding_extender_stands_in_for_bind_plugins() -> None:
     no_binder = {"plugins": {"bind": {"disabled": [{"name": "*"}]}}}
     with pytest.raises(ConfigError, match="bind"):
-        framework_for(no_binder)
-    fw = framework_for(profile({"urlPrefix": "http://127.0.0.1:1/a", "bindVerb": "bind"}, **no_binder))
+        handle(profile=no_binder)
+    fw = handle(profile=profile({"urlPrefix": "http://127.0.0.1:1/a", "bindVerb": "bind"}, **no_binder))
     assert fw.bind_plugins == [] and fw.extenders[0].is_binder
 
 
@@ -50,7 +51,7 @@ async def test_cycle_uses_extender_filter_and_scores(server: ExtenderServer) -> 
                                              "FailedNodes": {"n1": "n1 is reserved"}}
     server.handlers["prioritize"] = lambda args: [{"Host": "n3", "Score": 10}]
     nodes = [make_node(f"n{i}") for i in (1, 2, 3)]
-    fw = framework_for(profile({"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
+    fw = handle(profile=profile({"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
                                 "weight": 5, "nodeCacheCapable": True}), nodes=nodes)
     try:
         result = await schedule_pod(fw, CycleState(), make_pod("p", cpu="100m"))
@@ -63,7 +64,7 @@ async def test_cycle_uses_extender_filter_and_scores(server: ExtenderServer) -> 
 @pytest.mark.parametrize("ignorable", [False, True])
 async def test_cycle_fails_on_a_broken_extender_unless_ignorable(server: ExtenderServer, ignorable: bool) -> None:
     server.handlers["filter"] = server.hang()
-    fw = framework_for(profile({"urlPrefix": server.url, "filterVerb": "filter", "httpTimeout": "100ms",
+    fw = handle(profile=profile({"urlPrefix": server.url, "filterVerb": "filter", "httpTimeout": "100ms",
                                 "ignorable": ignorable}), nodes=[make_node("n1"), make_node("n2")])
     try:
         if ignorable:
@@ -81,7 +82,7 @@ async def test_ignored_by_scheduler_resources_reach_node_resources_fit(server: E
     """NodeResourcesFit skips the resources its own profile's extenders manage with ignoredByScheduler."""
     server.handlers["filter"] = lambda args: {"NodeNames": ["n2"]}
     nodes = [make_node("n1"), make_node("n2")]
-    fw = framework_for(profile({"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True,
+    fw = handle(profile=profile({"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True,
                                 "managedResources": [{"name": FOO, "ignoredByScheduler": ignored}]}), nodes=nodes)
     pod = make_pod("p", requests={"cpu": "100m", FOO: "2"})
     try:
@@ -128,6 +129,6 @@ async def test_default_preemption_asks_a_real_extender(server: ExtenderServer, m
     result, status = await env.post_filter(pod("p", cpu="4", prio=10))
     assert status.is_success(), status
     assert result.nominated_node_name == "n2"
-    assert [c[1] for c in env.client.of("delete")] == ["default/b"]
+    assert [c[0] for c in env.client.of("delete")] == ["default/b"]
     assert sorted(server.last("preempt").body["NodeNameToMetaVictims" if cache else "NodeNameToVictims"]) == [
         "n1", "n2"]

@@ -16,7 +16,6 @@ from kubeberth.framework import (
     PostBindPlugin,
     PreFilterPlugin,
     PreFilterResult,
-    QueueSortPlugin,
     Registry,
     ReservePlugin,
     ScorePlugin,
@@ -24,16 +23,7 @@ from kubeberth.framework import (
 )
 from kubeberth.framework.registry import PluginSpec
 from kubeberth.model import NodeInfo, Pod
-
-
-class Sort(QueueSortPlugin):
-    name = "Sort"
-
-    def __init__(self, args: Any, handle: Any) -> None:
-        pass
-
-    def less(self, a: Any, b: Any) -> bool:
-        return a.pod.priority > b.pod.priority
+from tests.doubles import Sort
 
 
 class RejectArgs(BaseModel):

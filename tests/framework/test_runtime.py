@@ -8,20 +8,18 @@ from typing import Any
 
 import pytest
 
-from kubeberth.cache.snapshot import Snapshot
-from kubeberth.config import ConfigError, parse_spec
+from kubeberth.config import ConfigError
 from kubeberth.framework import (
     Code,
     CycleState,
     FitError,
     NodePluginScores,
-    SchedulerContext,
     Status,
 )
 from kubeberth.framework.runtime import Framework
-from kubeberth.profile import build_framework
 from kubeberth.scheduler.algorithm import num_feasible_nodes_to_find, schedule_pod, select_host
 from tests.builders import make_node, make_pod
+from tests.doubles import handle
 
 from . import fakes
 from .fakes import Journal
@@ -29,9 +27,7 @@ from .fakes import Journal
 
 def build(spec: dict[str, Any], nodes: int | list[str] = 3, seed: int = 0) -> Framework:
     names = [f"n{i}" for i in range(1, nodes + 1)] if isinstance(nodes, int) else nodes
-    ctx = SchedulerContext(rng=random.Random(seed))
-    ctx.snapshot = Snapshot.from_objects([make_node(n) for n in names], [])
-    return build_framework(parse_spec(spec), fakes.registry(), ctx)
+    return handle([make_node(n) for n in names], profile=spec, registry=fakes.registry(), rng=random.Random(seed))
 
 
 def run(coro: Any) -> Any:

@@ -85,6 +85,8 @@ KINDS: list[Kind] = [
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, frozenset({"status"})),
     Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
     Kind("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    Kind("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    Kind("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     Kind("kubeberth.io", "v1alpha1", "schedulingprofiles", "SchedulingProfile", False, frozenset({"status"})),
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
     Kind("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,

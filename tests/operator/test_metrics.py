@@ -116,7 +116,7 @@ async def test_the_scheduler_reports_algorithm_latency_incoming_pods_cache_size_
     sched.on_pod_add(pod_dict("too-big", cpu="8"))
     await sched.run_until_idle(max_attempts=1)
     assert m.sample("scheduler_scheduling_algorithm_duration_seconds_count") == 1  # only successful runs
-    assert m.sample("scheduler_queue_incoming_pods_total", {"queue": "active", "event": "UnschedulablePodAdd"}) == 2
+    assert m.sample("scheduler_queue_incoming_pods_total", {"queue": "active", "event": "UnscheduledPodAdd"}) == 2
     assert m.sample("scheduler_queue_incoming_pods_total",
                     {"queue": "unschedulable", "event": "ScheduleAttemptFailure"}) == 1
     assert m.sample("scheduler_cache_size", {"type": "nodes"}) == 2
@@ -128,3 +128,144 @@ async def test_the_scheduler_reports_algorithm_latency_incoming_pods_cache_size_
     sched.report_pending_pods()
     assert m.sample("scheduler_unschedulable_pods",
                     {"plugin": "NodeResourcesFit", "profile": "default-scheduler"}) == 0
+
+
+async def _evaluations_after(vectorise: bool, monkeypatch: pytest.MonkeyPatch | None = None,
+                             sample_percent: int = 0) -> tuple[SchedulerMetrics, dict[tuple[str, str], float]]:
+    """80 nodes (every third with 8 CPUs, the others 2); pods of 1, 4 and 80 CPUs, one attempt each."""
+    from kubeberth.clock import FakeClock
+    from kubeberth.config import default_spec
+    from kubeberth.framework import plugin_metrics
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import InMemoryClient
+    from tests.builders import node_dict, pod_dict
+
+    if monkeypatch is not None:
+        monkeypatch.setattr(plugin_metrics, "SAMPLE_PERCENT", sample_percent)
+    m = SchedulerMetrics()
+    sched = Scheduler(clock=FakeClock(), metrics=m)
+    sched.ctx.client = InMemoryClient(sched)
+    fw = sched.add_profile_spec(default_spec())
+    fw.vectorise, fw.vector_min_nodes = vectorise, 0
+    for i in range(80):
+        sched.on_node_add(node_dict(f"n{i}", cpu="8" if i % 3 == 0 else "2"))
+    for name, cpu in (("small", "1"), ("large", "4"), ("huge", "80")):
+        sched.on_pod_add(pod_dict(name, cpu=cpu))
+    await sched.run_until_idle(max_attempts=1)
+    counts = {}
+    for family in m.registry.collect():
+        if family.name == "scheduler_plugin_evaluation":
+            for s in family.samples:
+                if s.name.endswith("_total"):
+                    assert s.labels["profile"] == "default-scheduler"
+                    counts[(s.labels["plugin"], s.labels["extension_point"])] = s.value
+    return m, counts
+
+
+@pytest.mark.parametrize("vectorise", [False, True], ids=["per-node", "vectorised"])
+async def test_plugin_evaluations_count_each_call_as_upstream(vectorise):
+    _, counts = await _evaluations_after(vectorise)
+    # Filter: every node for each pod, up to the plugin that rejects it; NodeResourcesFit rejects
+    # the huge pod everywhere and the large one on 53 nodes. The plugins whose PreFilter skipped
+    # (no affinity, ports, volumes, spreading or features) are never called.
+    for plugin in ("NodeName", "NodeUnschedulable", "TaintToleration", "NodeResourcesFit"):
+        assert counts[(plugin, "Filter")] == 3 * 80
+    for plugin in ("NodeAffinity", "NodePorts", "VolumeBinding", "PodTopologySpread", "InterPodAffinity"):
+        assert (plugin, "Filter") not in counts
+        assert counts[(plugin, "PreFilter")] == 3
+    # Score: each feasible node of the two pods that fit (80 + 27), for the plugins PreScore kept.
+    for plugin in ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality", "TaintToleration"):
+        assert counts[(plugin, "Score")] == 80 + 27
+    assert (("PodTopologySpread", "Score") not in counts and ("InterPodAffinity", "Score") not in counts)
+    assert counts[("PodTopologySpread", "PreScore")] == 2  # the huge pod never reaches PreScore
+
+
+async def test_plugin_evaluations_agree_between_the_per_node_and_vectorised_paths():
+    assert (await _evaluations_after(False))[1] == (await _evaluations_after(True))[1]
+
+
+async def test_plugin_execution_durations_are_sampled_per_call(monkeypatch):
+    m, _ = await _evaluations_after(False, monkeypatch, sample_percent=100)
+    labels = {"plugin": "NodeResourcesFit", "extension_point": "Filter", "status": "Success"}
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count", labels) == 80 + 27
+    rejected = {**labels, "status": "UnschedulableAndUnresolvable"}  # more than the node has at all
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count", rejected) == 53 + 80
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count",
+                    {"plugin": "DefaultBinder", "extension_point": "Bind", "status": "Success"}) == 2
+    assert m.sample("scheduler_plugin_execution_duration_seconds_bucket", {**labels, "le": "+Inf"}) == 80 + 27
+    m, _ = await _evaluations_after(False, monkeypatch, sample_percent=0)
+    assert m.sample("scheduler_plugin_execution_duration_seconds_count", labels) is None
+
+
+def _buckets(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+# kube-scheduler v1.37's metrics (pkg/scheduler/metrics/metrics.go): type, labels, buckets.
+UPSTREAM = {
+    "scheduler_schedule_attempts_total": ("counter", ["result", "profile"], None),
+    "scheduler_scheduling_attempt_duration_seconds": ("histogram", ["result", "profile"], _buckets(0.001, 2, 15)),
+    "scheduler_scheduling_algorithm_duration_seconds": ("histogram", [], _buckets(0.001, 2, 15)),
+    "scheduler_framework_extension_point_duration_seconds": (
+        "histogram", ["extension_point", "status", "profile"], _buckets(0.0001, 2, 12)),
+    "scheduler_plugin_execution_duration_seconds": (
+        "histogram", ["plugin", "extension_point", "status"], _buckets(0.00001, 1.5, 20)),
+    "scheduler_plugin_evaluation_total": ("counter", ["plugin", "extension_point", "profile"], None),
+    "scheduler_permit_wait_duration_seconds": ("histogram", ["result"], _buckets(0.001, 2, 15)),
+    "scheduler_pending_pods": ("gauge", ["queue"], None),
+    "scheduler_queued_entities": ("gauge", ["queue", "type"], None),
+    "scheduler_queue_incoming_pods_total": ("counter", ["queue", "event"], None),
+    "scheduler_queue_incoming_entities_total": ("counter", ["queue", "event", "type"], None),
+    "scheduler_queueing_hint_execution_duration_seconds": (
+        "histogram", ["plugin", "event", "hint"], _buckets(0.00001, 1.5, 20)),
+    "scheduler_inflight_events": ("gauge", ["event"], None),
+    "scheduler_unschedulable_pods": ("gauge", ["plugin", "profile"], None),
+    "scheduler_pod_scheduled_after_flush_total": ("counter", [], None),
+    "scheduler_pod_scheduling_sli_duration_seconds": ("histogram", ["attempts"], _buckets(0.01, 2, 20)),
+    "scheduler_pod_scheduling_attempts": ("histogram", [], _buckets(1, 2, 5)),
+    "scheduler_preemption_attempts_total": ("counter", [], None),
+    "scheduler_preemption_victims": ("histogram", [], _buckets(1, 2, 7)),
+    "scheduler_cache_size": ("gauge", ["type"], None),
+}
+
+
+def test_every_metric_has_upstreams_type_labels_and_buckets() -> None:
+    """The registry against the table (also the README's): nothing missing, nothing extra, and
+    each histogram's `le` bounds as upstream's."""
+    m = SchedulerMetrics()
+    # One sample of each labelled histogram, so that its buckets show.
+    m.schedule_attempt("scheduled", "p", 0.01)
+    m.extension_point_duration("Filter", "Success", "p", 0.01)
+    m.plugin_execution_durations("X", "Filter", "Success", [0.01])
+    m.permit_wait_duration("Success", 0.01)
+    m.queueing_hint_duration("X", "NodeAdd", "Queue", 0.01)
+    m.pod_scheduled(1, 0.01)
+    m.scheduling_algorithm_duration(0.01)
+    m.preemption_victims(1)
+    # And of every other labelled family, so that its labels show.
+    m.cache_size(1, 1, 0)
+    m.unschedulable_pods({("X", "p"): 1})
+    m.inflight_events({"PodPopped": 1})
+    m.queue_incoming_pod("active", "NodeAdd")
+    m.plugin_evaluations("p", {("X", "Filter"): 1})
+    seen = {}
+    for family in m.registry.collect():
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels: list[str] = []
+        bounds: list[float] = []
+        for s in family.samples:
+            if s.name.endswith("_bucket"):
+                if s.labels["le"] != "+Inf":
+                    bounds.append(float(s.labels["le"]))
+                labels = [k for k in s.labels if k != "le"]
+            elif not labels:
+                labels = list(s.labels)
+        seen[name] = (family.type, sorted(labels), sorted(set(bounds)) or None)
+    want = {name: (kind, sorted(labels), buckets) for name, (kind, labels, buckets) in UPSTREAM.items()}
+    assert set(seen) == set(want)
+    for name, (kind, labels, buckets) in want.items():
+        got_kind, got_labels, got_buckets = seen[name]
+        assert got_kind == kind, name
+        assert got_labels == labels, name
+        if buckets is not None:
+            assert got_buckets == pytest.approx(buckets), name

@@ -43,8 +43,30 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
     await start_operator(leader_elect=True, lease_namespace="kubeberth-system", lease_duration=1.0,
                          renew_deadline=0.6, retry_period=0.1)
     api.create("pods", make_pod("huge", cpu="64"))  # FailedScheduling, again and again: an event patch
-    api.create("pods", make_pod("vip", cpu="1", priority_class="high"))  # preemption: a delete
+    vip = make_pod("vip", cpu="1", priority_class="high")  # preemption: a delete
+    vip["metadata"]["annotations"] = {"kubeberth.io/explain": "true"}  # its explanation: a pod patch
+    api.create("pods", vip)
     await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)
     await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
                    timeout=15, message="a repeated event")
+    # VolumeBinding's PreBind: a PV's claimRef (static binding), a claim's selected node (provisioning).
+    # No PV controller runs here: the pods stay in PreBind, the writes are what counts.
+    for name, provisioner in (("local", "kubernetes.io/no-provisioner"), ("fast", "csi.example.com")):
+        api.create("storageclasses", {"metadata": {"name": name}, "provisioner": provisioner,
+                                      "volumeBindingMode": "WaitForFirstConsumer"})
+        api.create("persistentvolumeclaims", {"metadata": {"name": name, "namespace": "default"},
+                                              "spec": {"storageClassName": name, "accessModes": ["ReadWriteOnce"],
+                                                       "resources": {"requests": {"storage": "1Gi"}}}})
+    api.create("persistentvolumes", {"metadata": {"name": "pv"}, "spec": {
+        "storageClassName": "local", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+        "hostPath": {"path": "/tmp/pv"}}, "status": {"phase": "Available"}})
+    for name in ("local", "fast"):
+        pod = make_pod(f"uses-{name}", cpu="0")
+        pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": name}}]
+        api.create("pods", pod)
+    await wait_for(lambda: (api.get("persistentvolumes", "pv") or {}).get("spec", {}).get("claimRef"),
+                   timeout=15, message="the PV's claimRef")
+    await wait_for(lambda: ((api.get("persistentvolumeclaims", "fast", "default") or {}).get("metadata", {})
+                            .get("annotations") or {}).get("volume.kubernetes.io/selected-node"),
+                   timeout=15, message="the claim's selected node")
     assert used(api.log) == cluster_role()

@@ -1,34 +1,21 @@
-"""Helpers for the core plugin tests: a handle over a snapshot, and one-call runners
-for each extension point, so that tables read like upstream's."""
+"""One-call runners for each extension point of a plugin under test, so that tables read like
+upstream's (the plugin's handle comes from tests.doubles.handle)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from kubeberth.cache.snapshot import Snapshot
-from kubeberth.config import SchedulingProfileSpec
 from kubeberth.framework import (
     CycleState,
     FilterPlugin,
-    Framework,
     NodeScore,
     PreFilterPlugin,
     PreScorePlugin,
-    SchedulerContext,
     ScorePlugin,
     Status,
 )
-from kubeberth.model import Node, NodeInfo, Pod
-
-
-def handle(nodes: Sequence[Node] = (), pods: Sequence[Pod] = (), *, client: Any = None,
-           extras: dict[str, Any] | None = None) -> Framework:
-    """A framework (the plugins' handle) whose snapshot holds `nodes` and the bound `pods`."""
-    ctx = SchedulerContext(client=client)
-    ctx.snapshot = Snapshot.from_objects(nodes, pods)
-    ctx.extras.update(extras or {})
-    return Framework("test", SchedulingProfileSpec(), ctx)
+from kubeberth.model import NodeInfo, Pod
 
 
 def run_filter(plugin: Any, pod: Pod, node_info: NodeInfo, *, state: CycleState | None = None,

@@ -1,28 +1,11 @@
-"""Builders for storage objects and a plugin handle over an ObjectStore."""
+"""Builders for storage objects (the plugin's handle comes from tests.doubles.handle)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from types import SimpleNamespace
 from typing import Any
 
-from kubeberth.cache.objects import ObjectStore
-from kubeberth.cache.snapshot import Snapshot
 from kubeberth.framework import CycleState, Status
 from kubeberth.model import NodeInfo, Pod
-
-
-def store_of(*objs: dict[str, Any]) -> ObjectStore:
-    store = ObjectStore()
-    for o in objs:
-        store.put(o["kind"], o)
-    return store
-
-
-def handle(objects: ObjectStore | None = None, node_infos: Iterable[NodeInfo] = (),
-           client: Any = None) -> SimpleNamespace:
-    return SimpleNamespace(objects=objects or ObjectStore(), snapshot=Snapshot(list(node_infos)),
-                           client=client)
 
 
 def pvc(name: str, *, namespace: str = "default", volume_name: str = "", storage_class: str | None = None,

@@ -6,29 +6,16 @@ import pytest
 
 from kubeberth.client import BindConflict
 from kubeberth.framework import Code, CycleState
-from kubeberth.model import Pod
 from kubeberth.plugins.default_binder import DefaultBinder
 from tests.builders import make_pod
-
-from ._core_helpers import handle
-
-
-class FakeClient:
-    def __init__(self, error: Exception | None = None) -> None:
-        self.error = error
-        self.bound: list[tuple[str, str]] = []
-
-    async def bind(self, pod: Pod, node_name: str) -> None:
-        if self.error is not None:
-            raise self.error
-        self.bound.append((pod.key, node_name))
+from tests.doubles import RecordingClient, handle
 
 
 async def test_bind_success() -> None:
-    client = FakeClient()
+    client = RecordingClient()
     binder = DefaultBinder(None, handle(client=client))
     assert await binder.bind(CycleState(), make_pod("foo", "ns"), "foohost.kubernetes.mydomain.com") is None
-    assert client.bound == [("ns/foo", "foohost.kubernetes.mydomain.com")]
+    assert client.calls == [("bind", "ns/foo", "foohost.kubernetes.mydomain.com")]
 
 
 @pytest.mark.parametrize(("error", "message"), [
@@ -37,7 +24,10 @@ async def test_bind_success() -> None:
     (RuntimeError(), "RuntimeError"),
 ], ids=["api error", "conflict", "no message"])
 async def test_bind_failure_is_an_error(error: Exception, message: str) -> None:
-    binder = DefaultBinder(None, handle(client=FakeClient(error)))
+    client = RecordingClient()
+    client.fail("bind", error)
+    binder = DefaultBinder(None, handle(client=client))
     status = await binder.bind(CycleState(), make_pod("foo"), "n1")
     assert status is not None and status.code == Code.ERROR
     assert status.message() == message
+    assert client.calls == []

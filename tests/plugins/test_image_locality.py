@@ -17,8 +17,9 @@ from kubeberth.plugins.image_locality import (
     scaled_image_score,
 )
 from tests.builders import make_pod, node_dict
+from tests.doubles import handle
 
-from ._core_helpers import handle, run_score
+from ._core_helpers import run_score
 
 
 def image_node(name: str, *images: tuple[list[str], int]) -> Node:

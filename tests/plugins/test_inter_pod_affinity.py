@@ -8,7 +8,6 @@ import pytest
 from pydantic import ValidationError
 
 from kubeberth.cache.objects import ObjectStore
-from kubeberth.cache.snapshot import Snapshot
 from kubeberth.framework import Code, CycleState, NodeScore, Status
 from kubeberth.model import Node, Pod
 from kubeberth.plugins.inter_pod_affinity import (
@@ -20,6 +19,7 @@ from kubeberth.plugins.inter_pod_affinity import (
     InterPodAffinityArgs,
 )
 from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
 # ---- builders -------------------------------------------------------------------
 
@@ -31,14 +31,9 @@ NAMESPACES = [
 ]
 
 
-class Handle:
-    """The slice of the framework handle the plugin reads."""
-
-    def __init__(self, nodes: list[Node], pods: list[Pod], namespaces: Any = NAMESPACES) -> None:
-        self.snapshot = Snapshot.from_objects(nodes, pods)
-        self.objects = ObjectStore()
-        for name, labels in namespaces:
-            self.objects.put("Namespace", {"metadata": {"name": name, "labels": labels}})
+def namespaces() -> ObjectStore:
+    return store_of(*({"kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+                      for name, labels in NAMESPACES))
 
 
 def term(key: str, op: str, values: list[str] | None = None, topo: str = "region", *,
@@ -104,7 +99,7 @@ def node(name: str, **labels: str) -> Node:
 
 
 def plugin(nodes: list[Node], pods: list[Pod], **args: Any) -> InterPodAffinity:
-    return InterPodAffinity(InterPodAffinityArgs(**args), Handle(nodes, pods))
+    return InterPodAffinity(InterPodAffinityArgs(**args), handle(nodes, pods, objects=namespaces(), vectorise=False))
 
 
 def run_filter(pl: InterPodAffinity, p: Pod, names: list[str]) -> tuple[Status | None, list[Status | None]]:
@@ -752,12 +747,11 @@ def test_registered_with_default_args() -> None:
 
 def test_profile_args_reach_the_plugin_and_errors_name_the_field() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
-    fw = framework_for({"pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 7}}]})
+    fw = handle(profile={"pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 7}}]})
     assert fw.plugins["InterPodAffinity"].args.hardPodAffinityWeight == 7  # type: ignore[attr-defined]
     with pytest.raises(ConfigError) as exc:
-        framework_for({"pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 101}}]})
+        handle(profile={"pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 101}}]})
     assert exc.value.path == "spec.pluginConfig[0].args.hardPodAffinityWeight"
     assert "not in valid range [0-100]" in str(exc.value)
 

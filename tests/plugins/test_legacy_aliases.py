@@ -7,7 +7,8 @@ import pytest
 from kubeberth.config import ConfigError
 from kubeberth.plugins import in_tree_registry
 from kubeberth.plugins.legacy_aliases import ALIASES, PREDICATES, PRIORITIES
-from tests.builders import framework_for, make_node
+from tests.builders import make_node
+from tests.doubles import handle
 
 NODES = [make_node("n")]
 
@@ -46,14 +47,14 @@ PRIORITY_ALIASES = [
 
 @pytest.mark.parametrize(("old", "new"), PREDICATE_ALIASES, ids=[o for o, _ in PREDICATE_ALIASES])
 def test_predicate_name_enables_the_filter(old: str, new: str) -> None:
-    fw = framework_for({"plugins": {"filter": {"enabled": [{"name": old}], "disabled": [{"name": "*"}]}}},
+    fw = handle(profile={"plugins": {"filter": {"enabled": [{"name": old}], "disabled": [{"name": "*"}]}}},
                        nodes=NODES)
     assert [p.name for p in fw.filter_plugins] == [new]
 
 
 @pytest.mark.parametrize(("old", "new"), PRIORITY_ALIASES, ids=[o for o, _ in PRIORITY_ALIASES])
 def test_priority_name_enables_the_score_plugin_with_its_weight(old: str, new: str) -> None:
-    fw = framework_for({"plugins": {"score": {"enabled": [{"name": old, "weight": 7}],
+    fw = handle(profile={"plugins": {"score": {"enabled": [{"name": old, "weight": 7}],
                                               "disabled": [{"name": "*"}]}}}, nodes=NODES)
     assert [p.name for p in fw.score_plugins] == [new]
     assert fw.score_weights == {new: 7}
@@ -64,14 +65,14 @@ def test_priority_name_enables_the_score_plugin_with_its_weight(old: str, new: s
     ("MostRequestedPriority", "MostAllocated"),
 ])
 def test_requested_priorities_preset_the_scoring_strategy(old: str, strategy: str) -> None:
-    fw = framework_for({"plugins": {"score": {"enabled": [{"name": old}]}}}, nodes=NODES)
+    fw = handle(profile={"plugins": {"score": {"enabled": [{"name": old}]}}}, nodes=NODES)
     args = fw.plugins["NodeResourcesFit"].args  # type: ignore[attr-defined]
     assert args.scoringStrategy.type == strategy
     assert [(r.name, r.weight) for r in args.scoringStrategy.resources] == [("cpu", 1), ("memory", 1)]
 
 
 def test_plugin_config_refines_preset_args() -> None:
-    fw = framework_for({
+    fw = handle(profile={
         "plugins": {"score": {"enabled": [{"name": "MostRequestedPriority"}]}},
         "pluginConfig": [{"name": "NodeResourcesFit", "args": {"ignoredResources": ["example.com/foo"]}}],
     }, nodes=NODES)
@@ -81,20 +82,20 @@ def test_plugin_config_refines_preset_args() -> None:
 
 
 def test_plugin_config_under_an_old_name() -> None:
-    fw = framework_for({"pluginConfig": [{"name": "MaxEBSVolumeCount", "args": {"maxEBSVolumes": 5}}],
+    fw = handle(profile={"pluginConfig": [{"name": "MaxEBSVolumeCount", "args": {"maxEBSVolumes": 5}}],
                         "plugins": {"filter": {"enabled": [{"name": "MaxEBSVolumeCount"}]}}}, nodes=NODES)
     assert fw.plugins["EBSLimits"].args.maxEBSVolumes == 5  # type: ignore[attr-defined]
 
 
 def test_least_and_most_requested_conflict() -> None:
     with pytest.raises(ConfigError) as err:
-        framework_for({"plugins": {"score": {"enabled": [{"name": "LeastRequestedPriority"},
+        handle(profile={"plugins": {"score": {"enabled": [{"name": "LeastRequestedPriority"},
                                                          {"name": "MostRequestedPriority"}]}}})
     assert "MostRequestedPriority" in str(err.value) and "NodeResourcesFit" in str(err.value)
 
 
 def test_filter_and_score_names_of_one_plugin_combine() -> None:
-    fw = framework_for({"plugins": {"filter": {"enabled": [{"name": "PodFitsResources"}]},
+    fw = handle(profile={"plugins": {"filter": {"enabled": [{"name": "PodFitsResources"}]},
                                     "score": {"enabled": [{"name": "MostRequestedPriority", "weight": 2}]}}},
                        nodes=NODES)
     assert fw.plugins["NodeResourcesFit"].args.scoringStrategy.type == "MostAllocated"  # type: ignore[attr-defined]
@@ -102,7 +103,7 @@ def test_filter_and_score_names_of_one_plugin_combine() -> None:
 
 
 def test_old_name_disables_a_default_plugin() -> None:
-    fw = framework_for({"plugins": {"filter": {"disabled": [{"name": "NoVolumeZoneConflict"}]},
+    fw = handle(profile={"plugins": {"filter": {"disabled": [{"name": "NoVolumeZoneConflict"}]},
                                     "score": {"disabled": [{"name": "ImageLocalityPriority"}]}}}, nodes=NODES)
     assert "VolumeZone" not in [p.name for p in fw.filter_plugins]
     assert "ImageLocality" not in [p.name for p in fw.score_plugins]

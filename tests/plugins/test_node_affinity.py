@@ -10,12 +10,12 @@ from pydantic import ValidationError
 
 from kubeberth.config import ConfigError
 from kubeberth.framework import Code, CycleState, PreFilterResult, Status
-from kubeberth.framework.events import NODE, ActionType, ClusterEvent
 from kubeberth.model import NodeInfo
 from kubeberth.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
 from tests.builders import make_node, make_pod
+from tests.doubles import handle
 
-from ._core_helpers import handle, run_filter, run_score
+from ._core_helpers import run_filter, run_score
 
 ERR_POD = Status.unresolvable("node(s) didn't match Pod's node affinity/selector")
 ERR_ENFORCED = Status.unresolvable("node(s) didn't match scheduler-enforced node affinity")
@@ -296,8 +296,6 @@ def test_invalid_args(args: dict[str, Any], field: str) -> None:
 
 
 def test_args_through_the_profile_name_the_field() -> None:
-    from tests.builders import framework_for
-
     profile = {
         "plugins": {"multiPoint": {"enabled": [{"name": "NodeAffinity"}], "disabled": [{"name": "*"}]},
                     "queueSort": {"enabled": [{"name": "PrioritySort"}]},
@@ -307,15 +305,10 @@ def test_args_through_the_profile_name_the_field() -> None:
                 "nodeSelectorTerms": [term(expr("a", "Gt", "1", "2"))]}}}}],
     }
     with pytest.raises(ConfigError) as exc:
-        framework_for(profile)
+        handle(profile=profile)
     assert exc.value.path.startswith("spec.pluginConfig[0].args.addedAffinity")
     profile["pluginConfig"][0]["args"] = {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}
-    fw = framework_for(profile)
+    fw = handle(profile=profile)
     pl = fw.plugin("NodeAffinity")
     assert isinstance(pl, NodeAffinity) and pl.added_node_selector is not None
-
-
-def test_events() -> None:
-    assert plugin().events_to_register() == [
-        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT)]

@@ -21,7 +21,8 @@ from kubeberth.plugins.node_conditions import (
     CheckNodeMemoryPressure,
     CheckNodePIDPressure,
 )
-from tests.builders import framework_for, make_node, make_pod
+from tests.builders import make_node, make_pod
+from tests.doubles import handle
 
 
 def full_filter(fw: Any, pod: Pod, ni: NodeInfo) -> Status | None:
@@ -123,11 +124,11 @@ def test_check_node_condition(conditions: list[dict[str, str]], unschedulable: b
 
 
 def test_not_in_default_profile_but_enableable() -> None:
-    fw = framework_for(nodes=[make_node("n")])
+    fw = handle(profile={}, nodes=[make_node("n")])
     names = [p.name for p in fw.filter_plugins]
     for name in ("CheckNodeMemoryPressure", "CheckNodeDiskPressure", "CheckNodePIDPressure", "CheckNodeCondition"):
         assert name not in names
-    fw = framework_for({"plugins": {"filter": {"enabled": [{"name": "CheckNodeMemoryPressure"},
+    fw = handle(profile={"plugins": {"filter": {"enabled": [{"name": "CheckNodeMemoryPressure"},
                                                            {"name": "CheckNodeDiskPressure"}]}}})
     names = [p.name for p in fw.filter_plugins]
     assert names[-2:] == ["CheckNodeMemoryPressure", "CheckNodeDiskPressure"]
@@ -135,7 +136,7 @@ def test_not_in_default_profile_but_enableable() -> None:
 
 def test_profile_with_the_old_predicates_rejects_with_their_reasons() -> None:
     node = make_node("n", conditions=cond(Ready="True", MemoryPressure="True"))
-    fw = framework_for({"plugins": {"filter": {"enabled": [{"name": "CheckNodeMemoryPressure"}]}}}, nodes=[node])
+    fw = handle(profile={"plugins": {"filter": {"enabled": [{"name": "CheckNodeMemoryPressure"}]}}}, nodes=[node])
     got = full_filter(fw, BEST_EFFORT, NodeInfo(node))
     assert got == MEMORY_PRESSURE and got is not None and got.plugin == "CheckNodeMemoryPressure"
     assert full_filter(fw, BURSTABLE, NodeInfo(node)) is None
@@ -154,7 +155,7 @@ CONDITION_TAINTS = [
 @pytest.mark.parametrize(("key", "effect"), CONDITION_TAINTS, ids=[k for k, _ in CONDITION_TAINTS])
 def test_condition_taints_go_through_taint_toleration(key: str, effect: str) -> None:
     node = make_node("n", taints=[{"key": key, "effect": effect}])
-    fw = framework_for(nodes=[node])
+    fw = handle(profile={}, nodes=[node])
     got = full_filter(fw, BURSTABLE, NodeInfo(node))
     assert got == Status.unresolvable("node(s) had untolerated taint(s)")
     assert got is not None and got.plugin == "TaintToleration"
@@ -166,7 +167,7 @@ def test_memory_pressure_taint_rejects_every_pod_unless_tolerated() -> None:
     """The taint is QoS-blind (the kubelet evicts by QoS); DaemonSet pods get the toleration."""
     node = make_node("n", taints=[{"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}],
                      conditions=cond(Ready="True", MemoryPressure="True"))
-    fw = framework_for(nodes=[node])
+    fw = handle(profile={}, nodes=[node])
     for pod in (BEST_EFFORT, BURSTABLE):
         got = full_filter(fw, pod, NodeInfo(node))
         assert got is not None and got.plugin == "TaintToleration"

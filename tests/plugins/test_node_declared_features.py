@@ -78,4 +78,4 @@ def test_a_change_of_declared_features_is_a_node_event_that_requeues() -> None:
     events = node_scheduling_properties_change(new, old)
     assert ClusterEvent(NODE, ActionType.UPDATE_NODE_DECLARED_FEATURE) in events
     registered = NodeDeclaredFeatures().events_to_register()
-    assert any(r.match(e) for r in registered for e in events)
+    assert any(r.event.match(e) for r in registered for e in events)

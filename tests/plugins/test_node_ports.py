@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from kubeberth.framework import Code, CycleState, Status
-from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.plugins.node_ports import NodePorts, fits
 from tests.builders import make_node, make_pod
@@ -98,12 +97,6 @@ def test_init_container_ports(restart: str | None, conflict: bool) -> None:
 def test_pre_filter_disabled_is_an_error() -> None:
     got = NodePorts(None, None).filter(CycleState(), ports_pod("p", "TCP/0.0.0.0/80"), NodeInfo(make_node("n")))
     assert got is not None and got.code == Code.ERROR
-
-
-def test_events() -> None:
-    assert NodePorts(None, None).events_to_register() == [
-        ClusterEvent(POD, ActionType.DELETE),
-        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
 
 
 def test_host_network_defaults_host_port_to_container_port() -> None:

@@ -19,8 +19,9 @@ from kubeberth.plugins.node_resources_balanced_allocation import (
     balanced_resource_scorer,
 )
 from tests.builders import make_pod
+from tests.doubles import handle
 
-from ._core_helpers import handle, run_score
+from ._core_helpers import run_score
 
 GPU = "nvidia.com/gpu"
 _seq = [0]

@@ -10,21 +10,16 @@ import pytest
 from pydantic import ValidationError
 
 from kubeberth.config.models import ExtenderConfig
+from kubeberth.extender import build_extenders
 from kubeberth.framework import Code, CycleState, PluginError, Status
-from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins._resource_allocation import ResourceAllocationScorer
-from kubeberth.plugins.node_resources_fit import (
-    NodeResourcesFit,
-    NodeResourcesFitArgs,
-    broken_linear_function,
-    fits,
-    fits_request,
-    least_resource_scorer,
-)
+from kubeberth.plugins._scoring_strategies import broken_linear_function, least_resource_scorer
+from kubeberth.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs, fits, fits_request
 from tests.builders import make_node, make_pod, node_dict
+from tests.doubles import handle
 
-from ._core_helpers import handle, run_filter, run_score
+from ._core_helpers import run_filter, run_score
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -286,10 +281,10 @@ def test_ignored_extended_resources_from_extenders() -> None:
     h = handle()
     pl = NodeResourcesFit(None, h)
     assert run_filter(pl, pod, ni) == unresolvable(EXT_B)
-    h.extenders = [ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[
-        {"name": EXT_B, "ignoredByScheduler": True}])]
+    h.extenders = build_extenders([ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[
+        {"name": EXT_B, "ignoredByScheduler": True}])])
     assert run_filter(pl, pod, ni) is None
-    h.extenders = [ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[{"name": EXT_B}])]
+    h.extenders = build_extenders([ExtenderConfig(urlPrefix="http://127.0.0.1:1", managedResources=[{"name": EXT_B}])])
     assert run_filter(pl, pod, ni) == unresolvable(EXT_B)
 
 
@@ -611,7 +606,6 @@ def test_broken_linear_function(points: list[tuple[int, int]], assertions: list[
 
 def test_profile_args_error_names_the_field() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
     profile = {
         "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourcesFit"}], "disabled": [{"name": "*"}]},
@@ -621,16 +615,9 @@ def test_profile_args_error_names_the_field() -> None:
             "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 200}]}}}],
     }
     with pytest.raises(ConfigError) as exc:
-        framework_for(profile)
+        handle(profile=profile)
     assert exc.value.path.startswith("spec.pluginConfig[0].args.scoringStrategy.resources")
     profile["pluginConfig"][0]["args"]["scoringStrategy"]["resources"][0]["weight"] = 2
-    fw = framework_for(profile)
+    fw = handle(profile=profile)
     pl = fw.plugin("NodeResourcesFit")
     assert isinstance(pl, NodeResourcesFit) and pl.scorer.weights == [2]
-
-
-def test_events() -> None:
-    assert NodeResourcesFit(None, handle()).events_to_register() == [
-        ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
-        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE | ActionType.UPDATE_NODE_TAINT
-                     | ActionType.UPDATE_NODE_LABEL)]

@@ -19,8 +19,9 @@ from kubeberth.plugins.node_volume_limits import (
 )
 from kubeberth.plugins.volume_restrictions import VolumeRestrictions
 from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
-from ._volume_helpers import claim_volume, csi_node, handle, pv, pvc, storage_class, store_of
+from ._volume_helpers import claim_volume, csi_node, pv, pvc, storage_class
 
 EBS_CSI = "ebs.csi.aws.com"
 GCE_CSI = "pd.csi.storage.gke.io"
@@ -102,7 +103,7 @@ def run(plugin_cls: type[NodeVolumeLimits], pod: Pod, existing: list[Pod], *, cs
     if csi_limits is not None:
         objs.append(csi_node("node-for-test", csi_limits))
     ni = NodeInfo(node or make_node("node-for-test"), on_node(*existing))
-    plugin = plugin_cls(args, handle(store_of(*objs), [ni]))
+    plugin = plugin_cls(args, handle(objects=store_of(*objs), node_infos=[ni]))
     state = CycleState()
     _, pre = plugin.pre_filter(state, pod, [ni])
     if pre is not None and pre.is_skip():
@@ -333,14 +334,13 @@ def test_limit_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_args_validation() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
     with pytest.raises(ConfigError) as err:
-        framework_for({"pluginConfig": [{"name": "NodeVolumeLimits", "args": {"maxEBSVolumes": 0}}]})
+        handle(profile={"pluginConfig": [{"name": "NodeVolumeLimits", "args": {"maxEBSVolumes": 0}}]})
     assert "maxEBSVolumes" in str(err.value)
     with pytest.raises(ConfigError):
-        framework_for({"pluginConfig": [{"name": "NodeVolumeLimits", "args": {"unknown": 1}}]})
-    fw = framework_for({"pluginConfig": [{"name": "NodeVolumeLimits", "args": {"maxGCEPDVolumes": 8}}]})
+        handle(profile={"pluginConfig": [{"name": "NodeVolumeLimits", "args": {"unknown": 1}}]})
+    fw = handle(profile={"pluginConfig": [{"name": "NodeVolumeLimits", "args": {"maxGCEPDVolumes": 8}}]})
     plugin = fw.plugins["NodeVolumeLimits"]
     assert isinstance(plugin, NodeVolumeLimits) and plugin.args.maxGCEPDVolumes == 8
 
@@ -355,7 +355,7 @@ def test_same_reason_as_other_filters_use() -> None:
 def test_resolution_is_memoised_per_object_generation() -> None:
     store = store_of(*OBJECTS, csi_node("node-for-test", {EBS_CSI: 1}))
     ni = NodeInfo(make_node("node-for-test"), on_node(claims("old", "pending-csi-0")))
-    plugin = NodeVolumeLimits(None, handle(store, [ni]))
+    plugin = NodeVolumeLimits(None, handle(objects=store, node_infos=[ni]))
     pod = claims("new", "pending-csi-1")
     assert plugin.filter(CycleState(), pod, ni) == EXCEEDED
     # The existing pod's claim gets bound to a non-CSI volume: its count changes.

@@ -7,8 +7,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from kubeberth.cache.objects import ObjectStore
-from kubeberth.cache.snapshot import Snapshot
 from kubeberth.framework import Code, CycleState, NodeScore, Status
 from kubeberth.model import Node, Pod
 from kubeberth.plugins.pod_topology_spread import (
@@ -21,6 +19,7 @@ from kubeberth.plugins.pod_topology_spread import (
     topology_normalizing_weight,
 )
 from tests.builders import make_node, pod_dict
+from tests.doubles import handle, store_of
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -99,17 +98,11 @@ def hn(name: str, **more: str) -> Node:
     return n
 
 
-class Handle:
-    def __init__(self, nodes: list[Node], pods: list[Pod], objects: list[tuple[str, dict[str, Any]]] = ()) -> None:  # type: ignore[assignment]
-        self.snapshot = Snapshot.from_objects(nodes, pods)
-        self.objects = ObjectStore()
-        for kind, obj in objects:
-            self.objects.put(kind, obj)
-
-
 def plugin(nodes: list[Node], pods: list[Pod], objects: list[tuple[str, dict[str, Any]]] = (),  # type: ignore[assignment]
            **args: Any) -> PodTopologySpread:
-    return PodTopologySpread(PodTopologySpreadArgs.model_validate(args), Handle(nodes, pods, objects))
+    store = store_of(*({**obj, "kind": kind} for kind, obj in objects))
+    h = handle(nodes, pods, objects=store, vectorise=False)
+    return PodTopologySpread(PodTopologySpreadArgs.model_validate(args), h)
 
 
 def rs(name: str, selector: Any, kind: str = "ReplicaSet", ns: str = "default") -> tuple[str, dict[str, Any]]:
@@ -739,14 +732,13 @@ def test_registered() -> None:
 
 def test_profile_args_reach_the_plugin_and_errors_name_the_field() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
-    fw = framework_for({"pluginConfig": [{"name": "PodTopologySpread", "args": {
+    fw = handle(profile={"pluginConfig": [{"name": "PodTopologySpread", "args": {
         "defaultingType": "List",
         "defaultConstraints": [{"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": SA}]}}]})
     pl = fw.plugins["PodTopologySpread"]
     assert isinstance(pl, PodTopologySpread) and not pl.system_defaulted
     with pytest.raises(ConfigError) as exc:
-        framework_for({"pluginConfig": [{"name": "PodTopologySpread", "args": {
+        handle(profile={"pluginConfig": [{"name": "PodTopologySpread", "args": {
             "defaultConstraints": [{"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": SA}]}}]})
     assert exc.value.path == "spec.pluginConfig[0].args.defaultingType"

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from kubeberth.cache.objects import ObjectStore
 from kubeberth.cache.snapshot import Snapshot
 from kubeberth.framework import CycleState
 from kubeberth.model import LabelSelector, NodeInfo, Pod
@@ -20,14 +19,9 @@ from kubeberth.plugins.pod_topology_spread import PRE_FILTER_KEY as PTS_PF
 from kubeberth.plugins.pod_topology_spread import PRE_SCORE_KEY as PTS_PS
 from kubeberth.plugins.pod_topology_spread import PodTopologySpread
 from tests.builders import make_node, pod_dict
+from tests.doubles import handle
 
 APPS = ["web", "db", "cache"]
-
-
-class Handle:
-    def __init__(self, snapshot: Snapshot) -> None:
-        self.snapshot = snapshot
-        self.objects = ObjectStore()
 
 
 def rand_pod(rng: random.Random, i: int, node: str) -> Pod:
@@ -92,7 +86,8 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
     nodes = [make_node(f"n{i}", labels={"zone": f"z{i % 3}"}) for i in range(8)]
     pods = [rand_pod(rng, i, f"n{rng.randrange(8)}") for i in range(40)]
     snap = Snapshot.from_objects(nodes, pods)
-    pts, ipa = PodTopologySpread(None, Handle(snap)), InterPodAffinity(None, Handle(snap))
+    pts = PodTopologySpread(None, handle(snapshot=snap, vectorise=False))
+    ipa = InterPodAffinity(None, handle(snapshot=snap, vectorise=False))
     counter = 100
     for _step in range(25):
         op = rng.random()
@@ -116,7 +111,8 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
         elif len(infos) > 2:
             del infos[rng.randrange(len(infos))]
             snap.refresh()
-        fresh_pts, fresh_ipa = PodTopologySpread(None, Handle(snap)), InterPodAffinity(None, Handle(snap))
+        fresh_pts = PodTopologySpread(None, handle(snapshot=snap, vectorise=False))
+        fresh_ipa = InterPodAffinity(None, handle(snapshot=snap, vectorise=False))
         assert states(pts, ipa) == states(fresh_pts, fresh_ipa)
         index = index_for(pts.handle, pts._index)
         for sel in (LabelSelector({"app": "web"}), LabelSelector(requirements=[]),
@@ -131,12 +127,8 @@ def test_long_lived_index_equals_a_fresh_one(seed: int) -> None:
 
 
 def test_index_is_shared_through_the_scheduler_context() -> None:
-    class Ctx:
-        shared_indexes: dict[str, Any] = {}
-
-    snap = Snapshot.from_objects([make_node("n1")], [])
-    h1, h2 = Handle(snap), Handle(snap)
-    h1.ctx = h2.ctx = Ctx()  # type: ignore[attr-defined]
+    h1 = handle([make_node("n1")])
+    h2 = handle(ctx=h1.ctx)  # another profile of the same scheduler
     a, b = PodIndex(), PodIndex()
     assert index_for(h1, a) is index_for(h2, b)
     assert index_for(h1, a) is not a

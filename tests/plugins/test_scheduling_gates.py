@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from kubeberth.framework import Code, Status
-from kubeberth.framework.events import POD, ActionType, ClusterEvent
 from kubeberth.plugins.scheduling_gates import SchedulingGates
 from tests.builders import make_pod
 
@@ -25,8 +24,3 @@ def test_pre_enqueue(gates: list[str] | None, want: Status | None) -> None:
     assert got == want
     if want is not None:
         assert got is not None and got.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-
-
-def test_events() -> None:
-    assert SchedulingGates(None, None).events_to_register() == [
-        ClusterEvent(POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)]

@@ -10,9 +10,8 @@ import pytest
 from kubeberth.framework import CycleState, NodeScore
 from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins.selector_spread import SelectorSpread, default_selector, get_zone_key
-from tests.builders import framework_for, make_node, make_pod
-
-from ._volume_helpers import handle, store_of
+from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
 LABELS1 = {"foo": "bar", "baz": "blah"}
 LABELS2 = {"bar": "foo", "baz": "blah"}
@@ -51,7 +50,7 @@ def pod(labels: dict[str, str] | None = None, node: str = "", ns: str = "default
 
 def scores(incoming: Pod, existing: list[Pod], nodes: list[Node], objects: list[dict[str, Any]]) -> dict[str, int]:
     infos = [NodeInfo(n, [p for p in existing if p.node_name == n.name]) for n in nodes]
-    plugin = SelectorSpread(None, handle(store_of(*objects), infos))
+    plugin = SelectorSpread(None, handle(objects=store_of(*objects), node_infos=infos))
     state = CycleState()
     assert plugin.pre_score(state, incoming, infos) is None
     result = [NodeScore(ni.name, plugin.score(state, incoming, ni)) for ni in infos]
@@ -183,9 +182,9 @@ def test_default_selector_merges_services() -> None:
 
 
 def test_not_in_default_profile_and_legacy_name() -> None:
-    fw = framework_for(nodes=TWO)
+    fw = handle(profile={}, nodes=TWO)
     assert "SelectorSpread" not in [p.name for p in fw.score_plugins]
-    fw = framework_for({"plugins": {"score": {"enabled": [{"name": "SelectorSpreadPriority", "weight": 2}]}}},
+    fw = handle(profile={"plugins": {"score": {"enabled": [{"name": "SelectorSpreadPriority", "weight": 2}]}}},
                        nodes=TWO)
     assert "SelectorSpread" in [p.name for p in fw.score_plugins]
     assert fw.score_weights["SelectorSpread"] == 2
@@ -194,12 +193,12 @@ def test_not_in_default_profile_and_legacy_name() -> None:
 
 def test_through_the_framework() -> None:
     existing = [pod(LABELS1, M1)]
-    fw = framework_for({"plugins": {"score": {"enabled": [{"name": "SelectorSpread"}], "disabled": [{"name": "*"}]}}},
+    fw = handle(profile={"plugins": {"score": {"enabled": [{"name": "SelectorSpread"}], "disabled": [{"name": "*"}]}}},
                        nodes=TWO, pods=existing)
     fw.ctx.objects.put("Service", svc({"baz": "blah"}))
     incoming = pod(LABELS1)
     state = CycleState()
     infos = list(fw.snapshot.node_infos)
     assert fw.run_pre_score(state, incoming, infos) is None
-    got = {r.name: r.total for r in fw.run_score(state, incoming, infos)}
+    got = {r.name: r.total for r in fw.run_score(state, incoming, infos).to_list()}
     assert got == {M1: 0, M2: 100}

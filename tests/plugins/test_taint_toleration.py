@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from kubeberth.framework import Code, Status
-from kubeberth.framework.events import NODE, POD, ActionType, ClusterEvent
 from kubeberth.model import NodeInfo
 from kubeberth.plugins.taint_toleration import TaintToleration
 from tests.builders import make_node, make_pod
@@ -137,9 +136,3 @@ def test_pre_score_without_nodes() -> None:
     state = CycleState()
     assert TaintToleration(None, None).pre_score(state, make_pod("p"), []) is None
     assert "PreScoreTaintToleration" not in state
-
-
-def test_events() -> None:
-    assert TaintToleration(None, None).events_to_register() == [
-        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL),
-        ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATION)]

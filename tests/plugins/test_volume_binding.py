@@ -20,8 +20,9 @@ from kubeberth.plugins.volume_binding import (
     bind_immediate_claims,
 )
 from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
-from ._volume_helpers import claim_volume, handle, pv, pvc, storage_class, store_of
+from ._volume_helpers import claim_volume, pv, pvc, storage_class
 
 IMMEDIATE = storage_class("immediate-sc")
 WAIT = storage_class("wait-sc", wait=True)
@@ -47,7 +48,7 @@ def node_info(name: str = "node-a", labels: dict[str, str] | None = None) -> Nod
 def plugin_for(*objs: dict[str, Any], nodes: list[NodeInfo] = (), client: Any = None  # type: ignore[assignment]
                ) -> tuple[VolumeBinding, ObjectStore]:
     store = store_of(*CLASSES, *objs)
-    return VolumeBinding(VolumeBindingArgs(), handle(store, nodes, client)), store
+    return VolumeBinding(VolumeBindingArgs(), handle(objects=store, node_infos=nodes, client=client)), store
 
 
 # ---- PreFilter + Filter table ---------------------------------------------------------------
@@ -228,33 +229,6 @@ def test_smallest_fitting_pv_is_chosen_and_claims_match_smallest_first() -> None
     assert chosen == {"small": "pv-2", "big": "pv-9"}
 
 
-async def test_reserve_prebind_binds_in_the_store() -> None:
-    objs = [pvc("pvc-a", storage_class="wait-sc", request="1Gi", uid="u-a"), pv("pv-a", storage_class="wait-sc")]
-    ni = node_info()
-    plugin, store = plugin_for(*objs, nodes=[ni])
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni])
-    assert plugin.filter(state, pod, ni) is None
-    assert plugin.reserve(state, pod, "node-a") is None
-    assert await plugin.pre_bind(state, pod, "node-a") is None
-    pv_obj = store.get("PersistentVolume", "pv-a")
-    pvc_obj = store.get("PersistentVolumeClaim", "default/pvc-a")
-    assert pv_obj is not None and pvc_obj is not None
-    assert pv_obj["spec"]["claimRef"] == {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
-                                          "namespace": "default", "name": "pvc-a", "uid": "u-a"}
-    assert pv_obj["status"]["phase"] == "Bound"
-    assert pvc_obj["spec"]["volumeName"] == "pv-a"
-    assert pvc_obj["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"] == "yes"
-    assert pvc_obj["status"]["phase"] == "Bound"
-    assert plugin.assumed_pvs == {}
-    # The next pod using the claim sees it bound.
-    state2 = CycleState()
-    _, pre = plugin.pre_filter(state2, claim_pod("pvc-a", name="pod-b"), [ni])
-    assert pre is None
-    assert state2.get("VolumeBinding").bound_claims[0]["metadata"]["name"] == "pvc-a"
-
-
 async def test_assumed_pv_is_not_offered_to_another_claim() -> None:
     objs = [pvc("pvc-a", storage_class="wait-sc", request="1Gi"), pvc("pvc-b", storage_class="wait-sc",
                                                                       request="1Gi"),
@@ -274,70 +248,6 @@ async def test_assumed_pv_is_not_offered_to_another_claim() -> None:
     s3 = CycleState()
     plugin.pre_filter(s3, second, [ni])
     assert plugin.filter(s3, second, ni) is None
-
-
-async def test_provisioning_records_the_selected_node() -> None:
-    ni, other = node_info("node-a"), node_info("node-b")
-    plugin, store = plugin_for(pvc("pvc-a", storage_class="wait-provision-sc"), nodes=[ni, other])
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni, other])
-    assert plugin.filter(state, pod, ni) is None
-    assert plugin.filter(state, pod, other) is None
-    plugin.reserve(state, pod, "node-a")
-    # While assumed, another pod sharing the claim is pinned to node-a.
-    s2 = CycleState()
-    pod_b = claim_pod("pvc-a", name="pod-b")
-    plugin.pre_filter(s2, pod_b, [ni, other])
-    assert plugin.filter(s2, pod_b, other) == Status.unresolvable(ERR_REASON_BIND_CONFLICT)
-    assert await plugin.pre_bind(state, pod, "node-a") is None
-    claim = store.get("PersistentVolumeClaim", "default/pvc-a")
-    assert claim is not None
-    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-a"
-    assert "volumeName" not in claim["spec"]
-    s3 = CycleState()
-    plugin.pre_filter(s3, pod_b, [ni, other])
-    assert plugin.filter(s3, pod_b, other) == Status.unresolvable(ERR_REASON_BIND_CONFLICT)
-    assert plugin.filter(s3, pod_b, ni) is None
-
-
-async def test_prebind_uses_the_client_when_it_can_write_objects() -> None:
-    class Client:
-        def __init__(self) -> None:
-            self.written: list[tuple[str, str]] = []
-
-        async def apply_object(self, kind: str, obj: dict[str, Any]) -> None:
-            self.written.append((kind, obj["metadata"]["name"]))
-
-    client = Client()
-    ni = node_info()
-    plugin, _ = plugin_for(pvc("pvc-a", storage_class="wait-sc"), pv("pv-a", storage_class="wait-sc"), nodes=[ni],
-                           client=client)
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni])
-    plugin.filter(state, pod, ni)
-    plugin.reserve(state, pod, "node-a")
-    assert await plugin.pre_bind(state, pod, "node-a") is None
-    assert client.written == [("PersistentVolume", "pv-a"), ("PersistentVolumeClaim", "pvc-a")]
-
-
-async def test_prebind_failure_is_an_error_and_forgets_the_assumption() -> None:
-    class Failing:
-        async def apply_object(self, kind: str, obj: dict[str, Any]) -> None:
-            raise RuntimeError("conflict")
-
-    ni = node_info()
-    plugin, _ = plugin_for(pvc("pvc-a", storage_class="wait-sc"), pv("pv-a", storage_class="wait-sc"), nodes=[ni],
-                           client=Failing())
-    pod = claim_pod("pvc-a")
-    state = CycleState()
-    plugin.pre_filter(state, pod, [ni])
-    plugin.filter(state, pod, ni)
-    plugin.reserve(state, pod, "node-a")
-    got = await plugin.pre_bind(state, pod, "node-a")
-    assert got is not None and got.code == Code.ERROR and "conflict" in got.message()
-    assert plugin.assumed_pvs == {}
 
 
 async def test_all_bound_pods_do_nothing_at_reserve_and_prebind() -> None:
@@ -361,19 +271,16 @@ async def test_all_bound_pods_do_nothing_at_reserve_and_prebind() -> None:
 
 def test_args() -> None:
     from kubeberth.config import ConfigError
-    from tests.builders import framework_for
 
-    fw = framework_for({"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]})
+    fw = handle(profile={"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]})
     plugin = fw.plugins["VolumeBinding"]
     assert isinstance(plugin, VolumeBinding) and plugin.args.bindTimeoutSeconds == 30
     with pytest.raises(ConfigError):
-        framework_for({"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]})
+        handle(profile={"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]})
 
 
 def test_default_profile_runs_it_at_reserve_and_prebind() -> None:
-    from tests.builders import framework_for
-
-    fw = framework_for(nodes=[make_node("n")])
+    fw = handle(profile={}, nodes=[make_node("n")])
     for attr in ("pre_filter_plugins", "filter_plugins", "reserve_plugins", "pre_bind_plugins"):
         assert "VolumeBinding" in [p.name for p in getattr(fw, attr)], attr
 

@@ -15,8 +15,9 @@ from kubeberth.plugins.volume_restrictions import (
     VolumeRestrictions,
 )
 from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
-from ._volume_helpers import claim_volume, handle, pvc, run_filter, store_of
+from ._volume_helpers import claim_volume, pvc, run_filter
 
 CONFLICT = Status.unschedulable(ERR_REASON_DISK_CONFLICT)
 
@@ -84,7 +85,7 @@ def test_disk_conflicts(incoming: list[dict[str, Any]], existing: list[dict[str,
                         want: Status | None) -> None:
     pods = [vols(*existing, name="old", node="n")] if existing is not None else []
     ni = NodeInfo(make_node("n"), pods)
-    plugin = VolumeRestrictions(None, handle(store_of(), [ni]))
+    plugin = VolumeRestrictions(None, handle(objects=store_of(), node_infos=[ni]))
     got = run_filter(plugin, vols(*incoming), ni)
     assert got == want
 
@@ -130,7 +131,7 @@ RWOP_CASES = [
 def test_read_write_once_pod_conflicts(pod: Any, existing: list[Any] | None, want: Status | None) -> None:
     objects = store_of(RWOP1, RWOP2, RWO) if existing is not None else store_of()
     ni = NodeInfo(make_node("n"), existing or [])
-    plugin = VolumeRestrictions(None, handle(objects, [ni]))
+    plugin = VolumeRestrictions(None, handle(objects=objects, node_infos=[ni]))
     assert run_filter(plugin, pod, ni) == want
 
 
@@ -138,7 +139,7 @@ def test_rwop_conflict_counts_pods_on_other_nodes() -> None:
     """The claim may be used by one pod in the whole cluster, not one per node."""
     elsewhere = NodeInfo(make_node("other"), [claim_pod("o", "claim-with-rwop-1", node="other")])
     here = NodeInfo(make_node("n"))
-    plugin = VolumeRestrictions(None, handle(store_of(RWOP1), [here, elsewhere]))
+    plugin = VolumeRestrictions(None, handle(objects=store_of(RWOP1), node_infos=[here, elsewhere]))
     got = run_filter(plugin, claim_pod("p", "claim-with-rwop-1"), here)
     assert got == Status.unschedulable(ERR_REASON_RWOP_CONFLICT)
     assert got is not None and got.code == Code.UNSCHEDULABLE  # preemption may help
@@ -147,7 +148,7 @@ def test_rwop_conflict_counts_pods_on_other_nodes() -> None:
 def test_add_and_remove_pod_update_rwop_state() -> None:
     user = claim_pod("o", "claim-with-rwop-1", node="n")
     ni = NodeInfo(make_node("n"), [user])
-    plugin = VolumeRestrictions(None, handle(store_of(RWOP1, RWO), [ni]))
+    plugin = VolumeRestrictions(None, handle(objects=store_of(RWOP1, RWO), node_infos=[ni]))
     pod = claim_pod("p", "claim-with-rwop-1")
     state = CycleState()
     plugin.pre_filter(state, pod, [ni])
@@ -171,7 +172,7 @@ def test_two_users_both_must_go() -> None:
     a = claim_pod("a", "claim-with-rwop-1", node="n")
     b = claim_pod("b", "claim-with-rwop-1", node="n")
     ni = NodeInfo(make_node("n"), [a, b])
-    plugin = VolumeRestrictions(None, handle(store_of(RWOP1), [ni]))
+    plugin = VolumeRestrictions(None, handle(objects=store_of(RWOP1), node_infos=[ni]))
     pod = claim_pod("p", "claim-with-rwop-1")
     state = CycleState()
     plugin.pre_filter(state, pod, [ni])
@@ -184,8 +185,6 @@ def test_two_users_both_must_go() -> None:
 
 
 def test_in_default_profile() -> None:
-    from tests.builders import framework_for
-
-    fw = framework_for(nodes=[make_node("n")])
+    fw = handle(profile={}, nodes=[make_node("n")])
     assert "VolumeRestrictions" in [p.name for p in fw.filter_plugins]
     assert "VolumeRestrictions" in [p.name for p in fw.pre_filter_plugins]

@@ -10,8 +10,9 @@ from kubeberth.framework import Code, CycleState, Status
 from kubeberth.model import NodeInfo
 from kubeberth.plugins.volume_zone import ERR_REASON_CONFLICT, VolumeZone
 from tests.builders import make_node, make_pod
+from tests.doubles import handle, store_of
 
-from ._volume_helpers import claim_volume, handle, pv, pvc, storage_class, store_of
+from ._volume_helpers import claim_volume, pv, pvc, storage_class
 
 ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
 REGION_BETA = "failure-domain.beta.kubernetes.io/region"
@@ -54,7 +55,7 @@ def node(labels: dict[str, str] | None) -> NodeInfo:
 
 
 def run(objects: list[dict[str, Any]], pod: Any, ni: NodeInfo) -> tuple[Status | None, Status | None]:
-    plugin = VolumeZone(None, handle(store_of(*objects)))
+    plugin = VolumeZone(None, handle(objects=store_of(*objects)))
     state = CycleState()
     _, pre = plugin.pre_filter(state, pod, [ni])
     return pre, plugin.filter(state, pod, ni)
@@ -176,7 +177,7 @@ WITH_BINDING = [
                          ids=[c[0] for c in WITH_BINDING])
 def test_with_binding(pod: Any, want_pre: Status | None, want_filter: Status | None) -> None:
     ni = node({ZONE_BETA: "us-west1-a", "uselessLabel": "none"})
-    plugin = VolumeZone(None, handle(store_of(*BINDING_OBJECTS)))
+    plugin = VolumeZone(None, handle(objects=store_of(*BINDING_OBJECTS)))
     state = CycleState()
     _, pre = plugin.pre_filter(state, pod, [ni])
     assert pre == want_pre

@@ -1,5 +1,5 @@
-"""Fakes for the preemption tests: small filter plugins, a recording client, a nominator,
-and a framework wired by hand (so the tests depend on no other in-tree plugin)."""
+"""The preemption tests' cluster: small filter plugins and DefaultPreemption wired by hand into a
+bare handle (so the tests depend on no other in-tree plugin), over the shared test doubles."""
 
 from __future__ import annotations
 
@@ -8,22 +8,19 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from kubeberth.cache.snapshot import Snapshot
-from kubeberth.config import parse_spec
 from kubeberth.framework import (
     CycleState,
     FilterPlugin,
-    Framework,
     NodeToStatus,
     PreFilterExtensions,
     PreFilterPlugin,
-    SchedulerContext,
     Status,
 )
-from kubeberth.framework.context import NoMetrics
 from kubeberth.model import Node, NodeInfo, Pod
 from kubeberth.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
+from kubeberth.queue.nominator import Nominator
 from tests.builders import make_node, pod_dict
+from tests.doubles import CountingMetrics, CpuFit, FixedRng, RecordingClient, handle, store_of
 
 T0 = 1_700_000_000.0
 
@@ -59,21 +56,6 @@ def node(name: str, cpu: str = "4", *, pods: str = "110", labels: dict[str, str]
 
 
 # ---- plugins -------------------------------------------------------------------
-class FakeFit(FilterPlugin):
-    """cpu only: Unschedulable 'Insufficient cpu' when the node lacks room."""
-
-    name = "FakeFit"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        self.calls: list[str] = []
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        self.calls.append(node_info.name)
-        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
-            return Status.unschedulable("Insufficient cpu")
-        return None
-
-
 class _Counts:
     def __init__(self, counts: dict[str, int]) -> None:
         self.counts = counts
@@ -134,78 +116,6 @@ class FakeSelector(FilterPlugin):
         return None
 
 
-# ---- cluster client, nominator, extender -----------------------------------------
-class FakeClient:
-    def __init__(self, fail_delete: bool = False) -> None:
-        self.calls: list[tuple[str, ...]] = []
-        self.fail_delete = fail_delete
-
-    async def bind(self, pod: Pod, node_name: str) -> None:
-        self.calls.append(("bind", pod.key, node_name))
-
-    async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
-        self.calls.append(("nominate", pod.key, node_name))
-
-    async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
-        self.calls.append(("unschedulable", pod.key, message))
-
-    async def delete_pod(self, pod: Pod) -> None:
-        if self.fail_delete:
-            raise RuntimeError("boom")
-        self.calls.append(("delete", pod.key))
-
-    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
-        self.calls.append(("event", pod.key, event_type, reason, message))
-
-    def of(self, kind: str) -> list[tuple[str, ...]]:
-        return [c for c in self.calls if c[0] == kind]
-
-
-class FakeNominator:
-    def __init__(self) -> None:
-        self.nominated: dict[str, tuple[Pod, str]] = {}
-
-    def add_nominated_pod(self, pod: Pod, node_name: str) -> None:
-        self.nominated[pod.uid] = (pod, node_name)
-
-    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
-        self.nominated.pop(pod.uid, None)
-
-    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
-        return [p for p, n in self.nominated.values() if n == node_name]
-
-    def nominated_node_for(self, pod: Pod) -> str:
-        entry = self.nominated.get(pod.uid)
-        return entry[1] if entry else ""
-
-
-class FakeMetrics(NoMetrics):
-    def __init__(self) -> None:
-        self.attempts = 0
-        self.victims: list[int] = []
-
-    def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
-        pass
-
-    def preemption_attempt(self) -> None:
-        self.attempts += 1
-
-    def preemption_victims(self, n: int) -> None:
-        self.victims.append(n)
-
-
-class FixedRng(random.Random):
-    """randrange always answers `value` (modulo the range)."""
-
-    def __init__(self, value: int = 0) -> None:
-        super().__init__(0)
-        self.value = value
-
-    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
-        n = start if stop is None else stop - start
-        return self.value % n
-
-
 class Env:
     """A framework over a snapshot with the fake plugins and DefaultPreemption."""
 
@@ -213,21 +123,18 @@ class Env:
                  pdbs: Sequence[dict[str, Any]] = (), args: dict[str, Any] | None = None,
                  rng: random.Random | None = None, nominated: Sequence[tuple[Pod, str]] = (),
                  extenders: Sequence[Any] = (), pod_count: bool = True) -> None:
-        self.client = FakeClient()
-        self.nominator = FakeNominator()
+        self.client = RecordingClient()
+        self.nominator = Nominator()
         for p, n in nominated:
             self.nominator.add_nominated_pod(p, n)
-        self.metrics = FakeMetrics()
-        self.ctx = SchedulerContext(client=self.client, nominator=self.nominator, rng=rng or FixedRng(0),
-                                    metrics=self.metrics)
-        for pdb in pdbs:
-            self.ctx.objects.put("PodDisruptionBudget", pdb)
-        self.ctx.snapshot = Snapshot.from_objects(nodes, pods)
+        self.metrics = CountingMetrics()
+        fw = handle(nodes, pods, objects=store_of(*pdbs), client=self.client, nominator=self.nominator,
+                    rng=rng or FixedRng(0), metrics=self.metrics)
+        self.ctx = fw.ctx
         self.recorded: list[tuple[str, list[str]]] = []
         self.ctx.record_victims = lambda p, victims: self.recorded.append(
             (p.key, [v.key for v in victims]))
-        fw = Framework("default-scheduler", parse_spec({}), self.ctx)
-        self.fit = FakeFit()
+        self.fit = CpuFit()
         self.count = FakePodCount()
         self.selector = FakeSelector()
         filters: list[Any] = [self.selector, self.fit]

@@ -8,7 +8,7 @@ import pytest
 
 from kubeberth.framework import Code, PostFilterResult
 from kubeberth.framework.waiting_pods import WaitingPod
-from tests.preemption.fakes import Env, FakeClient, node, pod
+from tests.preemption.fakes import Env, node, pod
 
 
 async def test_nominates_before_deleting_and_records_events():
@@ -36,7 +36,7 @@ async def test_victim_waiting_at_permit_is_rejected_not_deleted():
     _, status = await env.post_filter(pod("p", cpu="2", prio=10))
     assert status.is_success()
     assert env.client.of("delete") == []
-    assert [c[3] for c in env.client.of("event")] == ["Preempted"]
+    assert [c[2] for c in env.client.of("event")] == ["Preempted"]
     rejected = await wp.wait()
     assert rejected.code == Code.UNSCHEDULABLE
     assert rejected.reasons == ["preempted"] and rejected.plugin == "DefaultPreemption"
@@ -49,7 +49,7 @@ async def test_victim_already_terminating_is_evicted_too():
                              pod("low", cpu="2", prio=1, node="n1")])
     _, status = await env.post_filter(pod("p", cpu="4", prio=10))
     assert status.is_success()
-    assert sorted(env.client.of("delete")) == [("delete", "default/going"), ("delete", "default/low")]
+    assert sorted(env.client.of("delete")) == [("default/going",), ("default/low",)]
     assert env.metrics.victims == [2]
 
 
@@ -64,7 +64,7 @@ async def test_clears_lower_priority_nominations_on_the_chosen_node():
     result, status = await env.post_filter(p)
     assert status.is_success() and result.nominated_node_name == "n1"
     assert ("nominate", "default/lower", "") in env.client.calls
-    assert not any(c[1] in ("default/higher", "default/elsewhere") for c in env.client.of("nominate"))
+    assert not any(c[0] in ("default/higher", "default/elsewhere") for c in env.client.of("nominate"))
     assert env.nominator.nominated_node_for(lower) == ""
     assert env.nominator.nominated_node_for(higher) == "n1"
     assert env.nominator.nominated_node_for(elsewhere) == "n2"
@@ -93,7 +93,7 @@ async def test_nothing_found_without_nomination_touches_nothing():
 
 async def test_delete_failure_is_an_error():
     env = Env([node("n1")], [pod("low", cpu="4", prio=1, node="n1")])
-    env.ctx.client = FakeClient(fail_delete=True)
+    env.client.fail("delete", RuntimeError("boom"))
     result, status = await env.post_filter(pod("p", cpu="2", prio=10))
     assert result is None
     assert status.code == Code.ERROR

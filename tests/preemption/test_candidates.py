@@ -6,7 +6,8 @@ import pytest
 
 from kubeberth.framework import CycleState, NodeToStatus, Status
 from kubeberth.preemption import calculate_num_candidates
-from tests.preemption.fakes import Env, FixedRng, node, pod
+from tests.doubles import FixedRng
+from tests.preemption.fakes import Env, node, pod
 
 UNSCHED = Status.unschedulable("Insufficient cpu")
 UNRESOLVABLE = Status.unresolvable("node(s) didn't match Pod's node affinity/selector")
@@ -51,7 +52,7 @@ async def test_unresolvable_nodes_are_never_evaluated_end_to_end():
     result, status = await env.post_filter(pod("p", cpu="2", prio=10))
     assert status.is_success()
     assert result.nominated_node_name == "n3"
-    assert env.client.of("delete") == [("delete", "default/b")]
+    assert env.client.of("delete") == [("default/b",)]
 
 
 @pytest.mark.parametrize(

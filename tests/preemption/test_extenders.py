@@ -77,7 +77,7 @@ async def test_extenders_shape_the_candidates(extenders, want_node, want_deleted
     result, status = await env.post_filter(pod("p", cpu="4", prio=10))
     assert status.is_success()
     assert result.nominated_node_name == want_node
-    assert sorted(c[1] for c in env.client.of("delete")) == want_deleted
+    assert sorted(c[0] for c in env.client.of("delete")) == want_deleted
 
 
 async def test_extender_sees_the_dry_run_victims():

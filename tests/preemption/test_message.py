@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from kubeberth.config import ConfigError, parse_spec
-from kubeberth.framework import Code, Diagnosis, FitError, SchedulerContext
-from kubeberth.plugins import in_tree_registry
+from kubeberth.config import ConfigError
+from kubeberth.framework import Code, Diagnosis, FitError
 from kubeberth.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
-from kubeberth.profile import build_framework
+from tests.doubles import handle
 from tests.preemption.fakes import Env, node, pod
 
 
@@ -114,8 +113,7 @@ def _profile(args):
 
 
 def test_profile_args_reach_the_plugin():
-    fw = build_framework(parse_spec(_profile({"minCandidateNodesPercentage": 30, "minCandidateNodesAbsolute": 5})),
-                         in_tree_registry(), SchedulerContext())
+    fw = handle(profile=_profile({"minCandidateNodesPercentage": 30, "minCandidateNodesAbsolute": 5}))
     plugin = fw.plugin("DefaultPreemption")
     assert isinstance(plugin, DefaultPreemption)
     assert fw.post_filter_plugins == [plugin]
@@ -124,6 +122,5 @@ def test_profile_args_reach_the_plugin():
 
 def test_profile_with_bad_args_names_the_field():
     with pytest.raises(ConfigError) as info:
-        build_framework(parse_spec(_profile({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0})),
-                        in_tree_registry(), SchedulerContext())
+        handle(profile=_profile({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}))
     assert info.value.path == "spec.pluginConfig[0].args.minCandidateNodesPercentage"

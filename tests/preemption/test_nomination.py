@@ -43,7 +43,7 @@ async def test_does_not_preempt_again_while_victims_terminate():
     result, status = await env.post_filter(p)
     assert status.is_success()
     first = result.nominated_node_name
-    deleted = [c[1] for c in env.client.of("delete")]
+    deleted = [c[0] for c in env.client.of("delete")]
     assert len(deleted) == 1
     # the victim is terminating (deletionTimestamp and DisruptionTarget set) but still on its node
     name = deleted[0].split("/")[1]
@@ -87,7 +87,7 @@ async def test_higher_priority_preemptor_ignores_lower_nominated_pods_and_clears
     high = pod("high", cpu="3", prio=100)
     result, status = await env.post_filter(high)
     assert status.is_success() and result.nominated_node_name == "n1"
-    assert sorted(c[1] for c in env.client.of("delete")) == ["default/l2", "default/low"]
+    assert sorted(c[0] for c in env.client.of("delete")) == ["default/l2", "default/low"]
     assert ("nominate", "default/mid", "") in env.client.calls
     assert env.nominator.nominated_node_for(mid) == ""
     assert env.nominator.nominated_node_for(high) == "n1"

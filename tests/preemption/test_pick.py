@@ -93,4 +93,4 @@ async def test_preemption_picks_the_node(pods, pdbs, want_node, want_victims):
     result, status = await env.post_filter(pod("p", cpu="4", prio=100))
     assert status.is_success()
     assert result.nominated_node_name == want_node
-    assert [c[1] for c in env.client.of("delete")] == want_victims
+    assert [c[0] for c in env.client.of("delete")] == want_victims

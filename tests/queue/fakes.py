@@ -11,13 +11,9 @@ from kubeberth.framework.types import QueuedPodInfo
 from kubeberth.model import Pod
 from kubeberth.queue import ActionType, ClusterEvent, PriorityQueue, QueueProfile
 from tests.builders import make_pod
+from tests.doubles import priority_then_age
 
 T0 = 1_700_000_000.0
-
-
-def priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-    pa, pb = a.pod.priority, b.pod.priority
-    return pa > pb or (pa == pb and a.timestamp < b.timestamp)
 
 
 class EventsPlugin:
@@ -60,7 +56,7 @@ def gate(pod: Pod) -> Status | None:
 
 
 def profile(name: str = "default-scheduler", *, initial: float = 1, maximum: float = 10,
-            less: Any = priority_less, sort_name: str = "PrioritySort") -> QueueProfile:
+            less: Any = priority_then_age, sort_name: str = "PrioritySort") -> QueueProfile:
     return QueueProfile(name, less, queue_sort_name=sort_name, pre_enqueue=gate, initial_backoff=initial,
                         max_backoff=maximum, plugins=PLUGINS)
 

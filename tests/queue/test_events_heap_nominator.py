@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from kubeberth.config import parse_spec
-from kubeberth.framework import CycleState, FilterPlugin, Framework, SchedulerContext, Status
+from kubeberth.framework import CycleState, FilterPlugin, Framework, Status
 from kubeberth.framework import events as ev
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.queue import ActionType, ClusterEvent, Nominator, PriorityQueue
 from kubeberth.queue.heap import Heap
 from tests.builders import make_node, make_pod, node_dict, pod_dict
+from tests.doubles import CpuFit, handle
 from tests.queue.fakes import fail, new_queue, pod, where
 
 A = ActionType
@@ -137,15 +137,6 @@ def test_queue_tracks_nominations_of_pending_pods() -> None:
 
 
 # ---- the two-pass filter with nominated pods ---------------------------------------------------------
-class CpuFit(FilterPlugin):
-    name = "CpuFit"
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
-            return Status.unschedulable("Insufficient cpu")
-        return None
-
-
 class NeedsCompany(FilterPlugin):
     """Passes only on a node that already has a pod (an affinity-like rule)."""
 
@@ -156,8 +147,7 @@ class NeedsCompany(FilterPlugin):
 
 
 def _framework(queue: PriorityQueue, *filters: FilterPlugin) -> Framework:
-    ctx = SchedulerContext(nominator=queue.nominator)
-    fw = Framework("default-scheduler", parse_spec({}), ctx)
+    fw = handle(nominator=queue.nominator)
     fw.filter_plugins = list(filters)
     return fw
 

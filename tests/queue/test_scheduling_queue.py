@@ -113,7 +113,13 @@ def test_event_after_backoff_moves_straight_to_active() -> None:
     p = pod("p")
     q.add(p)
     fail(q, q.pop_nowait(), "NodeResourcesFit")  # type: ignore[arg-type]
-    clock.advance(1.5)
+    clock.advance(1.5)  # the backoff (1 s) ends within the current one-second window: still backing off
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    assert where(q, p) == BACKOFF
+    q.delete(p)
+    q.add(p)
+    fail(q, q.pop_nowait(), "NodeResourcesFit")  # type: ignore[arg-type]
+    clock.advance(2)
     q.move_all_to_active_or_backoff(POD_DELETE)
     assert where(q, p) == ACTIVE
 
@@ -152,7 +158,9 @@ def test_error_without_rejector_goes_to_backoff() -> None:
     p = pod("p")
     q.add(p)
     assert fail(q, q.pop_nowait()) == BACKOFF  # type: ignore[arg-type]
-    assert q.next_backoff_expiry() == clock.now() + 1
+    # Backoff 1 s, expiry aligned to its one-second window; the pod is out once that window is over.
+    assert q.next_backoff_expiry() == clock.now() + 2
+    assert q.pop_nowait() is None  # a pod that failed with an error is never popped early
 
 
 @pytest.mark.parametrize(("attempts", "initial", "maximum", "want"), [
@@ -173,10 +181,13 @@ def test_backoff_doubles_per_attempt_up_to_the_profile_max(attempts: int, initia
         expiry = q.next_backoff_expiry()
         assert expiry is not None
         waited.append(expiry - failed_at)
+        clock.set(expiry - 0.001)
+        assert q.flush_backoff_completed() == 0
         clock.set(expiry)
         assert q.flush_backoff_completed() == 1
-    assert info.attempts == attempts
-    assert waited[-1] == want == q.backoff_duration(info)
+    assert info.attempts == attempts == info.consecutive_errors
+    # The failure happened on a whole second: the backoff, plus the rest of the window it ends in.
+    assert waited[-1] == want + 1 and want == q.backoff_duration(info)
 
 
 def test_backoff_flush_moves_only_expired_pods_in_expiry_order() -> None:
@@ -186,16 +197,18 @@ def test_backoff_flush_moves_only_expired_pods_in_expiry_order() -> None:
     q.add(b)
     ia = q.pop_nowait()
     ib = q.pop_nowait()
-    fail(q, ib)  # type: ignore[arg-type]          # b: expires at +1
-    clock.advance(0.5)
-    fail(q, ia)  # type: ignore[arg-type]          # a: expires at +1.5
+    fail(q, ib)  # type: ignore[arg-type]          # b: backoff until +1, out after that window (+2)
+    clock.advance(1.2)
+    fail(q, ia)  # type: ignore[arg-type]          # a: backoff until +2.2, window [+2, +3): out at +3
     assert [p.name for p in q.pods_in_backoff()] == ["b", "a"]
-    clock.advance(0.49)
+    clock.advance(0.79)
     assert q.flush_backoff_completed() == 0
     clock.advance(0.01)
     assert q.flush_backoff_completed() == 1
     assert where(q, b) == ACTIVE and where(q, a) == BACKOFF
-    clock.advance(0.5)
+    clock.advance(0.99)
+    assert q.flush_backoff_completed() == 0
+    clock.advance(0.01)
     q.flush_backoff_completed()
     assert where(q, a) == ACTIVE
 
@@ -208,7 +221,7 @@ def test_per_profile_backoff() -> None:
     for _ in range(2):
         fail(q, q.pop_nowait())  # type: ignore[arg-type]
     t = clock.now()
-    assert sorted(q._backoff_expiry.values()) == [t + 1, t + 4]
+    assert sorted(q._backoff.expiry(i) for i in q._backoff) == [t + 1, t + 4]
 
 
 def test_unschedulable_leftovers_are_flushed_after_five_minutes() -> None:
@@ -253,7 +266,7 @@ def test_events_before_the_pop_do_not_count() -> None:
     i2 = q.pop_nowait()                      # popped after the event
     assert fail(q, i2, "NodeResourcesFit") == UNSCHEDULABLE  # type: ignore[arg-type]
     assert fail(q, i1, "NodeResourcesFit") == BACKOFF  # type: ignore[arg-type]
-    assert not q._events  # nothing in flight: the log is empty
+    assert not q._in_flight.has_events()  # nothing in flight: the log is empty
 
 
 def test_pending_plugin_event_requeues_immediately() -> None:
@@ -359,14 +372,16 @@ def test_update_in_backoff_stays_in_backoff() -> None:
 
 @pytest.mark.parametrize(("change", "after_backoff", "want"), [
     ("status", False, UNSCHEDULABLE),
-    ("labels", False, BACKOFF),
-    ("labels", True, ACTIVE),
-], ids=["status-only-stays", "change-while-backing-off", "change-after-backoff"])
+    ("labels", False, UNSCHEDULABLE),
+    ("requests", False, BACKOFF),
+    ("requests", True, ACTIVE),
+], ids=["status-only-stays", "change-no-rejector-registered-stays", "change-while-backing-off",
+        "change-after-backoff"])
 def test_update_in_unschedulable(change: str, after_backoff: bool, want: str) -> None:
     from kubeberth.model import Pod
 
     q, clock = new_queue()
-    raw = pod_dict("p")
+    raw = pod_dict("p", cpu="1")
     p = Pod(raw)
     q.add(p)
     fail(q, q.pop_nowait(), "NodeResourcesFit")  # type: ignore[arg-type]
@@ -374,8 +389,10 @@ def test_update_in_unschedulable(change: str, after_backoff: bool, want: str) ->
         clock.advance(2)
     if change == "status":
         new = Pod(dict(raw, status={"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}))
-    else:
-        new = Pod(pod_dict("p", labels={"new": "label"}))
+    elif change == "labels":  # NodeResourcesFit registered no TargetPod label change
+        new = Pod(pod_dict("p", cpu="1", labels={"new": "label"}))
+    else:  # a smaller request: TargetPod/UpdatePodScaleDown, which NodeResourcesFit registered
+        new = Pod(pod_dict("p", cpu="500m"))
     q.update(p, new)
     assert where(q, p) == want
 
@@ -465,6 +482,39 @@ def test_assigned_pod_added_moves_only_pods_it_may_help() -> None:
     moved = {p.name for p in (wants_db, wants_web, other_ns, spread, fit) if where(q, p) != UNSCHEDULABLE}
     # PodTopologySpread registers no events in the fakes: any event, once pre-selected.
     assert moved == {"wants-db", "spread"}
+
+
+def test_assigned_pod_added_reads_the_terms_as_the_plugin_does() -> None:
+    """The queue reads a pending pod's terms through the model's one parse (matchLabelKeys
+    folded in, namespaceSelector against the namespaces' labels), as InterPodAffinity does."""
+    from kubeberth.model import pod_affinity_terms
+    from kubeberth.plugins.inter_pod_affinity import pod_terms
+
+    q, _ = new_queue()
+    q.namespace_labels = lambda ns: {"env": "prod"} if ns == "prod" else {}
+    rev1 = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "matchLabelKeys": ["rev"], "topologyKey": "zone"}]}}
+    in_prod = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": {"matchLabels": {"env": "prod"}},
+         "topologyKey": "zone"}]}}
+    unparsable = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Near"}]}, "topologyKey": "zone"}]}}
+    pending = {"same-rev": make_pod("same-rev", labels={"rev": "1"}, affinity=rev1),
+               "other-rev": make_pod("other-rev", labels={"rev": "2"}, affinity=rev1),
+               "wants-prod": make_pod("wants-prod", affinity=in_prod),
+               "unparsable": make_pod("unparsable", affinity=unparsable)}
+    for p in pending.values():
+        q.add(p)
+        fail(q, q.pop_nowait(), "InterPodAffinity")  # type: ignore[arg-type]
+    assert all(pod_affinity_terms(p) is pod_terms(p) for p in pending.values())
+
+    q.assigned_pod_added(make_pod("db-0", labels={"app": "db", "rev": "1"}, node="n1"))
+    # A pod whose terms do not parse fails PreFilter whatever is added: it stays.
+    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev"}
+    q.assigned_pod_added(make_pod("db-1", namespace="prod", labels={"app": "db"}, node="n1"))
+    assert {name for name, p in pending.items() if where(q, p) != UNSCHEDULABLE} == {"same-rev", "wants-prod"}
 
 
 def test_assigned_pod_scale_down_moves_resource_rejected_pods() -> None:

@@ -1,8 +1,8 @@
-"""Scheduler test fakes: scripted plugins (no in-tree plugin needed), a recording client."""
+"""Scripted plugins for the scheduler tests (no in-tree plugin needed) and a scheduler built
+with them over a RecordingClient."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from kubeberth.clock import FakeClock
@@ -11,55 +11,22 @@ from kubeberth.framework import (
     BindPlugin,
     Code,
     CycleState,
-    FilterPlugin,
     NodeToStatus,
     PermitPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
-    QueueSortPlugin,
     Registry,
     ReservePlugin,
     Status,
 )
-from kubeberth.framework import events as ev
-from kubeberth.framework.types import QueuedPodInfo
-from kubeberth.model import NodeInfo, Pod
-from kubeberth.queue import ActionType, ClusterEvent
+from kubeberth.model import Pod
 from kubeberth.scheduler import Scheduler
 from tests.builders import node_dict, pod_dict
+from tests.doubles import CpuFit, RecordingClient, Sort
 
 T0 = 1_700_000_000.0
-
-
-class Sort(QueueSortPlugin):
-    name = "Sort"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        pass
-
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        pa, pb = a.pod.priority, b.pod.priority
-        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
-
-
-class CpuFit(FilterPlugin):
-    """cpu only, registering the events upstream's NodeResourcesFit does."""
-
-    name = "CpuFit"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        pass
-
-    def events_to_register(self) -> list[Any]:
-        return [ClusterEvent(ev.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
-                ClusterEvent(ev.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)]
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
-            return Status.unschedulable("Insufficient cpu")
-        return None
 
 
 class Script(ReservePlugin, PermitPlugin, PreBindPlugin, BindPlugin, PostBindPlugin):
@@ -172,55 +139,11 @@ def spec(*, post_filter: bool = False, scheduler_name: str = "default-scheduler"
                        "podInitialBackoffSeconds": initial, "podMaxBackoffSeconds": maximum})
 
 
-class Client:
-    """Records every call; with `feed`, sends the resulting watch events back like the API server."""
-
-    def __init__(self, sched: Scheduler | None = None, feed: bool = True) -> None:
-        self.sched = sched
-        self.feed = feed
-        self.calls: list[tuple[Any, ...]] = []
-        self.bind_error: Exception | None = None
-        self.reasons: dict[str, str] = {}  # pod key -> reason of the last PodScheduled=False
-
-    def _raw(self, pod: Pod) -> dict[str, Any]:
-        latest = self.sched.pending_pod(pod.uid) if self.sched is not None else None
-        return copy.deepcopy(dict((latest or pod).raw))
-
-    async def bind(self, pod: Pod, node_name: str) -> None:
-        if self.bind_error is not None:
-            raise self.bind_error
-        if self.sched is not None and self.sched.pending_pod(pod.uid) is None:
-            raise RuntimeError(f"pods {pod.name!r} not found")
-        self.calls.append(("bind", pod.key, node_name))
-        if self.feed and self.sched is not None:
-            raw = self._raw(pod)
-            raw["spec"]["nodeName"] = node_name
-            self.sched.on_pod_update(raw)
-
-    async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
-        self.calls.append(("nominate", pod.key, node_name))
-
-    async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
-        self.calls.append(("unschedulable", pod.key, message))
-        self.reasons[pod.key] = reason
-
-    async def delete_pod(self, pod: Pod) -> None:
-        self.calls.append(("delete", pod.key))
-        if self.feed and self.sched is not None:
-            self.sched.on_pod_delete(pod)
-
-    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
-        self.calls.append(("event", pod.key, reason, message))
-
-    def of(self, kind: str) -> list[tuple[Any, ...]]:
-        return [c[1:] for c in self.calls if c[0] == kind]
-
-
 def scheduler(*, post_filter: bool = False, feed: bool = True, script: dict[str, Any] | None = None,
-              nodes: dict[str, str] | None = None) -> tuple[Scheduler, Client, FakeClock]:
+              nodes: dict[str, str] | None = None) -> tuple[Scheduler, RecordingClient, FakeClock]:
     clock = FakeClock(T0)
     sched = Scheduler(clock=clock, seed=1)
-    client = Client(sched, feed=feed)
+    client = RecordingClient(sched, feed=feed)
     sched.ctx.client = client
     sched.ctx.extras["script"] = script if script is not None else {}
     sched.add_profile_spec(spec(post_filter=post_filter), registry())

@@ -28,7 +28,7 @@ async def test_schedules_binds_and_records() -> None:
     rec = sched.outcomes["default/p"]
     assert (rec.status, rec.node, rec.message) == (SCHEDULED, "n1", "")
     assert client.of("bind") == [("default/p", "n1")]
-    assert ("default/p", "Scheduled", "Successfully assigned default/p to n1") in client.of("event")
+    assert ("default/p", "Normal", "Scheduled", "Successfully assigned default/p to n1") in client.of("event")
     assert journal(sched) == ["reserve p n1", "bind p n1", "postbind p n1"]
     # The bound pod's update (fed back by the client) confirmed the assumed pod.
     assert not sched.cache.is_assumed(p.uid) and sched.cache.get_pod(p.uid).node_name == "n1"  # type: ignore[union-attr]
@@ -92,8 +92,8 @@ async def test_fit_error_records_upstream_message_and_waits_for_an_event() -> No
     msg = "0/2 nodes are available: 2 Insufficient cpu."
     rec = sched.outcomes["default/p"]
     assert (rec.status, rec.message) == (S_UNSCHEDULABLE, msg)
-    assert ("default/p", "FailedScheduling", msg) in client.of("event")
-    assert ("default/p", msg) in client.of("unschedulable")
+    assert ("default/p", "Warning", "FailedScheduling", msg) in client.of("event")
+    assert ("default/p", "Unschedulable", msg) in client.of("unschedulable")
     assert where(sched, p) == UNSCHEDULABLE
     sched.on_node_add(node_dict("n3", cpu="4"))
     assert where(sched, p) == BACKOFF
@@ -153,9 +153,9 @@ async def test_post_filter_failure_message_is_appended() -> None:
 # ---- Reserve / Permit failures ------------------------------------------------------------------
 @pytest.mark.parametrize(("point", "answer", "message", "queue"), [
     ("reserve", "reject", "0/1 nodes are available: 1 reserve says no.", UNSCHEDULABLE),
-    ("reserve", "error", "running Reserve plugin 'Script': reserve broke", BACKOFF),
+    ("reserve", "error", 'running Reserve plugin "Script": reserve broke', BACKOFF),
     ("permit", "reject", "0/1 nodes are available: 1 permit says no.", UNSCHEDULABLE),
-    ("permit", "error", "running Permit plugin 'Script': permit broke", BACKOFF),
+    ("permit", "error", 'running Permit plugin "Script": permit broke', BACKOFF),
 ])
 async def test_reserve_and_permit_failures_unreserve_forget_and_requeue(point: str, answer: str, message: str,
                                                                         queue: str) -> None:
@@ -171,8 +171,8 @@ async def test_reserve_and_permit_failures_unreserve_forget_and_requeue(point: s
 
 # ---- the binding cycle -------------------------------------------------------------------------------
 @pytest.mark.parametrize(("script", "message"), [
-    ({"bind": "error"}, "running Bind plugin 'Script': bind failed"),
-    ({"prebind": "error"}, "running PreBind plugin 'Script': volume not ready"),
+    ({"bind": "error"}, 'running Bind plugin "Script": bind failed'),
+    ({"prebind": "error"}, 'running PreBind plugin "Script": volume not ready'),
     ({"bind": "skip"}, "no Bind plugin bound the pod"),
 ])
 async def test_binding_failures_go_to_backoff(script: dict[str, str], message: str) -> None:
@@ -185,7 +185,7 @@ async def test_binding_failures_go_to_backoff(script: dict[str, str], message: s
     assert where(sched, p) == BACKOFF
     rec = sched.outcomes["default/p"]
     assert (rec.status, rec.message) == (S_UNSCHEDULABLE, message)
-    assert ("default/p", "FailedScheduling", message) in client.of("event")
+    assert ("default/p", "Warning", "FailedScheduling", message) in client.of("event")
 
 
 async def test_bind_failure_frees_the_room_for_others() -> None:
@@ -202,7 +202,7 @@ async def test_bind_failure_frees_the_room_for_others() -> None:
 
 async def test_binding_failure_on_a_client_exception() -> None:
     sched, client, _ = scheduler()
-    client.bind_error = RuntimeError("connection reset")
+    client.fail("bind", RuntimeError("connection reset"))
     p = add_pod(sched, "p")
     await sched.schedule_one()
     await sched.wait_for_bindings()
@@ -268,7 +268,7 @@ async def test_pod_deleted_while_waiting_on_permit() -> None:
 @pytest.mark.looptime
 async def test_node_removed_mid_cycle_does_not_corrupt_the_cache() -> None:
     sched, client, _ = scheduler(script={"permit": "wait", "timeout": 60}, nodes={"n1": "2", "n2": "2"})
-    client.bind_error = RuntimeError("node gone")
+    client.fail("bind", RuntimeError("node gone"))
     p = add_pod(sched, "p")
     await sched.schedule_one()
     assumed_on = sched.cache.get_pod(p.uid).node_name  # type: ignore[union-attr]
@@ -278,7 +278,7 @@ async def test_node_removed_mid_cycle_does_not_corrupt_the_cache() -> None:
     sched.ctx.waiting_pods.get(p.uid).allow("Script")  # type: ignore[union-attr]
     await sched.wait_for_bindings()
     assert sched.cache.get_node(assumed_on) is None  # the ghost went with the forgotten pod
-    client.bind_error = None
+    client.fail("bind", None)
     sched.ctx.extras["script"]["permit"] = "allow"
     await sched.run_until_idle()
     rec = sched.outcomes["default/p"]
@@ -306,7 +306,7 @@ async def test_unknown_priority_class_is_a_per_pod_error_until_the_class_appears
     assert rec.status == S_UNSCHEDULABLE and rec.error
     assert rec.message.endswith("no PriorityClass with name gold was found")
     await sched.run_until_idle()
-    assert ("default/vip", "FailedScheduling", rec.message) in client.of("event")
+    assert ("default/vip", "Warning", "FailedScheduling", rec.message) in client.of("event")
     assert sched.outcomes["default/ok"].status == SCHEDULED
     sched.on_object("PriorityClass", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                       "metadata": {"name": "gold"}, "value": 1000})
@@ -343,11 +343,10 @@ async def test_a_malformed_pod_is_reported_once_as_a_scheduler_error_and_retried
     assert sched.on_pod_add(raw) is None
     add_pod(sched, "fine")
     await sched.run_until_idle()
-    [(key, reason, message)] = [e for e in client.of("event") if e[0] == "default/broken"]
-    assert (key, reason) == ("default/broken", "FailedScheduling")
+    [(key, event_type, reason, message)] = [e for e in client.of("event") if e[0] == "default/broken"]
+    assert (key, event_type, reason) == ("default/broken", "Warning", "FailedScheduling")
     assert field in message and problem in message
-    assert client.of("unschedulable") == [("default/broken", message)]
-    assert client.reasons["default/broken"] == "SchedulerError"
+    assert client.of("unschedulable") == [("default/broken", "SchedulerError", message)]
     assert sched.outcomes["default/fine"].status == SCHEDULED
     # Our own status patch comes back as an update: nothing is reported again.
     sched.on_pod_update(raw)
@@ -372,7 +371,7 @@ async def test_a_pod_bound_by_a_rival_is_dropped_without_a_failure_report() -> N
 
     sched, client, _ = scheduler(feed=False)
     p = add_pod(sched, "raced")
-    client.bind_error = BindConflict('pod raced is already assigned to node "n9"', settled=True)
+    client.fail("bind", BindConflict('pod raced is already assigned to node "n9"', settled=True))
     await sched.schedule_one()
     await sched.wait_for_bindings()
     assert client.of("event") == [] and client.of("unschedulable") == []
@@ -387,11 +386,11 @@ async def test_a_pod_bound_by_a_rival_is_dropped_without_a_failure_report() -> N
 async def test_a_failed_binding_is_a_scheduler_error() -> None:
     sched, client, _ = scheduler(feed=False)
     add_pod(sched, "p")
-    client.bind_error = RuntimeError("connection reset")
+    client.fail("bind", RuntimeError("connection reset"))
     await sched.schedule_one()
     await sched.wait_for_bindings()
-    assert client.reasons["default/p"] == "SchedulerError"
-    assert [e[1] for e in client.of("event")] == ["FailedScheduling"]
+    assert client.of("unschedulable")[-1][:2] == ("default/p", "SchedulerError")
+    assert [e[1:3] for e in client.of("event")] == [("Warning", "FailedScheduling")]
 
 
 @pytest.mark.looptime
@@ -465,9 +464,10 @@ async def test_run_until_idle_gives_up_on_a_pod_that_keeps_failing() -> None:
     cycles = await sched.run_until_idle(max_attempts=5)
     rec = sched.outcomes["default/p"]
     assert cycles == 5 and rec.attempts == 5
-    assert (rec.status, rec.message) == (S_UNSCHEDULABLE, "running Bind plugin 'Script': bind failed")
-    # Backoffs expired by moving the fake clock; popped a 6th time after the last one, it is dropped.
-    assert clock.now() - start == 1 + 2 + 4 + 8 + 10
+    assert (rec.status, rec.message) == (S_UNSCHEDULABLE, 'running Bind plugin "Script": bind failed')
+    # Backoffs (an error: never popped early) expired by moving the fake clock past the end of the
+    # one-second window each ends in; popped a 6th time after the last one, it is dropped.
+    assert clock.now() - start == (1 + 1) + (2 + 1) + (4 + 1) + (8 + 1) + (10 + 1)
     assert where(sched, sched.pending_pod(rec.uid)) == "absent"
 
 

@@ -17,6 +17,8 @@ from .waiting_pods import WaitingPods
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
+    def nominated_node_names(self) -> list[str]: ...
+
 
 class MetricsRecorder(Protocol):
     """What the scheduler reports, with kube-scheduler's metric names (kubeberth.metrics)."""
@@ -42,6 +44,16 @@ class MetricsRecorder(Protocol):
     def cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None: ...
 
     def unschedulable_pods(self, by_plugin_and_profile: Mapping[tuple[str, str], int]) -> None: ...
+
+    def plugin_execution_durations(self, plugin: str, point: str, status: str, seconds: Sequence[float]) -> None: ...
+
+    def plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None: ...
+
+    def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None: ...
+
+    def inflight_events(self, by_event: Mapping[str, int]) -> None: ...
+
+    def pod_scheduled_after_flush(self) -> None: ...
 
 
 class NoMetrics:
@@ -78,6 +90,21 @@ class NoMetrics:
         pass
 
     def unschedulable_pods(self, by_plugin_and_profile: Mapping[tuple[str, str], int]) -> None:
+        pass
+
+    def plugin_execution_durations(self, plugin: str, point: str, status: str, seconds: Sequence[float]) -> None:
+        pass
+
+    def plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None:
+        pass
+
+    def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        pass
+
+    def inflight_events(self, by_event: Mapping[str, int]) -> None:
+        pass
+
+    def pod_scheduled_after_flush(self) -> None:
         pass
 
 

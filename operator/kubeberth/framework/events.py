@@ -1,26 +1,31 @@
-"""Cluster events that move unschedulable pods back into the queue (upstream's fwk.ClusterEvent).
+"""Cluster events that move unschedulable pods back into the queue (upstream's fwk.ClusterEvent
+and QueueingHints).
 
-A plugin's `events_to_register()` returns the `ClusterEvent`s that may make a pod it
-rejected schedulable, e.g. NodeResourcesFit::
-
-    from kubeberth.framework.events import ActionType, ClusterEvent, NODE, POD
+A plugin's `events_to_register()` returns the events that may make a pod it rejected
+schedulable, each with an optional QueueingHint function that looks at the change and says
+whether it may really help this pod, e.g. NodeResourcesFit::
 
     def events_to_register(self):
-        return [ClusterEvent(POD, ActionType.DELETE),
-                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)]
+        return [ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self._after_pod_delete),
+                ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                                     self._after_node_change)]
 
+A hint is called as `hint(pod, old, new)` (the pending pod; the changed object before and
+after, None where it did not exist) and returns QueueingHint.QUEUE or QUEUE_SKIP; an exception
+counts as QUEUE. No hint means QUEUE. A bare ClusterEvent is accepted as an event without hint.
 An empty list (the default) means "any event may help".
 
-Matching is upstream's ClusterEvent.Match: the registered resource equals the incoming one
-(or is `*`; a registered `Pod` also matches `AssignedPod` and `UnschedulablePod` events), and
+Matching is upstream's MatchClusterEvents: the registered resource equals the incoming one (or
+is `*`; a registered `Pod` also matches `AssignedPod`, `UnscheduledPod` and `TargetPod`), and
 the action bits intersect. The queue moves every (non-gated) pod on a wildcard incoming event
 (`*`, All: UnschedulableTimeout, ForceActivate).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from enum import IntFlag
+from collections.abc import Callable, Iterable
+from enum import IntEnum, IntFlag
+from typing import Any
 
 from ..model import Node, Pod
 
@@ -44,10 +49,11 @@ class ActionType(IntFlag):
     # Any other update (upstream's catch-all "Update" bits of the other resources).
     UPDATE_OTHER = 1 << 12
     UPDATE_NODE_DECLARED_FEATURE = 1 << 13
+    UPDATE_POD_SCALE_UP = 1 << 14
 
     UPDATE = (UPDATE_NODE_ALLOCATABLE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT | UPDATE_NODE_CONDITION
               | UPDATE_NODE_ANNOTATION | UPDATE_NODE_DECLARED_FEATURE | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN
-              | UPDATE_POD_TOLERATION | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+              | UPDATE_POD_SCALE_UP | UPDATE_POD_TOLERATION | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
               | UPDATE_POD_GENERATED_RESOURCE_CLAIM | UPDATE_OTHER)
     ALL = ADD | DELETE | UPDATE
 
@@ -55,19 +61,20 @@ class ActionType(IntFlag):
 # Resources (upstream's GVK strings).
 WILDCARD = "*"
 POD = "Pod"
-ASSIGNED_POD = "AssignedPod"        # a pod bound to a node (upstream's internal assignedPod)
-UNSCHEDULED_POD = "UnschedulablePod"  # a pod not bound yet (upstream's internal unschedulablePod)
+ASSIGNED_POD = "AssignedPod"      # a pod bound to a node
+UNSCHEDULED_POD = "UnscheduledPod"  # a pod not bound yet, other than the one the event is about
+TARGET_POD = "TargetPod"          # the pending pod itself, when it is updated
 NODE = "Node"
 PERSISTENT_VOLUME = "PersistentVolume"
 PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
-STORAGE_CLASS = "StorageClass"
-CSI_NODE = "CSINode"
-CSI_DRIVER = "CSIDriver"
-CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
-VOLUME_ATTACHMENT = "VolumeAttachment"
+STORAGE_CLASS = "storage.k8s.io/StorageClass"
+CSI_NODE = "storage.k8s.io/CSINode"
+CSI_DRIVER = "storage.k8s.io/CSIDriver"
+CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
+VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
 NAMESPACE = "Namespace"
 
-_POD_RESOURCES = frozenset({POD, ASSIGNED_POD, UNSCHEDULED_POD})
+_POD_RESOURCES = frozenset({POD, ASSIGNED_POD, UNSCHEDULED_POD, TARGET_POD})
 
 
 class ClusterEvent:
@@ -106,6 +113,34 @@ class ClusterEvent:
         return f"ClusterEvent({self.label})"
 
 
+class QueueingHint(IntEnum):
+    """A plugin's verdict on one event for one pending pod (upstream's fwk.QueueingHint)."""
+
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+# hint(pending pod, old object, new object) -> QueueingHint
+QueueingHintFn = Callable[[Pod, Any, Any], QueueingHint]
+
+
+class ClusterEventWithHint:
+    """A registered event and the plugin's hint for it (None: always QUEUE)."""
+
+    __slots__ = ("event", "hint")
+
+    def __init__(self, event: ClusterEvent, hint: QueueingHintFn | None = None) -> None:
+        self.event = event
+        self.hint = hint
+
+    def __repr__(self) -> str:
+        return f"ClusterEventWithHint({self.event.label}, {getattr(self.hint, '__name__', None)})"
+
+
+def with_hint(registered: ClusterEvent | ClusterEventWithHint) -> ClusterEventWithHint:
+    return registered if isinstance(registered, ClusterEventWithHint) else ClusterEventWithHint(registered)
+
+
 def _action_label(action: ActionType) -> str:
     if action == ActionType.ALL:
         return "All"
@@ -116,7 +151,8 @@ def _action_label(action: ActionType) -> str:
         ActionType.UPDATE_NODE_ALLOCATABLE: "UpdateNodeAllocatable", ActionType.UPDATE_NODE_LABEL: "UpdateNodeLabel",
         ActionType.UPDATE_NODE_TAINT: "UpdateNodeTaint", ActionType.UPDATE_NODE_CONDITION: "UpdateNodeCondition",
         ActionType.UPDATE_NODE_ANNOTATION: "UpdateNodeAnnotation", ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
-        ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+        ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown", ActionType.UPDATE_POD_SCALE_UP: "UpdatePodScaleUp",
+        ActionType.UPDATE_NODE_DECLARED_FEATURE: "UpdateNodeDeclaredFeature",
         ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
         ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
         ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
@@ -133,6 +169,7 @@ def match_any(event: ClusterEvent, registered: Iterable[ClusterEvent]) -> bool:
 # Special event labels (upstream's framework/events.go).
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 FORCE_ACTIVATE = "ForceActivate"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 
@@ -142,6 +179,7 @@ EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
 EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.ADD)
 EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE)
 EVENT_UNSCHEDULED_POD_DELETE = ClusterEvent(UNSCHEDULED_POD, ActionType.DELETE)
+EVENT_TARGET_POD_UPDATE = ClusterEvent(TARGET_POD, ActionType.UPDATE)
 EVENT_NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
 EVENT_NODE_DELETE = ClusterEvent(NODE, ActionType.DELETE)
 EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, UNSCHEDULABLE_TIMEOUT)
@@ -171,27 +209,38 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
     return events
 
 
-def pod_scheduling_properties_change(new: Pod, old: Pod) -> list[ClusterEvent]:
+def pod_scheduling_properties_change(new: Pod, old: Pod, *, target: bool = False) -> list[ClusterEvent]:
     """The Pod/Update* events for a pod update (upstream's PodSchedulingPropertiesChange):
-    AssignedPod for a bound pod, UnschedulablePod otherwise; plain Update when nothing specific."""
-    resource = ASSIGNED_POD if new.node_name else UNSCHEDULED_POD
+    AssignedPod for a bound pod, TargetPod for the pending pod itself (`target`), UnscheduledPod
+    for another pending pod; plain Update when nothing specific changed."""
+    resource = ASSIGNED_POD if new.node_name else TARGET_POD if target else UNSCHEDULED_POD
     actions: list[ActionType] = []
     if new.labels != old.labels:
         actions.append(ActionType.UPDATE_POD_LABEL)
-    if _scaled_down(new, old):
+    if _scaled(new, old, down=True):
         actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if _scaled(new, old, down=False):
+        actions.append(ActionType.UPDATE_POD_SCALE_UP)
     if not new.scheduling_gates and old.scheduling_gates:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if len(new.tolerations) != len(old.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if _claim_statuses(new) != _claim_statuses(old):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(ActionType.UPDATE_OTHER)
     return [ClusterEvent(resource, a) for a in actions]
 
 
-def _scaled_down(new: Pod, old: Pod) -> bool:
+def _claim_statuses(pod: Pod) -> tuple[Any, Any]:
+    status = pod.raw.get("status") or {}
+    return status.get("resourceClaimStatuses") or None, status.get("extendedResourceClaimStatus") or None
+
+
+def _scaled(new: Pod, old: Pod, *, down: bool) -> bool:
+    """Whether some resource request went down (or up) between old and new."""
     o, n = old.requests, new.requests
-    for name in o.names():
-        if n.get(name) < o.get(name):
+    for name in set(o.names()) | set(n.names()):
+        if (n.get(name) < o.get(name)) if down else (n.get(name) > o.get(name)):
             return True
     return False

@@ -49,6 +49,11 @@ class Extender(Protocol):
     @property
     def preempt_verb(self) -> str: ...
 
+    @property
+    def ignored_resources(self) -> frozenset[str]:
+        """Extended resources it manages with ignoredByScheduler (NodeResourcesFit skips them)."""
+        ...
+
     def is_interested(self, pod: Pod) -> bool: ...
 
     async def filter(self, pod: Pod, node_infos: Sequence[NodeInfo]

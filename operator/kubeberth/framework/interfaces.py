@@ -2,11 +2,11 @@
 
 The framework finds a plugin's points with isinstance, so a plugin enabled at
 a point whose base it does not subclass is a configuration error.
-Filter and Score plugins may also implement `filter_all` / `score_all` (and
+Filter and Score plugins may also override `filter_all` / `score_all` (and
 `normalize_all`) to handle every node of a cycle at once over the snapshot's node
-arrays; the vectorised path uses them when present and falls back to the per-node
-call otherwise. Their contract is in framework/vector.py: decide exactly as the
-per-node methods do.
+arrays; the runners use them when they return an array and fall back to the per-node
+call when they return None (the default). Their contract is in framework/vector/:
+decide exactly as the per-node methods do.
 """
 
 from __future__ import annotations
@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
+
 from ..model import NodeInfo, Pod
 from .cycle_state import CycleState
-from .events import ClusterEvent
+from .events import ClusterEvent, ClusterEventWithHint
 from .status import Status
 from .types import NodeScore, PostFilterResult, PreFilterResult, QueuedPodInfo
+from .vector import AllNodes, NodeView
 
 if TYPE_CHECKING:
     from .types import NodeToStatus
@@ -27,9 +30,9 @@ if TYPE_CHECKING:
 class Plugin:
     name: ClassVar[str] = ""
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        """Cluster events that may make a pod this plugin rejected schedulable; the default,
-        no list, means any event may help."""
+    def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
+        """Cluster events that may make a pod this plugin rejected schedulable, each with an
+        optional QueueingHint (framework/events.py); the default, no list, means any event may help."""
         return []
 
 
@@ -65,6 +68,10 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
+    def filter_all(self, state: CycleState, pod: Pod, nodes: NodeView | AllNodes) -> np.ndarray | None:
+        """True where `filter` would pass, for every node of `nodes` at once; None: per node."""
+        return None
+
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         raise NotImplementedError
 
@@ -91,6 +98,15 @@ class ScorePlugin(Plugin):
         return None
 
     has_normalize: ClassVar[bool] = False
+
+    def score_all(self, state: CycleState, pod: Pod, nodes: NodeView) -> np.ndarray | None:
+        """`score` of every node of `nodes` (int64) at once; None: per node."""
+        return None
+
+    def normalize_all(self, state: CycleState, pod: Pod, nodes: NodeView,
+                      scores: np.ndarray) -> np.ndarray | None:
+        """What `normalize_score` would make of `scores`; None: through `normalize_score`."""
+        return None
 
 
 class ReservePlugin(Plugin):

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..client import ClusterClient
 from ..model import NodeInfo, Pod
 from .cycle_state import CycleState
 from .extender import Extender
+from .handle import ContextHandle
 from .interfaces import (
     BindPlugin,
     FilterPlugin,
@@ -29,11 +29,11 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from .plugin_metrics import PluginMetrics
 from .status import Code, PluginError, Status
 from .types import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
-    NodePluginScores,
     NodeScore,
     NodeToStatus,
     PostFilterResult,
@@ -50,21 +50,17 @@ if TYPE_CHECKING:
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 
-class Framework:
-    """Runs a profile. It is also the handle given to plugins (as upstream's frameworkImpl).
+class Framework(ContextHandle):
+    """Runs a profile. It is also the handle given to plugins (handle.py; as upstream's
+    frameworkImpl).
 
     `vectorise`: filter and score through the plugins' `filter_all` / `score_all` over the
-    snapshot's node arrays (see framework/vector.py) when the cycle sees at least
+    snapshot's node arrays (see framework/vector/) when the cycle sees at least
     `vector_min_nodes` nodes; the decisions are the same either way, only faster.
     """
 
-    vectorise: bool = True
-    vector_min_nodes: int = 64
-
     def __init__(self, profile_name: str, spec: SchedulingProfileSpec, ctx: SchedulerContext) -> None:
-        self.profile_name = profile_name
-        self.spec = spec
-        self.ctx = ctx
+        super().__init__(profile_name, spec, ctx)
         self.plugins: dict[str, Plugin] = {}
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = []
         self.queue_sort_plugins: list[QueueSortPlugin] = []
@@ -80,46 +76,7 @@ class Framework:
         self.post_bind_plugins: list[PostBindPlugin] = []
         self.score_weights: dict[str, int] = {}
         self.extenders: list[Extender] = []
-
-    # ---- handle ---------------------------------------------------------------
-    @property
-    def scheduler_name(self) -> str:
-        return self.spec.schedulerName
-
-    @property
-    def snapshot(self) -> Any:
-        return self.ctx.snapshot
-
-    @property
-    def objects(self) -> Any:
-        return self.ctx.objects
-
-    @property
-    def client(self) -> ClusterClient | None:
-        return self.ctx.client
-
-    @property
-    def nominator(self) -> Any:
-        return self.ctx.nominator
-
-    @property
-    def rng(self) -> Any:
-        return self.ctx.rng
-
-    @property
-    def clock(self) -> Any:
-        return self.ctx.clock
-
-    @property
-    def waiting_pods(self) -> Any:
-        return self.ctx.waiting_pods
-
-    @property
-    def percentage_of_nodes_to_score(self) -> int:
-        """The profile's percentageOfNodesToScore if it sets one, else the scheduler-wide one
-        (upstream's precedence; 0 means the adaptive percentage)."""
-        own = self.spec.percentageOfNodesToScore
-        return own if own is not None else self.ctx.percentage_of_nodes_to_score
+        self.plugin_metrics = PluginMetrics()
 
     def plugin(self, name: str) -> Plugin | None:
         return self.plugins.get(name)
@@ -158,11 +115,17 @@ class Framework:
         result: PreFilterResult | None = None
         involved: set[str] = set()
         skipped = 0
+        pm = self.plugin_metrics
+        timed = state.record_plugin_metrics
         for p in self.pre_filter_plugins:
+            pm.count(p.name, "PreFilter")
+            t0 = time.perf_counter() if timed else 0.0
             try:
                 r, s = p.pre_filter(state, pod, nodes)
             except PluginError as exc:
                 r, s = None, Status.error(str(exc))
+            if timed:
+                pm.took(p.name, "PreFilter", s, time.perf_counter() - t0)
             if s is not None and s.is_skip():
                 state.skip_filter_plugins.add(p.name)
                 skipped += 1
@@ -172,7 +135,7 @@ class Framework:
                 if s.is_rejected():
                     involved.add(p.name)
                 elif s.code == Code.ERROR:
-                    s.reasons = [f"running PreFilter plugin {p.name!r}: {s.message()}"]
+                    s.reasons = [f'running PreFilter plugin "{p.name}": {s.message()}']
                 self._observe("PreFilter", s, started)
                 return None, s, involved
             if r is not None and not r.all_nodes():
@@ -202,23 +165,35 @@ class Framework:
             call = ext.add_pod if which == "AddPod" else ext.remove_pod
             s = call(state, pod, other, node_info)
             if s is not None and not s.is_success():
-                return Status.error(f"running {which} on PreFilter plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running {which} on PreFilter plugin "{p.name}": {s.message()}', p.name)
         return None
 
     def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """Filters in order; the first that does not pass decides."""
-        return self.run_filter_plugins(self.filter_plugins, state, pod, node_info, state.skip_filter_plugins)
+        skip = state.skip_filter_plugins
+        status = self.run_filter_plugins(self.filter_plugins, state, pod, node_info, skip)
+        stopped_at = {status.plugin: 1} if status is not None and status.plugin else {}
+        self.plugin_metrics.count_filter_calls(
+            (p.name for p in self.filter_plugins if p.name not in skip), stopped_at, 0 if stopped_at else 1)
+        return status
 
     def run_filter_plugins(self, plugins: Sequence[FilterPlugin], state: CycleState, pod: Pod,
                            node_info: NodeInfo, skip: AbstractSet[str] = frozenset()) -> Status | None:
-        """Run `plugins` (filter_plugins or a sub-list of them, in their order), leaving out `skip`."""
+        """Run `plugins` (filter_plugins or a sub-list of them, in their order), leaving out `skip`.
+        Counts no calls (plugin_evaluation_total): the callers know how many nodes they walked."""
+        timed = state.record_plugin_metrics
         for p in plugins:
             if skip and p.name in skip:
                 continue
-            s = p.filter(state, pod, node_info)
+            if timed:
+                t0 = time.perf_counter()
+                s = p.filter(state, pod, node_info)
+                self.plugin_metrics.took(p.name, "Filter", s, time.perf_counter() - t0)
+            else:
+                s = p.filter(state, pod, node_info)
             if s is not None and s.code != Code.SUCCESS:
                 if s.code == Code.ERROR:
-                    return Status.error(f"running {p.name!r} filter plugin: {s.message()}", p.name)
+                    return Status.error(f'running "{p.name}" filter plugin: {s.message()}', p.name)
                 return s.with_plugin(p.name)
         return None
 
@@ -250,7 +225,10 @@ class Framework:
         reasons: list[str] = []
         result: PostFilterResult | None = None
         for p in self.post_filter_plugins:
+            t0 = time.perf_counter()
             r, s = await p.post_filter(state, pod, statuses)
+            if state.record_plugin_metrics:
+                self.plugin_metrics.took(p.name, "PostFilter", s, time.perf_counter() - t0)
             if s is None or s.is_success():
                 self._observe("PostFilter", None, started)
                 return r, Status()
@@ -270,76 +248,69 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         started = time.perf_counter()
         for p in self.pre_score_plugins:
+            self.plugin_metrics.count(p.name, "PreScore")
+            t0 = time.perf_counter()
             s = p.pre_score(state, pod, nodes)
+            if state.record_plugin_metrics:
+                self.plugin_metrics.took(p.name, "PreScore", s, time.perf_counter() - t0)
             if s is not None and s.is_skip():
                 state.skip_score_plugins.add(p.name)
                 continue
             if s is not None and not s.is_success():
-                status = Status.error(f"running PreScore plugin {p.name!r}: {s.message()}", p.name)
+                status = Status.error(f'running PreScore plugin "{p.name}": {s.message()}', p.name)
                 self._observe("PreScore", status, started)
                 return status
         self._observe("PreScore", None, started)
         return None
 
-    def run_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[NodePluginScores]:
-        """Scores, normalised and weighted, per node. Raises PluginError on a plugin failure.
-        The per-node path: `score_all` is for run_score_vectorised."""
-        started = time.perf_counter()
-        results = [NodePluginScores(ni.name) for ni in nodes]
-        skip = state.skip_score_plugins
-        for p in self.score_plugins:
-            if skip and p.name in skip:
-                continue
-            raw = [p.score(state, pod, ni) for ni in nodes]
-            if p.has_normalize:
-                scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, raw)]
-                st = p.normalize_score(state, pod, scores)
-                if st is not None and not st.is_success():
-                    raise PluginError(f"running Normalize on Score plugin {p.name!r}: {st.message()}", p.name)
-                raw = [ns.score for ns in scores]
-            weight = self.score_weights[p.name]
-            for res, s in zip(results, raw):
-                if s > MAX_NODE_SCORE or s < MIN_NODE_SCORE:
-                    raise PluginError(
-                        f"plugin {p.name!r} returns an invalid score {s}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
-                weighted = s * weight
-                res.scores[p.name] = weighted
-                res.total += weighted
-        self._observe("Score", None, started)
-        return results
-
-    def run_score_vectorised(self, state: CycleState, pod: Pod, nodes: NodeView) -> ScoreTable:
-        """run_score for a NodeView, as arrays: plugins' `score_all` / `normalize_all` where they
-        have them, their per-node methods otherwise. Same scores, same errors."""
+    def run_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> ScoreTable:
+        """Scores, normalised and weighted, per node of `nodes`. Raises PluginError on a plugin
+        failure. When `nodes` is a NodeView of a vectorising framework, plugins' `score_all` /
+        `normalize_all` give whole columns where they can; their per-node methods otherwise."""
         started = time.perf_counter()
         m = len(nodes)
         totals = np.zeros(m, dtype=np.int64)
         per_plugin: dict[str, np.ndarray] = {}
+        view = nodes if self.vectorise and isinstance(nodes, NodeView) else None
         skip = state.skip_score_plugins
+        pm = self.plugin_metrics
+        timed = state.record_plugin_metrics
         for p in self.score_plugins:
             if skip and p.name in skip:
                 continue
-            score_all = getattr(p, "score_all", None)
-            raw = score_all(state, pod, nodes) if score_all is not None else None
-            if raw is None:
-                raw = np.fromiter((p.score(state, pod, ni) for ni in nodes), dtype=np.int64, count=m)
+            pm.count(p.name, "Score", m)
+            t0 = time.perf_counter()
+            try:
+                raw = p.score_all(state, pod, view) if view is not None else None
+                if raw is None and timed:
+                    raw = np.fromiter(self._timed_scores(p, state, pod, nodes), dtype=np.int64, count=m)
+                elif raw is None:
+                    raw = np.fromiter((p.score(state, pod, ni) for ni in nodes), dtype=np.int64, count=m)
+                elif timed:
+                    pm.took(p.name, "Score", None, time.perf_counter() - t0)
+            except PluginError as exc:
+                raise PluginError(f'running Score plugins: plugin "{p.name}" failed with: {exc}', p.name) from exc
             if p.has_normalize:
-                normalize_all = getattr(p, "normalize_all", None)
-                out = normalize_all(state, pod, nodes, raw) if normalize_all is not None else None
+                t0 = time.perf_counter()
+                out = p.normalize_all(state, pod, view, raw) if view is not None else None
+                st = None
                 if out is None:
                     scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, raw.tolist())]
                     st = p.normalize_score(state, pod, scores)
                     if st is not None and not st.is_success():
-                        raise PluginError(f"running Normalize on Score plugin {p.name!r}: {st.message()}", p.name)
+                        raise PluginError(f'running Normalize on Score plugins: plugin "{p.name}" failed with: '
+                                          f'{st.message()}', p.name)
                     out = np.fromiter((ns.score for ns in scores), dtype=np.int64, count=m)
+                if timed:
+                    pm.took(p.name, "ScoreExtensionNormalize", st, time.perf_counter() - t0)
                 raw = out
             if m:
                 bad = (raw > MAX_NODE_SCORE) | (raw < MIN_NODE_SCORE)
                 if bad.any():
                     s = int(raw[int(np.argmax(bad))])
                     raise PluginError(
-                        f"plugin {p.name!r} returns an invalid score {s}, it should in the range of "
+                        f'applying score defaultWeights on Score plugins: plugin "{p.name}" returns an invalid '
+                        f"score {s}, it should in the range of "
                         f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", p.name)
             weighted = raw * self.score_weights[p.name]
             per_plugin[p.name] = weighted
@@ -347,13 +318,29 @@ class Framework:
         self._observe("Score", None, started)
         return ScoreTable(nodes, totals, per_plugin)
 
+    def _timed_scores(self, p: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+                      ) -> Iterator[int]:
+        took = self.plugin_metrics.took
+        for ni in nodes:
+            t0 = time.perf_counter()
+            score = p.score(state, pod, ni)
+            took(p.name, "Score", None, time.perf_counter() - t0)
+            yield score
+
+    def flush_plugin_metrics(self) -> None:
+        """Report the per-plugin calls and durations noted since the last flush."""
+        self.plugin_metrics.flush(self.profile_name, self.ctx.metrics)
+
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for p in self.reserve_plugins:
+            t0 = time.perf_counter()
             s = p.reserve(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.plugin_metrics.took(p.name, "Reserve", s, time.perf_counter() - t0)
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(p.name)
-                return Status.error(f"running Reserve plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running Reserve plugin "{p.name}": {s.message()}', p.name)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -363,7 +350,10 @@ class Framework:
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
         for p in self.permit_plugins:
+            t0 = time.perf_counter()
             s, timeout = p.permit(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.plugin_metrics.took(p.name, "Permit", s, time.perf_counter() - t0)
             if s is None or s.is_success():
                 continue
             if s.is_rejected():
@@ -371,7 +361,7 @@ class Framework:
             if s.is_wait():
                 waits[p.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
                 continue
-            return Status.error(f"running Permit plugin {p.name!r}: {s.message()}", p.name)
+            return Status.error(f'running Permit plugin "{p.name}": {s.message()}', p.name)
         if waits:
             self.ctx.waiting_pods.add(WaitingPod(pod, waits, asyncio.get_event_loop()))
             return Status(Code.WAIT, f"one or more plugins asked to wait and no plugin rejected pod {pod.name!r}")
@@ -393,27 +383,36 @@ class Framework:
 
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for p in self.pre_bind_plugins:
+            t0 = time.perf_counter()
             s = await p.pre_bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.plugin_metrics.took(p.name, "PreBind", s, time.perf_counter() - t0)
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(p.name)
-                return Status.error(f"running PreBind plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running PreBind plugin "{p.name}": {s.message()}', p.name)
         return None
 
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         if not self.bind_plugins:
             return Status.skip()
         for p in self.bind_plugins:
+            t0 = time.perf_counter()
             s = await p.bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.plugin_metrics.took(p.name, "Bind", s, time.perf_counter() - t0)
             if s is not None and s.is_skip():
                 continue
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(p.name)
-                return Status.error(f"running Bind plugin {p.name!r}: {s.message()}", p.name)
+                return Status.error(f'running Bind plugin "{p.name}": {s.message()}', p.name)
             return None
         return Status.skip()
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for p in self.post_bind_plugins:
+            t0 = time.perf_counter()
             p.post_bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.plugin_metrics.took(p.name, "PostBind", None, time.perf_counter() - t0)

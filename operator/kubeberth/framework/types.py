@@ -98,6 +98,16 @@ class Diagnosis:
         self.pre_filter_msg = ""
         self.post_filter_msg = ""
 
+    def add_plugin_status(self, status: Status) -> None:
+        """Note the plugin that rejected a node or the pod (upstream's AddPluginStatus): it is
+        the plugin whose events may make the pod schedulable again."""
+        if not status.plugin:
+            return
+        if status.code == Code.PENDING:
+            self.pending_plugins.add(status.plugin)
+        elif status.is_rejected():
+            self.unschedulable_plugins.add(status.plugin)
+
 
 class FitError(Exception):
     """No node fits the pod. The message is upstream's, word for word."""
@@ -142,14 +152,20 @@ class FitError(Exception):
 class QueuedPodInfo:
     """A pod in the scheduling queue with its bookkeeping."""
 
-    __slots__ = ("attempts", "gated", "initial_attempt_timestamp", "pending_plugins", "pod",
-                 "timestamp", "unschedulable_count", "unschedulable_plugins")
+    __slots__ = ("attempts", "backoff_expiry", "consecutive_errors", "flushed", "gated", "initial_attempt_timestamp",
+                 "pending_plugins", "pod", "timestamp", "unschedulable_count", "unschedulable_plugins")
 
     def __init__(self, pod: Pod, timestamp: float = 0.0) -> None:
         self.pod = pod
         self.timestamp = timestamp
         self.attempts = 0
         self.unschedulable_count = 0
+        # Failures with an error (no plugin rejected the pod) in a row: they set the backoff instead.
+        self.consecutive_errors = 0
+        # When the backoff ends (the queue's cache; -1: no backoff; None: not computed yet).
+        self.backoff_expiry: float | None = None
+        # Moved out of the unschedulable pool by the timeout (scheduler_pod_scheduled_after_flush_total).
+        self.flushed = False
         self.initial_attempt_timestamp: float | None = None
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()

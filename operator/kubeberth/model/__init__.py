@@ -1,5 +1,6 @@
 """Pure model of the Kubernetes objects the scheduler reads. No I/O."""
 
+from .affinity_terms import AffinityTerm, PodAffinityTerms, pod_affinity_terms
 from .errors import ModelError
 from .node import ImageState, Node
 from .nodeinfo import NodeInfo
@@ -10,8 +11,8 @@ from .selectors import LabelSelector, NodeSelector, NodeSelectorTerm, PreferredT
 from .taints import Taint, Toleration, find_untolerated
 
 __all__ = [
-    "DEFAULT_SCHEDULER", "HostPort", "ImageState", "LabelSelector", "ModelError", "Node", "NodeInfo",
-    "NodeSelector", "NodeSelectorTerm", "Pod", "PreferredTerm", "QuantityError", "Requirement",
-    "Resource", "Taint", "Toleration", "find_untolerated", "milli_value", "parse_quantity",
-    "placeholder_pod", "pod_requests", "value",
+    "DEFAULT_SCHEDULER", "AffinityTerm", "HostPort", "ImageState", "LabelSelector", "ModelError", "Node", "NodeInfo",
+    "NodeSelector", "NodeSelectorTerm", "Pod", "PodAffinityTerms", "PreferredTerm", "QuantityError", "Requirement",
+    "Resource", "Taint", "Toleration", "find_untolerated", "milli_value", "parse_quantity", "placeholder_pod",
+    "pod_affinity_terms", "pod_requests", "value",
 ]

@@ -102,8 +102,11 @@ class NodeInfo:
         nz = pod.non_zero_requests
         self.non_zero_requested.milli_cpu += nz.milli_cpu
         self.non_zero_requested.memory += nz.memory
-        if pod.host_ports:
-            self.used_ports.extend(pod.host_ports)
+        for hp in pod.host_ports:
+            # A set, as upstream's HostPortInfo: a port two pods hold (bound there by nodeName) is
+            # kept once, and the first of them to leave frees it.
+            if not any((u.host_ip, u.protocol, u.port) == (hp.host_ip, hp.protocol, hp.port) for u in self.used_ports):
+                self.used_ports.append(hp)
         for claim in claims:
             self.pvc_ref_counts[claim] = self.pvc_ref_counts.get(claim, 0) + 1
         self.generation = self._bump()

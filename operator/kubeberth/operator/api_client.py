@@ -14,10 +14,12 @@ Writes, as kube-scheduler makes them:
   and coalesced per pod (`status_writer.py`): the scheduling loop never waits for it.
 - preemption victims: the DisruptionTarget condition, then DELETE with a UID
   precondition (another pod that reused the name is never deleted).
-- events: core/v1 Events with upstream reasons and messages, reported by the pod's
-  scheduler name ("default-scheduler"), sent in the background, deduplicated (a
-  repeat patches count/lastTimestamp) and rate-limited per object and overall so
-  that a storm of failures cannot flood the API server.
+- volume binding (VolumeBinding's PreBind): PUT of the PersistentVolume with its claimRef
+  set, PUT of the PersistentVolumeClaim with its selected-node annotation, as upstream's
+  binder (with the resourceVersion read: a concurrent change is a conflict, and the pod is
+  scheduled again). 5xx/429 are retried; a refusal raises `UpdateRefused` with its message.
+- events: core/v1 Events with upstream reasons and messages (`event_recorder.py`), sent in
+  the background, deduplicated and rate-limited.
 """
 
 from __future__ import annotations
@@ -27,38 +29,28 @@ import contextlib
 import json
 import logging
 import random
-import socket
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import aiohttp
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from ..client import UNSCHEDULABLE_REASON, BindConflict
+from ..client import UNSCHEDULABLE_REASON, BindConflict, UpdateRefused
 from ..clock import Clock, RealClock
 from ..model import Pod
-from .background import drain_then_cancel
+from .api_retry import Api, ApiUnavailable, RetryPolicy, is_transient
+from .event_recorder import NORMAL, WARNING, EventRecorder, TokenBucket, rfc3339
 from .rest import RestClient, describe_error
 from .status_writer import PodStatusWriter
 
+# The names other modules and tests knew from here before the API calls and the event recorder
+# moved to their own modules.
+__all__ = ["DEFAULT_BIND_CONCURRENCY", "NORMAL", "WARNING", "Api", "ApiUnavailable", "EventRecorder",
+           "KubernetesClusterClient", "NotLeader", "RetryPolicy", "TokenBucket", "pod_path"]
+
 logger = logging.getLogger(__name__)
 
-NORMAL = "Normal"
-WARNING = "Warning"
-
-# The `action` upstream's events.k8s.io recorder gives each reason.
-ACTIONS = {
-    "Scheduled": "Binding",
-    "FailedScheduling": "Scheduling",
-    "Preempted": "Preempting",
-    "FailedBinding": "Binding",
-}
-
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 # The API server's answers to a binding of a pod that is no longer ours to bind: bound by another
 # scheduler, being deleted, or replaced by another pod of the same name (UID precondition).
 SETTLED_CONFLICTS = ("is already assigned to node", "is being deleted", "Precondition failed")
@@ -67,290 +59,13 @@ SETTLED_CONFLICTS = ("is already assigned to node", "is being deleted", "Precond
 DEFAULT_BIND_CONCURRENCY = 64
 
 
-class ApiUnavailable(Exception):
-    """The API server kept failing (5xx/timeouts) beyond the retry budget."""
-
-
 class NotLeader(Exception):
     """This replica does not hold the leader Lease (any more): it writes nothing."""
-
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def rfc3339_micro(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with full jitter for transient API failures."""
-
-    attempts: int = 6
-    initial: float = 0.1
-    maximum: float = 5.0
-    factor: float = 2.0
-    jitter: float = 0.2
-
-    def delays(self, rng: random.Random | None = None) -> Iterator[float]:
-        """The pauses between `attempts` tries (attempts - 1 of them)."""
-        rng = rng or random.Random()
-        delay = self.initial
-        for _ in range(max(self.attempts - 1, 0)):
-            yield min(delay, self.maximum) * (1 + self.jitter * (rng.random() * 2 - 1))
-            delay *= self.factor
-
-
-def _status(exc: BaseException) -> int | None:
-    return exc.status if isinstance(exc, ApiException) else None
-
-
-def is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, ApiException):
-        return exc.status in RETRYABLE_STATUSES or exc.status == 0
-    return isinstance(exc, aiohttp.ClientError | TimeoutError | ConnectionError)
-
-
-class Api:
-    """Raw JSON calls through a kubernetes-asyncio ApiClient (no model (de)serialisation)."""
-
-    def __init__(self, api_client: ApiClient | RestClient, *, request_timeout: float = 10.0,
-                 retry: RetryPolicy | None = None, rng: random.Random | None = None,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
-        self.api_client = api_client
-        self.request_timeout = request_timeout
-        self.retry = retry or RetryPolicy()
-        self.rng = rng or random.Random()
-        self.sleep = sleep
-
-    async def request(self, method: str, path: str, *, body: Any = None, content_type: str | None = None,
-                      query: Mapping[str, str] | None = None) -> Any:
-        """One call; raises ApiException for non-2xx answers."""
-        if isinstance(self.api_client, RestClient):
-            return await self.api_client.request(method, path, body=body, content_type=content_type, query=query,
-                                                 timeout=self.request_timeout)
-        headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        elif body is not None:
-            headers["Content-Type"] = "application/json"
-        return await self.api_client.call_api(
-            path, method, path_params={}, query_params=list((query or {}).items()),
-            header_params=headers, body=body,
-            response_types_map={200: "object", 201: "object", 202: "object"},
-            auth_settings=["BearerToken"], _return_http_data_only=True,
-            _preload_content=True, _request_timeout=self.request_timeout)
-
-    async def call(self, method: str, path: str, *, what: str, body: Any = None,
-                   content_type: str | None = None, query: Mapping[str, str] | None = None) -> Any:
-        """A call retried on 5xx/429/timeouts with backoff; other errors raise at once."""
-        delays = self.retry.delays(self.rng)
-        while True:
-            try:
-                return await self.request(method, path, body=body, content_type=content_type, query=query)
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-                delay = next(delays, None)
-                if delay is None:
-                    raise ApiUnavailable(f"{what}: giving up after {self.retry.attempts} attempts: "
-                                         f"{describe_error(exc)}") from exc
-                logger.warning("%s failed (%s); retrying in %.2fs", what, describe_error(exc), delay)
-                await self.sleep(delay)
-
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:
     path = f"/api/v1/namespaces/{namespace}/pods/{name}"
     return f"{path}/{subresource}" if subresource else path
-
-
-class TokenBucket:
-    __slots__ = ("burst", "last", "rate", "tokens")
-
-    def __init__(self, burst: float, rate: float, now: float) -> None:
-        self.burst = burst
-        self.rate = rate  # tokens per second
-        self.tokens = burst
-        self.last = now
-
-    def take(self, now: float) -> bool:
-        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
-        self.last = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
-
-
-@dataclass
-class _Seen:
-    name: str
-    namespace: str
-    count: int
-    first: float
-
-
-class EventRecorder:
-    """core/v1 Events, sent from a background task, deduplicated and rate-limited.
-
-    Like client-go's EventCorrelator: an event identical to a recent one (same object,
-    type, reason, message and source) patches the existing Event's count and
-    lastTimestamp instead of creating another; a per-object token bucket (burst 25,
-    one more every 5 minutes) and an overall one cap what reaches the API; the queue
-    is bounded and drops the newest when full. Dropped events are counted, not raised:
-    events are informative and must never block scheduling.
-    """
-
-    def __init__(self, api: Api, *, clock: Clock | None = None, host: str | None = None,
-                 instance: str | None = None, per_object_burst: int = 25,
-                 per_object_refill_seconds: float = 300.0, overall_burst: int = 5000,
-                 overall_qps: float = 1000.0, queue_size: int = 8192, cache_size: int = 16384,
-                 workers: int = 16, may_write: Callable[[], bool] = lambda: True) -> None:
-        self.api = api
-        self.may_write = may_write
-        self.clock = clock or RealClock()
-        self.host = host if host is not None else socket.gethostname()
-        self.instance = instance or self.host
-        self.per_object_burst = per_object_burst
-        self.per_object_rate = 1.0 / per_object_refill_seconds if per_object_refill_seconds > 0 else 0.0
-        self._overall = TokenBucket(overall_burst, overall_qps, self.clock.now())
-        self._buckets: OrderedDict[tuple[str, ...], TokenBucket] = OrderedDict()
-        self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
-        self._cache_size = cache_size
-        # One queue per worker, an object's events always on the same one: they stay in order and a
-        # repeat finds the Event its predecessor created.
-        self._queues: list[asyncio.Queue[dict[str, Any]]] = [
-            asyncio.Queue(maxsize=max(queue_size // workers, 1)) for _ in range(workers)]
-        self._tasks: list[asyncio.Task[None]] = []
-        self._seq = 0
-        self.sent = 0
-        self.patched = 0
-        self.dropped = 0
-
-    # --- producer side (never blocks, never raises) ---
-
-    def record(self, obj: Pod | Mapping[str, Any], event_type: str, reason: str, message: str, *,
-               component: str | None = None, related: Pod | None = None) -> bool:
-        """Queue an event about a pod; False when it was dropped by a limit."""
-        ref = _object_ref(obj)
-        if component is None:
-            component = obj.scheduler_name if isinstance(obj, Pod) else "default-scheduler"
-        now = self.clock.now()
-        bucket_key = (component, ref["namespace"], ref["name"], ref["uid"], reason)
-        bucket = self._buckets.get(bucket_key)
-        if bucket is None:
-            bucket = self._buckets[bucket_key] = TokenBucket(self.per_object_burst, self.per_object_rate, now)
-            if len(self._buckets) > self._cache_size:
-                self._buckets.popitem(last=False)
-        else:
-            self._buckets.move_to_end(bucket_key)
-        if not bucket.take(now) or not self._overall.take(now):
-            self.dropped += 1
-            logger.debug("Event %s for %s/%s dropped by the rate limit", reason, ref["namespace"], ref["name"])
-            return False
-        item = {"ref": ref, "type": event_type, "reason": reason, "message": message[:1024],
-                "component": component, "time": now,
-                "related": _object_ref(related) if related is not None else None}
-        try:
-            self._queues[hash(ref["uid"] or ref["name"]) % len(self._queues)].put_nowait(item)
-        except asyncio.QueueFull:
-            self.dropped += 1
-            return False
-        return True
-
-    # --- consumer side ---
-
-    def start(self) -> None:
-        if not self._tasks:
-            self._tasks = [asyncio.create_task(self._run(queue), name=f"kubeberth event recorder {i}")
-                           for i, queue in enumerate(self._queues)]
-
-    async def close(self, timeout: float = 2.0) -> None:
-        """Send what is queued (within `timeout`), then stop."""
-        if not self._tasks:
-            return
-        await drain_then_cancel(self._tasks, self.flush, timeout)
-        self._tasks = []
-
-    async def flush(self) -> None:
-        for queue in self._queues:
-            await queue.join()
-
-    async def _run(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
-        while True:
-            item = await queue.get()
-            try:
-                await self._send(item)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                logger.warning("Could not record event %s for %s/%s: %s", item["reason"],
-                               item["ref"]["namespace"], item["ref"]["name"], describe_error(exc))
-            finally:
-                queue.task_done()
-
-    async def _send(self, item: dict[str, Any]) -> None:
-        ref = item["ref"]
-        if not self.may_write():  # queued by a leader that has lost its Lease since (or was frozen)
-            self.dropped += 1
-            logger.debug("Event %s for %s/%s not sent: not the leader", item["reason"], ref["namespace"], ref["name"])
-            return
-        namespace = ref["namespace"] or "default"  # events of cluster-scoped objects live in default
-        key = (item["component"], ref["namespace"], ref["name"], ref["uid"], item["type"], item["reason"],
-               item["message"])
-        seen = self._seen.get(key)
-        ts = rfc3339(item["time"])
-        if seen is not None:
-            self._seen.move_to_end(key)
-            patch = {"count": seen.count + 1, "lastTimestamp": ts}
-            try:
-                await self.api.call(
-                    "PATCH", f"/api/v1/namespaces/{seen.namespace}/events/{seen.name}", what="patch event",
-                    body=patch, content_type="application/merge-patch+json")
-                seen.count += 1
-                self.patched += 1
-                return
-            except ApiException as exc:
-                if exc.status != 404:  # the event expired (TTL): create a fresh one below
-                    raise
-                del self._seen[key]
-        self._seq += 1
-        name = f"{ref['name']}.{int(item['time'] * 1e9) + self._seq:x}"
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": ref,
-            "reason": item["reason"],
-            "message": item["message"],
-            "type": item["type"],
-            "source": {"component": item["component"]},
-            "reportingComponent": item["component"],
-            "reportingInstance": f"{item['component']}-{self.instance}"[:128],
-            "action": ACTIONS.get(item["reason"], item["reason"]),
-            "firstTimestamp": ts,
-            "lastTimestamp": ts,
-            "count": 1,
-        }
-        if item["related"] is not None:
-            body["related"] = item["related"]
-        await self.api.call("POST", f"/api/v1/namespaces/{namespace}/events", what="create event", body=body)
-        self.sent += 1
-        self._seen[key] = _Seen(name=name, namespace=namespace, count=1, first=item["time"])
-        if len(self._seen) > self._cache_size:
-            self._seen.popitem(last=False)
-
-
-def _object_ref(obj: Pod | Mapping[str, Any]) -> dict[str, str]:
-    if isinstance(obj, Pod):
-        return {"apiVersion": "v1", "kind": "Pod", "namespace": obj.namespace, "name": obj.name,
-                "uid": obj.uid}
-    meta = obj.get("metadata") or {}
-    return {"apiVersion": str(obj.get("apiVersion") or "v1"), "kind": str(obj.get("kind") or "Pod"),
-            "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name") or ""),
-            "uid": str(meta.get("uid") or "")}
 
 
 def _pod_scheduled_condition(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -508,6 +223,24 @@ class KubernetesClusterClient:
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self._fence(f"event {reason} for {pod.key}")
         self.events.record(pod, event_type, reason, message)
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
+        name = str((pv.get("metadata") or {}).get("name") or "")
+        return await self._update(f"/api/v1/persistentvolumes/{name}", pv, f'persistentvolume "{name}"')
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]:
+        meta = pvc.get("metadata") or {}
+        ns, name = meta.get("namespace") or "default", meta.get("name") or ""
+        return await self._update(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}", pvc,
+                                  f'persistentvolumeclaim "{ns}/{name}"')
+
+    async def _update(self, path: str, obj: Mapping[str, Any], what: str) -> dict[str, Any]:
+        self._fence(f"update {what}")
+        try:
+            written = await self.api.call("PUT", path, what=f"update {what}", body=dict(obj))
+        except ApiException as exc:
+            raise UpdateRefused(_message(exc)) from exc
+        return dict(written)
 
     async def _send_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
         await self._patch_status(pod, patch, "patch status")

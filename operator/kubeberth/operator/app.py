@@ -39,6 +39,7 @@ from ..scheduler.watched import WATCHED, WatchedKind
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient
 from .background import cancel_and_wait
+from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
 from .leader import LeaderElector
 from .profiles import ProfileManager
@@ -137,6 +138,8 @@ class OperatorApp:
         rng = random.Random(cfg.seed) if cfg.seed is not None else random.Random()
         self._scheduler = Scheduler(client=self._client, clock=clock, rng=rng, metrics=self.metrics)
         self._scheduler.ctx.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
+        self.explain_publisher = ExplainPublisher(self._client)  # pods annotated kubeberth.io/explain
+        self.explain_publisher.install(self._scheduler)
         self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile)
         self._ingest = Ingest(self._scheduler, self._profiles.apply)
         self._informers = Informers(rest=self._rest, kinds=WATCHED, sink=self._ingest, on_batch=self._after_batch)

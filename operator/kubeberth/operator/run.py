@@ -183,6 +183,8 @@ def configure_logging(config: OperatorConfig) -> None:
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
         # kopf reports every handled watch event per object at INFO: thousands of lines per minute here.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+        # One line per scheduling decision (scheduler/decision_log.py): only with --verbose.
+        logging.getLogger("kubeberth.decisions").setLevel(logging.WARNING)
 
 
 async def run_operator(config: OperatorConfig, *, stop_flag: asyncio.Event | None = None,

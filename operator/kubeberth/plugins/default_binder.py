@@ -6,6 +6,7 @@ from typing import Any
 
 from ..client import BindConflict
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import BindPlugin
 from ..framework.status import Status
 from ..model import Pod
@@ -14,12 +15,15 @@ from ..model import Pod
 class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
 
     async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        client = self.handle.client
+        if client is None:
+            return Status.error("no cluster client to bind with")
         try:
-            await self.handle.client.bind(pod, node_name)
+            await client.bind(pod, node_name)
         except BindConflict as exc:
             if exc.settled:
                 raise  # not a failure to report: the scheduler drops the pod (see BindConflict)

@@ -3,11 +3,10 @@ no node fits can run. The logic lives in kubeberth.preemption."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import PostFilterPlugin
 from ..framework.status import Status
 from ..framework.types import NodeToStatus, PostFilterResult
@@ -43,7 +42,7 @@ class DefaultPreemption(PostFilterPlugin):
     name = NAME
     args_model = DefaultPreemptionArgs
 
-    def __init__(self, args: DefaultPreemptionArgs | None, handle: Any) -> None:
+    def __init__(self, args: DefaultPreemptionArgs | None, handle: Handle) -> None:
         self.args = args if args is not None else DefaultPreemptionArgs()
         self.handle = handle
         self.evaluator = Evaluator(
@@ -53,9 +52,7 @@ class DefaultPreemption(PostFilterPlugin):
 
     async def post_filter(self, state: CycleState, pod: Pod,
                           statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
-        metrics = self.handle.ctx.metrics
-        if metrics is not None:
-            metrics.preemption_attempt()
+        self.handle.metrics.preemption_attempt()
         result, status = await self.evaluator.preempt(state, pod, statuses)
         msg = status.message()
         if msg:

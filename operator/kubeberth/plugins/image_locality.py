@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import ScorePlugin
 from ..framework.types import MAX_NODE_SCORE
 from ..model import NodeInfo, Pod
@@ -87,12 +88,11 @@ def sum_image_scores(node_info: NodeInfo, images: list[str], total_num_nodes: in
 class ImageLocality(ScorePlugin):
     name = NAME
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
 
     def _total_nodes(self) -> int:
-        snapshot = getattr(self.handle, "snapshot", None)
-        return max(len(snapshot), 1) if snapshot is not None else 1
+        return max(len(self.handle.snapshot), 1)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         images = _pod_images(pod)

@@ -9,7 +9,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, ActionType, ClusterEvent
+from ..framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
@@ -22,7 +23,7 @@ from ..framework.vector import (
     term_key,
     term_mask,
 )
-from ..model import ModelError, NodeInfo, NodeSelector, Pod, PreferredTerm
+from ..model import ModelError, Node, NodeInfo, NodeSelector, Pod, PreferredTerm
 from ._helper import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -133,7 +134,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     args_model = NodeAffinityArgs
     has_normalize = True
 
-    def __init__(self, args: NodeAffinityArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: NodeAffinityArgs | None = None, handle: Handle | None = None) -> None:
         self.handle = handle
         # Matches of node selectors / preferred terms against every node, per node-label version.
         self._masks = MaskCache()
@@ -147,8 +148,20 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             self.added_pref_terms = [
                 PreferredTerm.from_dict(t) for t in added.preferredDuringSchedulingIgnoredDuringExecution]
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                                     self._after_node_change)]
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """The node is new and matches the pod's required affinity, or now matches it and did not."""
+        if self.added_node_selector is not None and not self.added_node_selector.matches(new.name, new.labels):
+            return QueueingHint.QUEUE_SKIP
+        required = RequiredNodeAffinity(pod)
+        if not required.matches(new.name, new.labels):
+            return QueueingHint.QUEUE_SKIP
+        if old is None or not required.matches(old.name, old.labels):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     # ---- PreFilter / Filter ------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: Pod,

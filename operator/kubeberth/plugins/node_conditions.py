@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
@@ -50,7 +51,7 @@ class _PressureFilter(FilterPlugin):
     condition = ""
     reason = ""
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def affected(self, pod: Pod) -> bool:
@@ -89,7 +90,7 @@ class CheckNodePIDPressure(_PressureFilter):
 class CheckNodeCondition(FilterPlugin):
     name = "CheckNodeCondition"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, UNSCHEDULED_POD, ActionType, ClusterEvent
+from ..framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
@@ -82,12 +83,21 @@ def declared_features(node: Node) -> frozenset[str]:
 class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
     name = NAME
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_DECLARED_FEATURE),
-                ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_DECLARED_FEATURE),
+                                     self._after_node_change),
+                ClusterEventWithHint(ClusterEvent(TARGET_POD, ActionType.UPDATE), self._after_pod_update)]
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        if old is not None and declared_features(old) == declared_features(new):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def _after_pod_update(self, pod: Pod, old: Pod, new: Pod) -> QueueingHint:
+        return QueueingHint.QUEUE_SKIP if required_features(old) == required_features(new) else QueueingHint.QUEUE
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, ActionType, ClusterEvent
+from ..framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
 from ..model import NodeInfo, Pod
@@ -22,11 +23,12 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
 class NodeName(FilterPlugin):
     name = "NodeName"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        # No hint: a pod rejected here is retried after its backoff whenever a node is added.
+        return [ClusterEvent(NODE, ActionType.ADD)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if node_info.node is None:

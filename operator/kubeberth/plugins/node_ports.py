@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.events import ASSIGNED_POD, NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
@@ -44,12 +45,23 @@ def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = NAME
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(POD, ActionType.DELETE),
-                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self._after_assigned_pod_deleted),
+                ClusterEvent(NODE, ActionType.ADD)]
+
+    def _after_assigned_pod_deleted(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Only the deletion of a placed pod holding one of the ports this pod wants may help."""
+        deleted: Pod = old
+        if not deleted.node_name and not deleted.nominated_node_name:
+            return QueueingHint.QUEUE_SKIP
+        if not deleted.host_ports:
+            return QueueingHint.QUEUE_SKIP
+        if any(hp.conflicts(u) for hp in pod.host_ports for u in deleted.host_ports):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:

@@ -11,6 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import PreScorePlugin, ScorePlugin
 from ..framework.status import Status
 from ..framework.types import MAX_NODE_SCORE
@@ -137,7 +138,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
     args_model = NodeResourcesBalancedAllocationArgs
 
-    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None) -> None:
         args = args if args is not None else NodeResourcesBalancedAllocationArgs()
         self.handle = handle
         self.scorer = ResourceAllocationScorer(args.resources, balanced_resource_scorer, use_requested=True)

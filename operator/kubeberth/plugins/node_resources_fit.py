@@ -13,19 +13,33 @@ from ..cache.node_arrays import CPU as COL_CPU
 from ..cache.node_arrays import EPH as COL_EPH
 from ..cache.node_arrays import MEM as COL_MEM
 from ..cache.node_arrays import PODS as COL_PODS
-from ..extender.cycle import ignored_resources
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.events import (
+    ASSIGNED_POD,
+    NODE,
+    TARGET_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import Status
-from ..framework.types import MAX_NODE_SCORE, PreFilterResult
-from ..model import NodeInfo, Pod, Resource
+from ..framework.types import PreFilterResult
+from ..model import Node, NodeInfo, Pod, Resource
 from ._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
-    Scorer,
     default_resources,
     qualified_name_error,
+)
+from ._scoring_strategies import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MAX_UTILIZATION,
+    least_resource_scorer,
+    most_resource_scorer,
+    requested_to_capacity_ratio_scorer,
 )
 
 NAME = "NodeResourcesFit"
@@ -36,9 +50,6 @@ LEAST_ALLOCATED: Final = "LeastAllocated"
 MOST_ALLOCATED: Final = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
 
-# Shape scores are given on 0..MAX_CUSTOM_PRIORITY_SCORE and scaled to 0..MAX_NODE_SCORE.
-MAX_CUSTOM_PRIORITY_SCORE = 10
-MAX_UTILIZATION = 100
 
 # ---- args ------------------------------------------------------------------------------------
 class UtilizationShapePoint(BaseModel):
@@ -124,144 +135,6 @@ class NodeResourcesFitArgs(BaseModel):
         return groups
 
 
-# ---- scorers -----------------------------------------------------------------------------------
-def _go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, as Go's."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def least_requested_score(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_NODE_SCORE // capacity
-
-
-def most_requested_score(requested: int, capacity: int) -> int:
-    if capacity == 0:
-        return 0
-    # Pods without requests count the defaults, so requested may exceed capacity.
-    requested = min(requested, capacity)
-    return requested * MAX_NODE_SCORE // capacity
-
-
-def _weighted(per_resource: Any, weights: Sequence[int], vector_per_resource: Any = None) -> Scorer:
-    def scorer(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for i, alloc in enumerate(allocatable):
-            if alloc == 0:
-                continue
-            node_score += per_resource(requested[i], alloc) * weights[i]
-            weight_sum += weights[i]
-        return node_score // weight_sum if weight_sum else 0
-
-    if vector_per_resource is not None:
-        w = np.asarray(weights, dtype=np.int64)
-
-        def vector(requested: np.ndarray, _allocated: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
-            valid = allocatable != 0
-            per = vector_per_resource(requested, np.where(valid, allocatable, 1))
-            node_score = np.where(valid, per * w, 0).sum(axis=1)
-            weight_sum = np.where(valid, w, 0).sum(axis=1)
-            return np.where(weight_sum > 0, node_score // np.maximum(weight_sum, 1), 0)
-
-        scorer.vector = vector  # type: ignore[attr-defined]
-    return scorer
-
-
-def _least_requested_vector(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """least_requested_score per element (capacity > 0)."""
-    return np.where(requested > capacity, 0, (capacity - requested) * MAX_NODE_SCORE // capacity)
-
-
-def _most_requested_vector(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """most_requested_score per element (capacity > 0)."""
-    return np.minimum(requested, capacity) * MAX_NODE_SCORE // capacity
-
-
-def least_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
-    return _weighted(least_requested_score, [r.weight for r in resources], _least_requested_vector)
-
-
-def most_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
-    return _weighted(most_requested_score, [r.weight for r in resources], _most_requested_vector)
-
-
-def broken_linear_function(shape: Sequence[tuple[int, int]]) -> Any:
-    """Piecewise linear through (utilization, score) points, flat beyond the ends."""
-    def f(p: int) -> int:
-        for i, (u, s) in enumerate(shape):
-            if p <= u:
-                if i == 0:
-                    return s
-                pu, ps = shape[i - 1]
-                return ps + _go_div((s - ps) * (p - pu), u - pu)
-        return shape[-1][1]
-    return f
-
-
-def broken_linear_vector(shape: Sequence[tuple[int, int]], p: np.ndarray) -> np.ndarray:
-    """broken_linear_function(shape) applied to every element of `p`."""
-    out = np.full(p.shape, shape[-1][1], dtype=np.int64)
-    done = np.zeros(p.shape, dtype=bool)
-    for i, (u, s) in enumerate(shape):
-        hit = (p <= u) & ~done
-        if i == 0:
-            val = np.full(p.shape, s, dtype=np.int64)
-        else:
-            pu, ps = shape[i - 1]
-            num = (s - ps) * (p - pu)
-            q = np.abs(num) // (u - pu)
-            val = ps + np.where(num >= 0, q, -q)
-        out = np.where(hit, val, out)
-        done |= hit
-    return out
-
-
-def requested_to_capacity_ratio_scorer(resources: Sequence[ResourceSpec],
-                                       shape: Sequence[UtilizationShapePoint]) -> Scorer:
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    points = [(p.utilization, p.score * scale) for p in shape]
-    raw = broken_linear_function(points)
-    weights = [r.weight for r in resources]
-    w = np.asarray(weights, dtype=np.int64)
-    full_score = raw(MAX_UTILIZATION)
-
-    def vector(requested: np.ndarray, _allocated: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
-        valid = allocatable != 0
-        cap = np.where(valid, allocatable, 1)
-        over = requested > allocatable
-        util = np.where(over, MAX_UTILIZATION, requested * MAX_UTILIZATION // cap)
-        s = np.where(over, full_score, broken_linear_vector(points, util))
-        counted = valid & (s > 0)
-        node_score = np.where(counted, s * w, 0).sum(axis=1)
-        weight_sum = np.where(counted, w, 0).sum(axis=1)
-        safe = np.maximum(weight_sum, 1)
-        return np.where(weight_sum > 0, (2 * node_score + weight_sum) // (2 * safe), 0)
-
-    def resource_score(requested: int, capacity: int) -> int:
-        if capacity == 0 or requested > capacity:
-            return raw(MAX_UTILIZATION)
-        return raw(requested * MAX_UTILIZATION // capacity)
-
-    def scorer(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for i, alloc in enumerate(allocatable):
-            if alloc == 0:
-                continue
-            s = resource_score(requested[i], alloc)
-            if s > 0:
-                node_score += s * weights[i]
-                weight_sum += weights[i]
-        if weight_sum == 0:
-            return 0
-        # math.Round of a non-negative ratio: half away from zero.
-        return (2 * node_score + weight_sum) // (2 * weight_sum)
-
-    scorer.vector = vector  # type: ignore[attr-defined]
-    return scorer
-
-
 def build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
     resources = strategy.resources
     if strategy.type == LEAST_ALLOCATED:
@@ -270,7 +143,8 @@ def build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
         fn = most_resource_scorer(resources)
     else:
         assert strategy.requestedToCapacityRatio is not None
-        fn = requested_to_capacity_ratio_scorer(resources, strategy.requestedToCapacityRatio.shape)
+        shape = [(p.utilization, p.score) for p in strategy.requestedToCapacityRatio.shape]
+        fn = requested_to_capacity_ratio_scorer(resources, shape)
     return ResourceAllocationScorer(resources, fn, use_requested=False)
 
 
@@ -357,7 +231,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     name = NAME
     args_model = NodeResourcesFitArgs
 
-    def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
         args = args if args is not None else NodeResourcesFitArgs()
         self.handle = handle
         self.args = args
@@ -365,18 +239,55 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.ignored_resource_groups = frozenset(args.ignoredResourceGroups)
         self.scorer = build_scorer(args.scoringStrategy)
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
-                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
-                             | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self._after_assigned_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                                 self._after_node_change),
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN),
+                                 self._after_assigned_pod_scaled_down),
+            ClusterEventWithHint(ClusterEvent(TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN)),
+        ]
+
+    # ---- QueueingHints -----------------------------------------------------------------
+    def _after_assigned_pod_deleted(self, pod: Pod, old: Pod, new: Any) -> QueueingHint:
+        """Any placed (or nominated) pod going away may free room."""
+        if not old.node_name and not old.nominated_node_name:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def _after_assigned_pod_scaled_down(self, pod: Pod, old: Pod, new: Pod) -> QueueingHint:
+        """A placed pod now asks for less of a resource this pod requests."""
+        if not new.node_name:
+            return QueueingHint.QUEUE_SKIP
+        want, before, after = pod.requests, old.requests, new.requests
+        for name in want.names():
+            if want.get(name) and before.get(name) > after.get(name):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """The new or changed node could hold the pod on its own, and (for a change) offers more
+        of something the pod requests than before."""
+        if fits(pod, NodeInfo(new)):  # something is short even with the node empty
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        before, after, want = old.allocatable, new.allocatable, pod.requests
+        if after.allowed_pod_number > before.allowed_pod_number:
+            return QueueingHint.QUEUE
+        for name in want.names():
+            if want.get(name) and after.get(name) > before.get(name):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def _ignored(self) -> frozenset[str]:
         """The args' ignoredResources plus the resources this profile's extenders manage with
         ignoredByScheduler (read each cycle: extenders are attached after plugins are built)."""
-        extenders = getattr(self.handle, "extenders", None)
+        extenders = self.handle.extenders
         if not extenders:
             return self.ignored_resources
-        return self.ignored_resources | frozenset(ignored_resources(extenders))
+        return self.ignored_resources.union(*(e.ignored_resources for e in extenders))
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:

@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin
 from ..framework.status import Status
-from ..model import NodeInfo, Pod
+from ..model import Node, NodeInfo, Pod
 from ..model.taints import NO_SCHEDULE, Taint, tolerated
 
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
@@ -23,12 +24,24 @@ _UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-                ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATION)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                                     self._after_node_change),
+                ClusterEventWithHint(ClusterEvent(TARGET_POD, ActionType.UPDATE_POD_TOLERATION),
+                                     self._after_toleration_change)]
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """A schedulable node was added, or a node became schedulable."""
+        if (old is None and not new.unschedulable) or (old is not None and old.unschedulable and not new.unschedulable):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _after_toleration_change(self, pod: Pod, old: Pod, new: Pod) -> QueueingHint:
+        """Tolerations can only be added: the pod may now tolerate the unschedulable taint."""
+        return QueueingHint.QUEUE if tolerated(_UNSCHEDULABLE_TAINT, new.tolerations) else QueueingHint.QUEUE_SKIP
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

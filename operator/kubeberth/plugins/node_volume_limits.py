@@ -21,6 +21,12 @@ Two families of limits, both rejecting with "node(s) exceed max volume count":
   variable (a positive integer, read when the plugin is built, as the old
   scheduler did); the default.
 
+VolumeLimitScaling (beta and on in v1.37): before counting, every CSI driver the incoming
+pod's new volumes use must be installed on the node (listed in its CSINode) when the driver's
+CSIDriver object opts in with `spec.preventPodSchedulingIfMissing: true`; otherwise the node is
+rejected (Unschedulable) with "<driver> CSI driver is not installed on the node". A driver
+without a CSIDriver object, or one that does not opt in, is not checked.
+
 NodeVolumeLimits enforces both. EBSLimits and GCEPDLimits (upstream names of
 v1.18-v1.25, outside the default set; the targets of the legacy names) enforce
 only their in-tree kind.
@@ -57,6 +63,11 @@ from ._volume_util import (
 )
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+CSI_DRIVER = "CSIDriver"
+
+
+def driver_not_installed(driver: str) -> str:
+    return f"{driver} CSI driver is not installed on the node"
 KUBE_MAX_PD_VOLS = "KUBE_MAX_PD_VOLS"
 
 EBS_PLUGIN = "kubernetes.io/aws-ebs"
@@ -159,11 +170,16 @@ def _resolve(pod: Pod, objects: Any) -> _PodVolumes:
 
 
 class _Counted:
-    __slots__ = ("csi", "intree")
+    __slots__ = ("csi", "drivers", "intree")
 
     def __init__(self) -> None:
         self.csi: dict[str, str] = {}  # driver/handle -> limit key
+        self.drivers: dict[str, None] = {}  # the CSI drivers of those volumes, in order met
         self.intree: dict[str, set[str]] = {}  # plugin -> volume ids
+
+    def add_csi(self, driver: str, unique: str) -> None:
+        self.csi[unique] = csi_attach_limit_key(driver)
+        self.drivers[driver] = None
 
 
 def _count(items: Sequence[_Item], migrated: frozenset[str], out: _Counted, *, csi: bool,
@@ -171,12 +187,12 @@ def _count(items: Sequence[_Item], migrated: frozenset[str], out: _Counted, *, c
     for kind, a, b in items:
         if kind == "csi":
             if csi:
-                out.csi[f"{a}/{b}"] = csi_attach_limit_key(a)
+                out.add_csi(a, f"{a}/{b}")
         elif kind == "intree":
             if a in migrated:
                 if csi:
                     driver = CSI_DRIVER_OF[a]
-                    out.csi[f"{driver}/{b}"] = csi_attach_limit_key(driver)
+                    out.add_csi(driver, f"{driver}/{b}")
             elif a in intree:
                 out.intree.setdefault(a, set()).add(b)
         else:  # "class": an unbound claim, counted by what would provision it
@@ -184,11 +200,11 @@ def _count(items: Sequence[_Item], migrated: frozenset[str], out: _Counted, *, c
                 if a in migrated:
                     if csi:
                         driver = CSI_DRIVER_OF[a]
-                        out.csi[f"{driver}/pvc:{b}"] = csi_attach_limit_key(driver)
+                        out.add_csi(driver, f"{driver}/pvc:{b}")
                 elif a in intree:
                     out.intree.setdefault(a, set()).add(f"pvc:{b}")
             elif csi:
-                out.csi[f"{a}/pvc:{b}"] = csi_attach_limit_key(a)
+                out.add_csi(a, f"{a}/pvc:{b}")
 
 
 def _needs_check(pod: Pod) -> bool:
@@ -238,6 +254,16 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                     limits[csi_attach_limit_key(str(d["name"]))] = int(count)
         return limits
 
+    def driver_installed(self, driver: str, csi_node: Mapping[str, Any] | None) -> bool:
+        """checkCSIDriverOnNode: only a CSIDriver that sets preventPodSchedulingIfMissing
+        requires the node's CSINode to list the driver."""
+        csi_driver = self.handle.objects.get(CSI_DRIVER, driver)
+        if csi_driver is None or spec(csi_driver).get("preventPodSchedulingIfMissing") is not True:
+            return True
+        if csi_node is None:
+            return False
+        return any(d.get("name") == driver for d in spec(csi_node).get("drivers") or [])
+
     # ---- per pod ----------------------------------------------------------------
     def _volumes(self, pod: Pod) -> _PodVolumes:
         objects = self.handle.objects
@@ -276,6 +302,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         _count(vols.items, migrated, new, csi=self.check_csi, intree=self.in_tree)
         if not new.csi and not new.intree:
             return None
+        for driver in new.drivers:  # VolumeLimitScaling
+            if not self.driver_installed(driver, csi_node):
+                return Status.unschedulable(driver_not_installed(driver))
         limits = self.csi_limits(node, csi_node) if new.csi else {}
         if not limits and not new.intree:
             return None

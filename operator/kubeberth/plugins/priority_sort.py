@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..framework.handle import Handle
 from ..framework.interfaces import QueueSortPlugin
 from ..framework.types import QueuedPodInfo
 
@@ -13,7 +14,7 @@ class PrioritySort(QueueSortPlugin):
 
     name = "PrioritySort"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

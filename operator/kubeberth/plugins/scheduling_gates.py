@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..framework.events import POD, ActionType, ClusterEvent
+from ..framework.events import TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint
+from ..framework.handle import Handle
 from ..framework.interfaces import PreEnqueuePlugin
 from ..framework.status import Status
 from ..model import Pod
@@ -13,11 +14,11 @@ from ..model import Pod
 class SchedulingGates(PreEnqueuePlugin):
     name = "SchedulingGates"
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(TARGET_POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED))]
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.scheduling_gates:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import PreScorePlugin, ScorePlugin
 from ..framework.status import Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore
@@ -119,7 +120,7 @@ class SelectorSpread(PreScorePlugin, ScorePlugin):
     name = NAME
     has_normalize = True
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:

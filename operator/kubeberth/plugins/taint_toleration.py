@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, POD, ActionType, ClusterEvent
+from ..framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreScorePlugin, ScorePlugin
 from ..framework.status import PluginError, Status
 from ..framework.types import MAX_NODE_SCORE, NodeScore
 from ..framework.vector import default_normalize_all, untolerated_free_mask
-from ..model import NodeInfo, Pod, Toleration
+from ..model import Node, NodeInfo, Pod, Toleration
 from ..model.taints import PREFER_NO_SCHEDULE, find_untolerated, tolerated
 from ._helper import default_normalize_score
 
@@ -50,12 +51,20 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
     has_normalize = True
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL),
-                ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATION)]
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                                     self._after_node_change),
+                ClusterEventWithHint(ClusterEvent(TARGET_POD, ActionType.UPDATE_POD_TOLERATION))]
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        """The node's taints went from untolerated (or the node is new) to tolerated."""
+        was_untolerated = old is None or find_untolerated(old.taints, pod.tolerations) is not None
+        if was_untolerated and find_untolerated(new.taints, pod.tolerations) is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

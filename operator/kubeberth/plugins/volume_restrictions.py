@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
@@ -100,13 +101,13 @@ def satisfy_volume_conflicts(pod: Pod, node_info: NodeInfo) -> bool:
 class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
     name = NAME
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
 
     # ---- PreFilter ------------------------------------------------------------
     def _rwop_pvcs(self, pod: Pod) -> tuple[frozenset[str], Status | None]:
         out: set[str] = set()
-        objects = getattr(self.handle, "objects", None)
+        objects = self.handle.objects
         for claim, _ in pod_claims(pod):
             if not claim:
                 continue
@@ -128,8 +129,7 @@ class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
         # preemption sees a claim freed only when all its users are gone.
         count = 0
         if rwop:
-            snapshot = getattr(self.handle, "snapshot", None)
-            for ni in getattr(snapshot, "node_infos", ()) or ():
+            for ni in self.handle.snapshot.node_infos:
                 refs = ni.pvc_ref_counts
                 if refs:
                     for key in rwop:

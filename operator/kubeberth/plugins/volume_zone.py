@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
 from ..framework.status import Status
 from ..framework.types import PreFilterResult
@@ -67,7 +68,7 @@ class _State:
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = NAME
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
 
     def pv_topologies(self, pod: Pod) -> tuple[list[PVTopology], Status | None]:

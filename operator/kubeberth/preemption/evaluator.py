@@ -27,6 +27,7 @@ from typing import Any
 
 from ..framework.context import SchedulerContext
 from ..framework.cycle_state import CycleState
+from ..framework.explain import preemption_notes
 from ..framework.status import Code, Status
 from ..framework.types import Diagnosis, FitError, NodeToStatus, PostFilterResult
 from ..framework.victims import Candidate, Victims, candidates_to_victims_map
@@ -157,6 +158,9 @@ class Evaluator:
         if not all_nodes:
             return None, Status.error("no nodes available")
         candidates, node_statuses, errors = self.find_candidates(state, all_nodes, pod, statuses)
+        notes = preemption_notes(state)  # None unless the pod is explained
+        if notes is not None:
+            notes.note_candidates(candidates, node_statuses.statuses.items())
         if errors and not candidates:
             return None, Status.error(errors[0])
         if not candidates:
@@ -175,6 +179,8 @@ class Evaluator:
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, MSG_NO_CANDIDATE)
+        if notes is not None:
+            notes.note_chosen(best)
 
         status = await self.prepare_candidate(best, pod)
         if status is not None and not status.is_success():

@@ -2,14 +2,13 @@
 
 from ..framework.events import ActionType, ClusterEvent
 from .nominator import Nominator
+from .profile import QueueProfile, Strategy
 from .scheduling_queue import (
     ACTIVE,
     BACKOFF,
     GATED,
     UNSCHEDULABLE,
     PriorityQueue,
-    QueueProfile,
-    Strategy,
     is_pod_updated,
 )
 

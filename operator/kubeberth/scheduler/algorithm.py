@@ -1,23 +1,25 @@
 """The scheduling cycle's algorithm: find feasible nodes, score them, pick one.
 
 Mirrors upstream's schedulePod / findNodesThatFitPod / prioritizeNodes /
-selectHost. The loop around it (queue, assume, binding) is in scheduler.py.
+selectHost. The cycle around it (assume, reserve, permit, binding) is in schedule_one.py.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import Any
 
 import numpy as np
 
+from ..cache.node_arrays import NodeArrays
 from ..extender import ExtenderError, run_filter_extenders, run_prioritize_extenders
 from ..framework import (
     CycleState,
     Diagnosis,
+    FilterPlugin,
     FitError,
     Framework,
     NodePluginScores,
@@ -26,6 +28,7 @@ from ..framework import (
 from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
+from .explain import explanation_of
 from .fit_statuses import shared_rejections
 from .nominated_pass import nominated_filter
 from .prefilter_nodes import nodes_allowed
@@ -52,7 +55,7 @@ class ScheduleResult:
     __slots__ = ("_scores", "evaluated_nodes", "feasible_nodes", "suggested_host")
 
     def __init__(self, suggested_host: str, evaluated_nodes: int, feasible_nodes: int,
-                 scores: list[NodePluginScores] | ScoreTable | None = None) -> None:
+                 scores: ScoreTable | None = None) -> None:
         self.suggested_host = suggested_host
         self.evaluated_nodes = evaluated_nodes
         self.feasible_nodes = feasible_nodes
@@ -60,13 +63,8 @@ class ScheduleResult:
 
     @property
     def scores(self) -> list[NodePluginScores]:
-        """Per feasible node, its weighted plugin scores (built on first use on the vectorised path)."""
-        s = self._scores
-        if s is None:
-            return []
-        if isinstance(s, ScoreTable):
-            s = self._scores = s.to_list()
-        return s
+        """Per feasible node, its weighted plugin scores (built on first use)."""
+        return self._scores.to_list() if self._scores is not None else []
 
     def __repr__(self) -> str:
         return (f"ScheduleResult({self.suggested_host}, evaluated={self.evaluated_nodes}, "
@@ -90,159 +88,126 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
 
 def _record(diagnosis: Diagnosis, name: str, status: Status) -> None:
     diagnosis.node_to_status.set(name, status)
-    if status.code == Code.PENDING:
-        diagnosis.pending_plugins.add(status.plugin)
-    elif status.plugin:
-        diagnosis.unschedulable_plugins.add(status.plugin)
+    diagnosis.add_plugin_status(status)
 
 
 def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
                                  nodes: Sequence[NodeInfo], *, rotate: bool = True) -> list[NodeInfo]:
+    """The first `to_find` nodes that pass the filters, from the rotating start on, in order (a
+    NodeView when the cycle runs over the node arrays); the statuses of the nodes that failed
+    before the last of them go into `diagnosis`."""
     num_all = len(nodes)
     if num_all == 0:
         return []
     to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, num_all)
     ctx = fw.ctx
     start = ctx.next_start_node_index % num_all if rotate else 0
-    feasible: list[NodeInfo] = []
     if not fw.has_filter_plugins():
         feasible = [nodes[(start + i) % num_all] for i in range(to_find)]
         if rotate:
             ctx.next_start_node_index = (start + len(feasible)) % num_all
         return feasible
-    arrays = arrays_for(fw, nodes)
-    if arrays is not None:
-        view, processed = _pass_filters_vectorised(fw, state, pod, diagnosis, nodes, arrays, to_find, start)
-        if view is not None:
-            if rotate:
-                ctx.next_start_node_index = (start + processed) % num_all
-            return view
-    processed = 0
-    run = fw.run_filter_with_nominated_pods
-    for i in range(num_all):
-        ni = nodes[(start + i) % num_all]
-        processed += 1
-        status = run(state, pod, ni)
-        if status is None or status.code == Code.SUCCESS:
-            feasible.append(ni)
-            if len(feasible) >= to_find:
-                break
-        elif status.code == Code.ERROR:
-            raise SchedulingError(status)
-        else:
-            _record(diagnosis, ni.name, status)
+    feasible, processed = _run_filters(fw, state, pod, diagnosis, nodes, to_find, start)
     if rotate:
         ctx.next_start_node_index = (start + processed) % num_all
     return feasible
 
 
-def _nominated_rows(fw: Framework, pod: Pod, arrays: Any) -> list[int] | None:
-    """Rows of the nodes where run_filter_with_nominated_pods would add nominated pods for `pod`
-    (a pod of equal or higher priority, not `pod` itself); None when the nominator cannot list
-    its nodes."""
-    nominator = fw.ctx.nominator
+def _nominated_nodes(fw: Framework, pod: Pod) -> set[str]:
+    """The nodes where run_filter_with_nominated_pods would add nominated pods for `pod` (a pod
+    of equal or higher priority, not `pod` itself)."""
+    nominator = fw.nominator
     if nominator is None:
-        return []
-    names_of = getattr(nominator, "nominated_node_names", None)
-    if names_of is None:
-        return None
-    rows = []
-    pos = arrays.pos
-    for name in names_of():
-        i = pos.get(name)
-        if i is None:
-            continue
+        return set()
+    out = set()
+    for name in nominator.nominated_node_names():
         for other in nominator.nominated_pods_for_node(name):
             if other.priority >= pod.priority and other.uid != pod.uid:
-                rows.append(i)
+                out.add(name)
                 break
-    return rows
+    return out
 
 
-def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
-                             nodes: Sequence[NodeInfo], arrays: Any, to_find: int, start: int
-                             ) -> tuple[NodeView | None, int]:
-    """find_nodes_that_pass_filters over the node arrays: the same feasible nodes (the first
-    `to_find` from `start` on, in order), the same statuses for the nodes that failed before
-    the last of them, and how many nodes that took (upstream's processedNodes).
+def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
+                 nodes: Sequence[NodeInfo], to_find: int, start: int) -> tuple[list[NodeInfo], int]:
+    """find_nodes_that_pass_filters' walk: the feasible nodes and how many nodes it took
+    (upstream's processedNodes).
 
-    Plugins with `filter_all` decide for every node at once. For a node one of them rejects, the
-    plugins are walked in order, skipping those whose mask passed it, until one rejects it with
-    its own per-node `filter` (the status upstream reports). Nodes with nominated pods take the
-    per-node path; the other nodes need only the plugins without `filter_all`."""
+    Over the node arrays, plugins whose `filter_all` answers decide for every node at once; for
+    a node one of them rejects, the plugins are walked in order, skipping those whose mask
+    passed it, until one rejects it with its own per-node `filter` (the status upstream
+    reports). Nodes with nominated pods, and nodes the arrays do not describe, take the full
+    per-node path; the others need only the plugins without a mask."""
     n = len(nodes)
     skip = state.skip_filter_plugins
-    view_all = AllNodes(nodes, arrays)
-    passed = np.ones(n, dtype=bool)
-    chain: list[tuple[Any, Any]] = []  # (plugin, its mask or None), in filter order
-    per_node: list[Any] = []
+    arrays = arrays_for(fw, nodes)
+    view_all = AllNodes(nodes, arrays) if arrays is not None else None
+    passed = np.ones(n, dtype=bool) if arrays is not None else None
+    chain: list[tuple[FilterPlugin, np.ndarray | None]] = []  # in filter order
+    per_node: list[FilterPlugin] = []
+    pm = fw.plugin_metrics
     for p in fw.filter_plugins:
         if skip and p.name in skip:
             continue
-        filter_all = getattr(p, "filter_all", None)
-        mask = filter_all(state, pod, view_all) if filter_all is not None else None
+        t0 = time.perf_counter()
+        mask = p.filter_all(state, pod, view_all) if view_all is not None else None
+        if mask is not None and state.record_plugin_metrics:  # one observation for all the nodes
+            pm.took(p.name, "Filter", None, time.perf_counter() - t0)
         chain.append((p, mask))
         if mask is None:
             per_node.append(p)
         else:
             passed &= mask
-    nominated = _nominated_rows(fw, pod, arrays)
-    if nominated is None:
-        return None, 0
-    special = arrays.missing
-    if nominated:
-        special = special.copy()
-        special[nominated] = True
+    nominated = _nominated_nodes(fw, pod)
 
     def rejected(ni: NodeInfo, i: int) -> Status:
         """The status of a node some filter_all rejected: the first plugin that fails it."""
         for p, mask in chain:
             if mask is not None and mask[i]:
                 continue
-            st: Status | None = p.filter(state, pod, ni)
+            st = p.filter(state, pod, ni)
             if st is not None and st.code != Code.SUCCESS:
                 if st.code == Code.ERROR:
-                    return Status.error(f"running {p.name!r} filter plugin: {st.message()}", p.name)
+                    return Status.error(f'running "{p.name}" filter plugin: {st.message()}', p.name)
                 return st.with_plugin(p.name)
             if mask is not None:
                 break
         raise SchedulingError(Status.error(
             f"filter plugins disagree on node {ni.name!r}: vectorised filters rejected it"))
 
-    rejected = shared_rejections(pod, arrays, chain, rejected)  # type: ignore[assignment]
+    if arrays is not None:
+        rejected = shared_rejections(pod, arrays, chain, rejected)  # type: ignore[assignment]
 
-    if not per_node and not special.any():
-        order = np.arange(start, start + n)
-        order[n - start:] -= n
-        ok = passed[order]
-        cum = np.cumsum(ok)
-        processed = int(np.searchsorted(cum, to_find)) + 1 if int(cum[-1]) >= to_find else n
-        head = order[:processed]
-        ok_head = ok[:processed]
-        feasible_idx = head[ok_head]
-        for i in head[~ok_head].tolist():
-            ni = nodes[i]
-            failed = rejected(ni, i)
-            if failed.code == Code.ERROR:
-                raise SchedulingError(failed)
-            _record(diagnosis, ni.name, failed)
-        picked = feasible_idx.tolist()
-        items = [nodes[picked[0]]] if len(picked) == 1 else itemgetter(*picked)(nodes) if picked else ()
-        return NodeView(items, arrays, feasible_idx), processed
-    passed_l = passed.tolist()
-    special_l = special.tolist()
+    if arrays is not None and passed is not None:
+        special = arrays.missing
+        if nominated:
+            special = special.copy()
+            special[[arrays.pos[name] for name in nominated if name in arrays.pos]] = True
+        if not per_node and not special.any():
+            view, processed = _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
+            pm.count_filter_calls((p.name for p, _ in chain), _stops(diagnosis), len(view))
+            return view, processed
+        passed_l: list[bool] | None = passed.tolist()
+        special_l: list[bool] = special.tolist()
+    else:
+        passed_l = None
+        special_l = [ni.name in nominated for ni in nodes] if nominated else [False] * n
     run_all = nominated_filter(fw, state, pod, arrays, chain, rejected) or fw.run_filter_with_nominated_pods
     run_some = fw.run_filter_plugins
     feasible: list[NodeInfo] = []
     feasible_pos: list[int] = []
     processed = 0
+    # Filter calls of the nodes walked here (run_all counts its own): see PluginMetrics.
+    stops: dict[str, int] = {}
+    plain_passed = 0
     status: Status | None
     for i in itertools.chain(range(start, n), range(start)):
         ni = nodes[i]
         processed += 1
-        if special_l[i]:
+        counted = special_l[i]
+        if counted:
             status = run_all(state, pod, ni)
-        elif not passed_l[i]:
+        elif passed_l is not None and not passed_l[i]:
             status = rejected(ni, i)
         elif per_node:
             status = run_some(per_node, state, pod, ni)
@@ -251,13 +216,51 @@ def _pass_filters_vectorised(fw: Framework, state: CycleState, pod: Pod, diagnos
         if status is None or status.code == Code.SUCCESS:
             feasible.append(ni)
             feasible_pos.append(i)
+            if not counted:
+                plain_passed += 1
             if len(feasible) >= to_find:
                 break
         elif status.code == Code.ERROR:
             raise SchedulingError(status)
         else:
             _record(diagnosis, ni.name, status)
+            if not counted:
+                stops[status.plugin] = stops.get(status.plugin, 0) + 1
+    pm.count_filter_calls((p.name for p, _ in chain), stops, plain_passed)
+    if arrays is None:
+        return feasible, processed
     return NodeView(feasible, arrays, np.asarray(feasible_pos, dtype=np.intp)), processed
+
+
+def _stops(diagnosis: Diagnosis) -> dict[str, int]:
+    """How many nodes of the diagnosis each plugin rejected."""
+    out: dict[str, int] = {}
+    for status in diagnosis.node_to_status.statuses.values():
+        out[status.plugin] = out.get(status.plugin, 0) + 1
+    return out
+
+
+def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarray, to_find: int, start: int,
+                diagnosis: Diagnosis, rejected: Callable[[NodeInfo, int], Status]) -> tuple[NodeView, int]:
+    """_run_filters when the masks decide every node: the walk as array operations."""
+    n = len(nodes)
+    order = np.arange(start, start + n)
+    order[n - start:] -= n
+    ok = passed[order]
+    cum = np.cumsum(ok)
+    processed = int(np.searchsorted(cum, to_find)) + 1 if int(cum[-1]) >= to_find else n
+    head = order[:processed]
+    ok_head = ok[:processed]
+    feasible_idx = head[ok_head]
+    for i in head[~ok_head].tolist():
+        ni = nodes[i]
+        failed = rejected(ni, i)
+        if failed.code == Code.ERROR:
+            raise SchedulingError(failed)
+        _record(diagnosis, ni.name, failed)
+    picked = feasible_idx.tolist()
+    items = [nodes[picked[0]]] if len(picked) == 1 else itemgetter(*picked)(nodes) if picked else ()
+    return NodeView(items, arrays, feasible_idx), processed
 
 
 async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
@@ -265,15 +268,14 @@ async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
     diagnosis = Diagnosis()
     all_nodes = fw.snapshot.node_infos
     pre_res, status, plugins = fw.run_pre_filter(state, pod, all_nodes)
+    if (explain := explanation_of(state)) is not None:
+        explain.pre_filtered(fw, state, pre_res, status, plugins)
     if status is not None and not status.is_success():
         if not status.is_rejected():
             raise SchedulingError(status)
         diagnosis.node_to_status.absent = status
         diagnosis.pre_filter_msg = status.message()
-        if status.code == Code.PENDING:
-            diagnosis.pending_plugins.add(status.plugin)
-        elif status.plugin:
-            diagnosis.unschedulable_plugins.add(status.plugin)
+        diagnosis.add_plugin_status(status)
         return [], diagnosis
 
     if pod.nominated_node_name:
@@ -308,30 +310,25 @@ async def _pass_extenders(fw: Framework, pod: Pod, feasible: list[NodeInfo],
 
 
 async def prioritize_nodes(fw: Framework, state: CycleState, pod: Pod,
-                           nodes: list[NodeInfo]) -> list[NodePluginScores] | ScoreTable:
+                           nodes: list[NodeInfo]) -> ScoreTable:
     if not fw.has_score_plugins() and not fw.extenders:
-        return [NodePluginScores(ni.name, total=1) for ni in nodes]
+        return ScoreTable(nodes, np.ones(len(nodes), dtype=np.int64), {})
     status = fw.run_pre_score(state, pod, nodes)
     if status is not None and not status.is_success():
         raise SchedulingError(status)
-    if isinstance(nodes, NodeView) and fw.vectorise and not fw.extenders:
-        try:
-            return fw.run_score_vectorised(state, pod, nodes)
-        except PluginError as exc:
-            raise SchedulingError(Status.error(str(exc), exc.plugin)) from exc
     try:
-        scores = fw.run_score(state, pod, nodes)
+        table = fw.run_score(state, pod, nodes)
     except PluginError as exc:
         raise SchedulingError(Status.error(str(exc), exc.plugin)) from exc
     if fw.extenders:
         extra = await run_prioritize_extenders(fw.extenders, pod, nodes)
-        for s in scores:
-            s.total += extra.get(s.name, 0)
-    return scores
+        table.totals += np.fromiter((extra.get(ni.name, 0) for ni in nodes), dtype=np.int64, count=len(nodes))
+    return table
 
 
 def select_host(scores: list[NodePluginScores] | ScoreTable, rng: random.Random) -> str:
-    """The highest total; ties broken uniformly at random (reservoir sampling)."""
+    """The highest total; ties broken uniformly at random (reservoir sampling). The cycle passes
+    a ScoreTable (select_index draws as the loop below would); the list form is the reference."""
     if not len(scores):
         raise SchedulingError(Status.error("empty priorityList"))
     if isinstance(scores, ScoreTable):
@@ -354,10 +351,16 @@ async def schedule_pod(fw: Framework, state: CycleState, pod: Pod) -> ScheduleRe
     if len(snapshot) == 0:
         raise NoNodesAvailable()
     feasible, diagnosis = await find_nodes_that_fit(fw, state, pod)
+    explain = explanation_of(state)
+    if explain is not None:
+        explain.filtered(fw, state, pod, feasible, diagnosis)
     if not feasible:
         raise FitError(pod, len(snapshot), diagnosis, [ni.name for ni in snapshot.node_infos])
     evaluated = len(feasible) + len(diagnosis.node_to_status)
     if len(feasible) == 1:
         return ScheduleResult(feasible[0].name, evaluated, 1)
     scores = await prioritize_nodes(fw, state, pod, feasible)
-    return ScheduleResult(select_host(scores, fw.rng), evaluated, len(feasible), scores)
+    host = select_host(scores, fw.rng)
+    if explain is not None:
+        explain.scored_nodes(fw, state, pod, scores, host)
+    return ScheduleResult(host, evaluated, len(feasible), scores)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cache.cache import SchedulerCache
 from ..cache.objects import ObjectStore
@@ -22,6 +22,9 @@ from ..model import Pod
 from ..queue.nominator import Nominator
 from ..queue.scheduling_queue import PriorityQueue
 from .records import EVICTED, PodRecord
+
+if TYPE_CHECKING:
+    from .explain import Explanation
 
 log = logging.getLogger("kubeberth.scheduler")
 
@@ -44,6 +47,7 @@ class SchedulerBase:
                                    pod_max_in_unschedulable=pod_max_in_unschedulable)
         self.queue.namespace_labels = self.ctx.objects.namespace_labels
         self.queue.on_incoming = lambda queue, event: self.metrics.queue_incoming_pod(queue, event)
+        self.queue.on_hint = lambda *labels_and_seconds: self.metrics.queueing_hint_duration(*labels_and_seconds)
         self.ctx.nominator = self.nominator
         self.ctx.record_victims = self.record_victims
         self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)
@@ -65,6 +69,10 @@ class SchedulerBase:
         self._periodic: asyncio.Task[None] | None = None
         # Whether this replica may write (it holds the leader Lease): checked before every cycle.
         self.may_write: Callable[[], bool] = lambda: True
+        # Explanations (scheduler/explain.py): which pods get one, and who is told after each attempt.
+        self.explain_pods: Callable[[Pod], bool] | None = None
+        self.on_explained: Callable[[Pod, Explanation], Coroutine[Any, Any, None]] | None = None
+        self._explaining: Explanation | None = None
 
 
     @staticmethod

@@ -162,6 +162,15 @@ class EventHandlers(SchedulerBase):
             self.queue.add(pod)
         else:
             self.queue.update(pending_old, pod)
+            if pending_old.nominated_node_name and pending_old.nominated_node_name != pod.nominated_node_name:
+                self._nomination_released(pending_old)
+
+    def _nomination_released(self, pod: Pod) -> None:
+        """Pods of lower or equal priority counted `pod` as placed on its nominated node (upstream's
+        getLEPriorityPreCheck with EventAssignedPodDelete)."""
+        prio = pod.priority
+        self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod, None,
+                                                 pre_check=lambda p: p.priority <= prio)
 
     def on_pod_delete(self, obj: Mapping[str, Any] | Pod | str) -> None:
         """A pod was deleted: a raw object, a Pod, or its "namespace/name" key."""
@@ -192,10 +201,9 @@ class EventHandlers(SchedulerBase):
         elif rejected and pending is not None:
             self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pending, None)
         elif pending is not None and nominated:
-            # The room it was nominated to is free again for pods of lower or equal priority.
-            prio = pending.priority
-            self.queue.move_all_to_active_or_backoff(ev.EVENT_UNSCHEDULED_POD_DELETE, pending, None,
-                                                     pre_check=lambda p: p.priority <= prio)
+            # The room it was nominated to is free again for pods of lower or equal priority,
+            # which treated it as placed there: upstream reports it as an assigned pod's deletion.
+            self._nomination_released(pending)
         self._seqs.pop(uid, None)
         if self._uids.get(key) == uid:
             del self._uids[key]
@@ -252,6 +260,10 @@ class EventHandlers(SchedulerBase):
         without node in the cache until they go; it no longer appears in snapshots."""
         name = obj if isinstance(obj, str) else str((obj.get("metadata") or {}).get("name") or "")
         self.node_errors.pop(name, None)
+        old = self.cache.node(name)
+        if old is not None:
+            # Only plugins that registered Node/Delete hear of it (PodTopologySpread: a domain may go).
+            self.queue.move_all_to_active_or_backoff(ev.EVENT_NODE_DELETE, old, None)
         self.cache.remove_node(name)
 
     # ---- other objects ---------------------------------------------------------------
@@ -259,18 +271,19 @@ class EventHandlers(SchedulerBase):
         """PriorityClass, PodDisruptionBudget, PV, PVC, StorageClass, CSINode, Namespace,
         Service, ReplicaSet...: stored for plugins; storage changes may move pods."""
         key = object_key(obj)
-        existed = self.ctx.objects.get(kind, key) is not None
+        old = self.ctx.objects.get(kind, key)
         self.ctx.objects.put(kind, obj)
         resource = EVENT_RESOURCES.get(kind)
         if resource is not None:
-            action = ev.ActionType.UPDATE_OTHER if existed else ev.ActionType.ADD
-            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), None, obj)
+            action = ev.ActionType.UPDATE_OTHER if old is not None else ev.ActionType.ADD
+            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), old, obj)
         if kind == "PriorityClass":
             for raw in list(self._wait_priority.values()):
                 self.on_pod_add(raw)
 
     def on_object_delete(self, kind: str, key: str) -> None:
+        old = self.ctx.objects.get(kind, key)
         self.ctx.objects.delete(kind, key)
         resource = EVENT_RESOURCES.get(kind)
         if resource is not None:
-            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE))
+            self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE), old, None)

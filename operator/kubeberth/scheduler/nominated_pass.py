@@ -44,7 +44,7 @@ def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
     (plugin, mask) list in filter order; `rejected(node_info, row)` its status for a row the
     masks reject."""
     nominator = fw.ctx.nominator
-    if nominator is None or not chain:
+    if nominator is None or arrays is None or not chain:
         return None
     for p, mask in chain:
         if mask is None or (p.name not in NODE_ONLY_FILTERS and p.name not in _COUNTING):
@@ -59,7 +59,7 @@ def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
     req_key = (request.milli_cpu, request.memory, request.ephemeral_storage, tuple(pod.host_ports))
     pos = arrays.pos
     missing = arrays.missing
-    full = fw.run_filter_with_nominated_pods
+    full: FilterFn = fw.run_filter_with_nominated_pods
     prio, uid = pod.priority, pod.uid
 
     def run(st: CycleState, p: Pod, node_info: NodeInfo) -> Status | None:
@@ -82,7 +82,7 @@ def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
                 status = plugin.filter(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
                 if status.code == Code.ERROR:
-                    return Status.error(f"running {plugin.name!r} filter plugin: {status.message()}", plugin.name)
+                    return Status.error(f'running "{plugin.name}" filter plugin: {status.message()}', plugin.name)
                 return status.with_plugin(plugin.name)
         return _second_pass(chain, row, node_info, rejected)
 

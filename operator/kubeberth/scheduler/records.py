@@ -5,9 +5,12 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Pod
+
+if TYPE_CHECKING:
+    from .explain import Explanation
 
 log = logging.getLogger("kubeberth.scheduler")
 
@@ -23,6 +26,7 @@ DELETED = "Deleted"
 
 EVENT_MESSAGE_LIMIT = 1024  # upstream's validation.NoteLengthLimit for event messages
 DEFAULT_MAX_ATTEMPTS = 10   # run_until_idle: attempts before a pod is left unschedulable
+KEPT_EXPLANATIONS = 5       # an explained pod keeps its first attempt's explanation and the latest ones
 
 
 class PodRecord:
@@ -30,8 +34,8 @@ class PodRecord:
     Evicted, Ignored or Deleted; `error` marks a pod that could not be read (bad object,
     unknown PriorityClass)."""
 
-    __slots__ = ("attempts", "error", "key", "message", "node", "nominated_node", "preempted_by",
-                 "status", "uid", "victims")
+    __slots__ = ("attempts", "error", "explanations", "key", "message", "node", "nominated_node",
+                 "preempted_by", "status", "uid", "victims")
 
     def __init__(self, key: str, uid: str = "", status: str = PENDING) -> None:
         self.key = key
@@ -44,6 +48,12 @@ class PodRecord:
         self.attempts = 0
         self.preempted_by = ""
         self.error = False
+        self.explanations: list[Explanation] = []  # only for a pod someone asked to explain
+
+    def add_explanation(self, x: Explanation) -> None:
+        self.explanations.append(x)
+        if len(self.explanations) > KEPT_EXPLANATIONS:
+            del self.explanations[1]
 
     def __repr__(self) -> str:
         return f"PodRecord({self.key}: {self.status} node={self.node!r} msg={self.message!r})"

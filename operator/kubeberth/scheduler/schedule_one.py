@@ -21,6 +21,7 @@ from ..framework import events as ev
 from ..framework.status import Code
 from ..framework.types import QueuedPodInfo
 from ..model import Pod
+from . import decision_log, explain
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
 from .base import SchedulerBase
 from .records import SCHEDULED, UNSCHEDULABLE, pod_on_node, truncate_message
@@ -46,6 +47,17 @@ class SchedulingCycles(SchedulerBase):
         return True
 
     async def schedule_popped(self, q: QueuedPodInfo) -> None:
+        self._explaining = None
+        try:
+            await self._scheduling_cycle(q)
+        finally:
+            if self.ctx.metrics is not None:
+                for fw in self.profiles.values():
+                    fw.flush_plugin_metrics()
+        if self._explaining is not None:
+            self._explained(q, self._explaining)
+
+    async def _scheduling_cycle(self, q: QueuedPodInfo) -> None:
         pod = q.pod
         uid = pod.uid
         fw = self.profiles.get(pod.scheduler_name)
@@ -61,6 +73,9 @@ class SchedulingCycles(SchedulerBase):
         self.cache.update_snapshot(self.snapshot)
         self.ctx.snapshot = self.snapshot
         state = CycleState()
+        state.record_plugin_metrics = self.ctx.metrics is not None and fw.plugin_metrics.sample()
+        if self.explain_pods is not None and self.explain_pods(pod):
+            self._explaining = explain.begin(state, fw, pod, q.attempts)
         try:
             algorithm_started = time.perf_counter()
             result = await schedule_pod(fw, state, pod)
@@ -80,6 +95,7 @@ class SchedulingCycles(SchedulerBase):
             await self._fail(fw, q, Status.error(str(exc) or type(exc).__name__), nominating="", started=started)
             return
         host = result.suggested_host
+        decision_log.attempt_placed(pod, q.attempts, fw.profile_name, len(self.snapshot), result)
         assumed = pod_on_node(pod, host)
         try:
             self.cache.assume_pod(assumed)
@@ -103,6 +119,21 @@ class SchedulingCycles(SchedulerBase):
             self._binding_cycle(fw, state, q, assumed, host, started))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
+
+    def _explained(self, q: QueuedPodInfo, x: explain.Explanation) -> None:
+        """The attempt is decided: note its result, keep the explanation on the pod's record and
+        hand it to `on_explained` (the operator publishes it)."""
+        self._explaining = None
+        pod = q.pod
+        rec = self._record(pod)
+        if self.cache.is_assumed(pod.uid):
+            x.finish(SCHEDULED, x.selected, "")
+        else:
+            x.finish(UNSCHEDULABLE, "", rec.message)
+            x.nominated_node = x.nominated_node or self.nominator.nominated_node_for(pod) or ""
+        rec.add_explanation(x)
+        if self.on_explained is not None:
+            self._spawn(self.on_explained(pod, x))
 
     def _forget(self, assumed: Pod) -> bool:
         try:
@@ -134,6 +165,9 @@ class SchedulingCycles(SchedulerBase):
             fit.diagnosis.post_filter_msg = status.message() if status is not None else ""
             if result is not None:
                 nominating = result.nominated_node_name
+            decision_log.preemption(q.pod, nominating, self._record(q.pod).victims, fit.diagnosis.post_filter_msg)
+            if (x := explain.explanation_of(state)) is not None:
+                x.post_filtered(fit.diagnosis.post_filter_msg, nominating)
         await self._fail(fw, q, Status(Code.UNSCHEDULABLE, fit.message()), fit=fit, nominating=nominating,
                          started=started)
 
@@ -145,6 +179,7 @@ class SchedulingCycles(SchedulerBase):
         pod = q.pod
         uid = pod.uid
         rejected = status.is_rejected()
+        decision_log.attempt_failed(pod, q.attempts, fw.profile_name, status.message())
         if fit is not None:
             q.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             q.pending_plugins = set(fit.diagnosis.pending_plugins)
@@ -199,10 +234,12 @@ class SchedulingCycles(SchedulerBase):
                 await self._binding_failed(fw, state, q, assumed, host, status, None, started)
                 return
             fw.run_post_bind(state, assumed, host)
+            decision_log.bound(assumed, host)
         except asyncio.CancelledError:
             raise
         except BindConflict as exc:  # settled: bound elsewhere, being deleted, replaced or gone
             log.info("Not binding %s: %s", assumed.key, exc)
+            decision_log.binding_failed(assumed, host, str(exc))
             fw.run_unreserve(state, assumed, host)
             if self._forget(assumed):
                 self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, assumed, None)
@@ -222,6 +259,8 @@ class SchedulingCycles(SchedulerBase):
         self.metrics.schedule_attempt("scheduled", fw.profile_name, time.perf_counter() - started)
         first = q.initial_attempt_timestamp
         self.metrics.pod_scheduled(q.attempts, self.clock.now() - first if first is not None else 0.0)
+        if q.flushed:
+            self.metrics.pod_scheduled_after_flush()
 
     async def _bind(self, fw: Framework, state: CycleState, assumed: Pod, host: str) -> Status | None:
         """Extenders' bind first, else the Bind plugins; then FinishBinding and the Scheduled event."""
@@ -251,6 +290,7 @@ class SchedulingCycles(SchedulerBase):
                               status: Status, fit: FitError | None, started: float) -> None:
         """Upstream's handleBindingCycleError: Unreserve, forget, and the freed room may help
         others (an AssignedPod delete event; after requeueing when the pod itself was rejected)."""
+        decision_log.binding_failed(assumed, host, status.message())
         fw.run_unreserve(state, assumed, host)
         forgotten = self._forget(assumed)
         if forgotten and not status.is_rejected():
@@ -266,9 +306,5 @@ class SchedulingCycles(SchedulerBase):
 def _single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError:
     diagnosis = Diagnosis()
     diagnosis.node_to_status.set(host, status)
-    if status.plugin:
-        if status.code == Code.PENDING:
-            diagnosis.pending_plugins.add(status.plugin)
-        else:
-            diagnosis.unschedulable_plugins.add(status.plugin)
+    diagnosis.add_plugin_status(status)
     return FitError(pod, 1, diagnosis, [host])

@@ -46,6 +46,7 @@ from ..framework import (
 from ..framework import events as ev
 from ..framework.registry import Registry
 from ..framework.types import QueuedPodInfo
+from ..plugins import in_tree_registry
 from ..profile import build_framework
 from ..queue.scheduling_queue import BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL
 from .event_handlers import EventHandlers
@@ -68,8 +69,6 @@ class Scheduler(EventHandlers, SchedulingCycles):
         """Build a framework for a SchedulingProfile spec on this scheduler's context and use it.
         Raises ConfigError (the running profile, if any, stays)."""
         if registry is None:
-            from ..plugins import in_tree_registry
-
             registry = in_tree_registry()
         fw = build_framework(spec, registry, self.ctx, profile_name=profile_name)
         self.set_profile(fw)
@@ -153,6 +152,7 @@ class Scheduler(EventHandlers, SchedulingCycles):
         for name, n in counts.items():
             self.metrics.pending_pods(name, n)
         self.metrics.unschedulable_pods(self.queue.unschedulable_by_plugin())
+        self.metrics.inflight_events(self.queue.inflight_events())
         self.metrics.cache_size(self.cache.node_count(), self.cache.pod_count(), self.cache.assumed_count())
         return counts
 
@@ -164,7 +164,11 @@ class Scheduler(EventHandlers, SchedulingCycles):
         cycles = 0
         while True:
             await self._flush_deferred()
-            q = self.queue.pop_nowait()
+            # backoffQ only once nothing else can change: a pod popped early from it would only
+            # fail again before the binding and deletions under way have landed.
+            q = self.queue.pop_nowait(from_backoff=False)
+            if q is None and not self._binding_tasks and not self._background:
+                q = self.queue.pop_nowait()
             if q is not None:
                 if q.attempts > max_attempts:
                     self._give_up(q)

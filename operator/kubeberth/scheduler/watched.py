@@ -36,6 +36,8 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", 2, ev.PERSISTENT_VOLUME_CLAIM),
     WatchedKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", 2, ev.STORAGE_CLASS),
     WatchedKind("storage.k8s.io", "v1", "csinodes", "CSINode", 2, ev.CSI_NODE),
+    WatchedKind("storage.k8s.io", "v1", "csidrivers", "CSIDriver", 2, ev.CSI_DRIVER),
+    WatchedKind("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", 2, ev.CSI_STORAGE_CAPACITY),
     WatchedKind("", "v1", "services", "Service", 2),
     WatchedKind("", "v1", "replicationcontrollers", "ReplicationController", 2),
     WatchedKind("apps", "v1", "replicasets", "ReplicaSet", 2),

@@ -8,7 +8,8 @@ node, computed from label columns and per-node pod counts kept between cycles:
   over the nodes. Updated for the nodes that changed since the last cycle.
 - per-node counts of the existing pods an incoming pod's term matches (a RowCache per term).
 
-Counts per (topology key, value) are then bincounts of those arrays over the key's label codes.
+Which pods and terms count is decided by rules.py, as on the per-node path. Counts per
+(topology key, value) are then bincounts of those arrays over the key's label codes.
 The dicts built from them equal the per-node code's (same entries, same values); the arrays
 they came from are kept in CycleState (for the state object they were built for) so that
 filter_all / score_all need no dict walk.
@@ -22,31 +23,32 @@ from typing import Any
 
 import numpy as np
 
-from ..cache.node_arrays import NodeArrays
-from ..framework.vector import RowCache, label_selector_key
-from ..model import NodeInfo, Pod
-
-Counts = dict[str, dict[str, int]]
-VECTOR_KEY = "InterPodAffinity.vector"
+from ...cache.node_arrays import NodeArrays
+from ...framework.vector import RowCache, label_selector_key
+from ...model import NodeInfo, Pod
+from ...model.affinity_terms import AffinityTerm, NsLabels, PodAffinityTerms, pod_affinity_terms
+from .._pod_index import PodIndex
+from .common import Counts
+from .rules import existing_anti_keys, first_of_group, incoming_preferred, matches_all, sigs_matching_all
+from .state import PreFilterState, PreScoreState
 
 
 class _Groups:
     """Per node row, the count of pods of each terms object in NodeInfo.<attr>; per terms
     object, an int64 array over the rows (dropped when it falls to zero)."""
 
-    __slots__ = ("_arrays", "_epoch", "_seen", "attr", "groups", "rows", "terms_of", "totals")
+    __slots__ = ("_arrays", "_epoch", "_seen", "attr", "groups", "rows", "totals")
 
-    def __init__(self, attr: str, terms_of: Callable[[Pod], Any]) -> None:
+    def __init__(self, attr: str) -> None:
         self.attr = attr
-        self.terms_of = terms_of
-        self._arrays: Any = None
+        self._arrays: NodeArrays | None = None
         self._epoch = -1
         self._seen = 0
-        self.rows: list[dict[Any, int] | None] = []
-        self.groups: dict[Any, np.ndarray] = {}
-        self.totals: dict[Any, int] = {}
+        self.rows: list[dict[PodAffinityTerms, int] | None] = []
+        self.groups: dict[PodAffinityTerms, np.ndarray] = {}
+        self.totals: dict[PodAffinityTerms, int] = {}
 
-    def sync(self, arrays: NodeArrays) -> dict[Any, np.ndarray]:
+    def sync(self, arrays: NodeArrays) -> dict[PodAffinityTerms, np.ndarray]:
         rows = None
         if self._arrays is arrays:
             rows = arrays.changed_since(self._epoch, self._seen)
@@ -74,10 +76,10 @@ class _Groups:
                     self.totals[g] = left
                 else:
                     del self.totals[g], self.groups[g]
-        new: dict[Any, int] = {}
+        new: dict[PodAffinityTerms, int] = {}
         if ni.node is not None:
             for p in getattr(ni, self.attr):
-                g = self.terms_of(p)
+                g = pod_affinity_terms(p)
                 new[g] = new.get(g, 0) + 1
         for g, c in new.items():
             arr = self.groups.get(g)
@@ -89,7 +91,7 @@ class _Groups:
         self.rows[i] = new or None
 
 
-def _term_key(t: Any, objects_generation: int) -> tuple[Any, ...]:
+def _term_key(t: AffinityTerm, objects_generation: int) -> tuple[Any, ...]:
     """A hashable form of an AffinityTerm's pod matching (not its topology key or weight)."""
     ns_sel = label_selector_key(t.ns_selector)
     return (tuple(sorted(t.namespaces)), ns_sel, label_selector_key(t.selector),
@@ -141,12 +143,12 @@ class _KeySums:
         return counts, sums_by_code, entries_by_code
 
 
-class _FilterVectors:
+class FilterVectors:
     """What filter_all needs, for the PreFilter state object `state` it was computed with."""
 
     __slots__ = ("affinity", "anti", "existing", "state")
 
-    def __init__(self, state: Any, existing: dict[str, np.ndarray], affinity: dict[str, np.ndarray],
+    def __init__(self, state: PreFilterState, existing: dict[str, np.ndarray], affinity: dict[str, np.ndarray],
                  anti: dict[str, np.ndarray]) -> None:
         self.state = state
         self.existing = existing
@@ -154,10 +156,10 @@ class _FilterVectors:
         self.anti = anti
 
 
-class _ScoreVectors:
+class ScoreVectors:
     __slots__ = ("state", "sums")
 
-    def __init__(self, state: Any, sums: dict[str, np.ndarray]) -> None:
+    def __init__(self, state: PreScoreState, sums: dict[str, np.ndarray]) -> None:
         self.state = state
         self.sums = sums
 
@@ -167,28 +169,22 @@ class AffinityVectors:
 
     __slots__ = ("anti_groups", "counts", "groups")
 
-    def __init__(self, terms_of: Callable[[Pod], Any]) -> None:
-        self.anti_groups = _Groups("pods_with_required_anti_affinity", terms_of)
-        self.groups = _Groups("pods_with_affinity", terms_of)
+    def __init__(self) -> None:
+        self.anti_groups = _Groups("pods_with_required_anti_affinity")
+        self.groups = _Groups("pods_with_affinity")
         self.counts = RowCache(limit=64)
 
     # ---- existing pods matching a term -------------------------------------------------------
-    def matching(self, arrays: NodeArrays, terms: Sequence[Any], ns_labels: Any, index: Any,
+    def matching(self, arrays: NodeArrays, terms: Sequence[AffinityTerm], ns_labels: NsLabels, index: PodIndex,
                  objects_generation: int) -> np.ndarray:
         """Per node, the pods (terminating ones too) that every one of `terms` matches."""
         key = tuple(_term_key(t, objects_generation) for t in terms)
-        first = terms[0]
 
         def compute_all(a: NodeArrays) -> np.ndarray:
             out = np.zeros(a.n, dtype=np.int64)
-            if first.selector is None:
-                return out
             pos = a.pos
-            for sig in index.matching(first.selector, lambda sg: first.matches_ns(sg[0], ns_labels)):
-                labels = index.labels(sig)
-                if not all(t.matches_sig(sig, labels, ns_labels) for t in terms[1:]):
-                    continue
-                for name, n in index.nodes_of(sig).items():
+            for _sig, nodes in sigs_matching_all(index, terms, ns_labels):
+                for name, n in nodes.items():
                     i = pos.get(name)
                     if i is not None:
                         out[i] += n
@@ -197,21 +193,21 @@ class AffinityVectors:
         def compute_row(ni: NodeInfo) -> int:
             if ni.node is None:
                 return 0
-            return sum(1 for p in ni.pods if all(t.matches(p, ns_labels) for t in terms))
+            return sum(1 for p in ni.pods if matches_all(terms, p, ns_labels))
 
         values = self.counts.get(arrays, key, compute_all, compute_row)
         assert values is not None
         return values
 
     # ---- PreFilter ------------------------------------------------------------------------------
-    def pre_filter_counts(self, arrays: NodeArrays, pod: Pod, s: Any, ns_labels: Any, const_ns: Any,
-                          index_of: Callable[[], Any], objects_generation: int) -> _FilterVectors:
+    def pre_filter_counts(self, arrays: NodeArrays, pod: Pod, s: PreFilterState, ns_labels: NsLabels,
+                          const_ns: NsLabels, index_of: Callable[[], PodIndex],
+                          objects_generation: int) -> FilterVectors:
         """Fill s.existing_anti_affinity_counts, s.affinity_counts, s.anti_affinity_counts."""
         existing = _KeySums()
         for g, per_node in self.anti_groups.sync(arrays).items():
-            for t in g.required_anti:
-                if t.matches(pod, const_ns):
-                    existing.add(t.topology_key, per_node)
+            for key in existing_anti_keys(g, pod, const_ns):
+                existing.add(key, per_node)
         s.existing_anti_affinity_counts, existing_sums, _ = existing.by_code(arrays)
         affinity_sums: dict[str, np.ndarray] = {}
         anti_sums: dict[str, np.ndarray] = {}
@@ -231,23 +227,20 @@ class AffinityVectors:
                     continue
                 anti.add(t.topology_key, self.matching(arrays, [t], ns_labels, index, objects_generation))
             s.anti_affinity_counts, anti_sums, _ = anti.by_code(arrays)
-        return _FilterVectors(s, existing_sums, affinity_sums, anti_sums)
+        return FilterVectors(s, existing_sums, affinity_sums, anti_sums)
 
     # ---- PreScore -------------------------------------------------------------------------------
-    def pre_score_topology(self, arrays: NodeArrays, pod: Pod, terms: Any, has_constraints: bool,
-                           ns_labels: Any, contributions: Callable[[Any], list[tuple[str, int]]],
-                           index_of: Callable[[], Any], objects_generation: int
+    def pre_score_topology(self, arrays: NodeArrays, terms: PodAffinityTerms, has_constraints: bool,
+                           ns_labels: NsLabels, contributions: Callable[[PodAffinityTerms], list[tuple[str, int]]],
+                           index_of: Callable[[], PodIndex], objects_generation: int
                            ) -> tuple[Counts, dict[str, np.ndarray]]:
         """(topology_score, per key its values by label code)."""
         topo = _KeySums()
         if has_constraints:
             index = index_of()
-            for sign, pref in ((1, terms.preferred_affinity), (-1, terms.preferred_anti)):
-                for t in pref:
-                    if t.selector is None:
-                        continue
-                    per_node = self.matching(arrays, [t], ns_labels, index, objects_generation)
-                    topo.add(t.topology_key, sign * t.weight * per_node, per_node > 0)
+            for t, weight in incoming_preferred(terms):
+                per_node = self.matching(arrays, [t], ns_labels, index, objects_generation)
+                topo.add(t.topology_key, weight * per_node, per_node > 0)
         for g, per_node in self.groups.sync(arrays).items():
             contrib = contributions(g)
             if not contrib:
@@ -259,8 +252,7 @@ class AffinityVectors:
         return counts, sums
 
 
-def filter_mask(arrays: NodeArrays, pod: Pod, s: Any, vec: _FilterVectors,
-                matches_all: Callable[[], bool]) -> np.ndarray:
+def filter_mask(arrays: NodeArrays, s: PreFilterState, vec: FilterVectors) -> np.ndarray:
     """InterPodAffinity.filter for every node, from the sums PreFilter computed."""
     ok = ~arrays.missing
     req = s.terms.required_affinity
@@ -275,7 +267,7 @@ def filter_mask(arrays: NodeArrays, pod: Pod, s: Any, vec: _FilterVectors,
                 pods_exist[:] = False
             else:
                 pods_exist &= sums[codes] > 0
-        if not s.affinity_counts and matches_all():
+        if first_of_group(s.affinity_counts, req, s.pod, s.ns_labels):
             ok &= all_present
         else:
             ok &= all_present & pods_exist

@@ -1,0 +1,153 @@
+"""Node selectors, label sets and taints as per-node masks over the label columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...cache.node_arrays import NodeArrays
+from ...model import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
+from ...model.selectors import _parse_int64
+from ...model.taints import find_untolerated
+
+OBJECT_NAME_FIELD = "metadata.name"
+
+
+def _lut_mask(arrays: NodeArrays, key: str, when_absent: bool, pick: Any) -> np.ndarray:
+    """A per-node mask from a per-value verdict: `pick(value) -> bool` for each known value."""
+    codes = arrays.label_codes(key)
+    values = arrays.label_values(key)
+    lut = np.empty(len(values), dtype=bool)
+    lut[0] = when_absent
+    for c in range(1, len(values)):
+        lut[c] = pick(values[c])
+    result: np.ndarray = lut[codes]
+    return result
+
+
+def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
+    """Requirement.matches(node labels) for every node."""
+    n = arrays.n
+    if r.invalid:
+        return np.zeros(n, dtype=bool)
+    op = r.operator
+    if op == "Exists" or op == "DoesNotExist":
+        present: np.ndarray = arrays.label_codes(r.key) != 0
+        return present if op == "Exists" else ~present
+    if op == "In" or op == "NotIn":
+        codes = arrays.label_codes(r.key)
+        size = len(arrays.label_values(r.key))
+        lut = np.zeros(size, dtype=bool) if op == "In" else np.ones(size, dtype=bool)
+        for v in r.values:
+            c = arrays.label_code_of(r.key, v)
+            if c:
+                lut[c] = op == "In"
+        matched: np.ndarray = lut[codes]
+        return matched
+    bound = r.int_value
+    assert bound is not None
+    if op == "Gt":
+        def pick(v: str) -> bool:
+            have = _parse_int64(v)
+            return have is not None and have > bound
+    else:
+        def pick(v: str) -> bool:
+            have = _parse_int64(v)
+            return have is not None and have < bound
+    return _lut_mask(arrays, r.key, False, pick)
+
+
+def name_field_mask(arrays: NodeArrays, f: Requirement) -> np.ndarray:
+    """A matchFields requirement on metadata.name (In / NotIn) for every node."""
+    mask = np.zeros(arrays.n, dtype=bool)
+    pos = arrays.pos
+    for v in f.values:
+        i = pos.get(v)
+        if i is not None:
+            mask[i] = True
+    if f.operator == "In":
+        return mask
+    return ~mask
+
+
+def term_mask(arrays: NodeArrays, term: NodeSelectorTerm) -> np.ndarray:
+    """NodeSelectorTerm.matches for every node (an empty term matches nothing)."""
+    n = arrays.n
+    if not term.requirements and not term.fields:
+        return np.zeros(n, dtype=bool)
+    mask = np.ones(n, dtype=bool)
+    for r in term.requirements:
+        mask &= requirement_mask(arrays, r)
+    for f in term.fields:
+        if f.key != OBJECT_NAME_FIELD:
+            # Only metadata.name is supported (NodeSelectorTerm.from_dict refuses the rest).
+            return np.zeros(n, dtype=bool)
+        if f.invalid:
+            return np.zeros(n, dtype=bool)
+        mask &= name_field_mask(arrays, f)
+    return mask
+
+
+def selector_mask(arrays: NodeArrays, selector: NodeSelector) -> np.ndarray:
+    """NodeSelector.matches (terms ORed) for every node."""
+    mask = np.zeros(arrays.n, dtype=bool)
+    for t in selector.terms:
+        mask |= term_mask(arrays, t)
+    return mask
+
+
+def labels_mask(arrays: NodeArrays, labels: Mapping[str, str]) -> np.ndarray:
+    """Every node whose labels include all of `labels` (a nodeSelector)."""
+    mask = np.ones(arrays.n, dtype=bool)
+    for k, v in labels.items():
+        c = arrays.label_code_of(k, v)
+        if not c:
+            return np.zeros(arrays.n, dtype=bool)
+        mask &= arrays.label_codes(k) == c
+    return mask
+
+
+def label_selector_key(selector: LabelSelector | None) -> tuple[Any, ...] | None:
+    """A hashable form of a LabelSelector: equal keys, equal matches."""
+    if selector is None:
+        return None
+    return (tuple(sorted(selector.match_labels.items())), tuple(requirement_key(r) for r in selector.requirements))
+
+
+def untolerated_free_mask(arrays: NodeArrays, tolerations: Sequence[Any]) -> np.ndarray:
+    """Per node: no NoSchedule/NoExecute taint that `tolerations` leave untolerated
+    (find_untolerated(node.taints, tolerations) is None); decided once per distinct taint list."""
+    hard = arrays.hard_taints
+    if not hard.any():
+        return np.ones(arrays.n, dtype=bool)
+    ids = arrays.taint_id
+    lut = np.ones(len(arrays.taint_sets), dtype=bool)
+    for tid in np.unique(ids[hard]).tolist():
+        lut[tid] = find_untolerated(arrays.taint_sets[tid], tolerations) is None
+    return lut[ids]
+
+
+def required_node_affinity_mask(arrays: NodeArrays, node_selector: Mapping[str, str],
+                                required: NodeSelector | None) -> np.ndarray:
+    """Per node: nodeaffinity.GetRequiredNodeAffinity(pod).Match(node) (nodeSelector and the
+    required terms), for nodes that exist."""
+    mask = labels_mask(arrays, node_selector)
+    if required is not None:
+        mask &= selector_mask(arrays, required)
+    return mask
+
+
+def requirement_key(r: Requirement) -> tuple[Any, ...]:
+    return (r.key, r.operator, tuple(sorted(r.values)), r.int_value, r.invalid)
+
+
+def term_key(t: NodeSelectorTerm) -> tuple[Any, ...]:
+    return (tuple(requirement_key(r) for r in t.requirements), tuple(requirement_key(f) for f in t.fields))
+
+
+def selector_key(selector: NodeSelector | None) -> tuple[Any, ...] | None:
+    if selector is None:
+        return None
+    return tuple(term_key(t) for t in selector.terms)

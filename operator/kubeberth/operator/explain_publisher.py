@@ -1,0 +1,74 @@
+"""The operator's side of explanations: for a pod annotated `kubeberth.io/explain: "true"`, after
+each scheduling attempt, the compact summary in the pod's annotation `kubeberth.io/explanation`
+and the full explanation in a `SchedulingExplained` Event (report/summary.py says what and how
+big). Nothing is computed or written for other pods (scheduler.explain_pods says which), and an
+attempt that explains exactly what the previous one did for that pod writes nothing again."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from ..model import Pod
+from ..report.summary import EVENT_REASON, SUMMARY_ANNOTATION, digest, event_message, summary
+from ..scheduler.explain import Explanation, wants_explanation
+from .api_client import pod_path, rfc3339
+
+if TYPE_CHECKING:
+    from ..scheduler import Scheduler
+    from .api_client import KubernetesClusterClient
+
+logger = logging.getLogger(__name__)
+
+REMEMBERED_PODS = 4096
+
+
+class ExplainPublisher:
+    def __init__(self, client: KubernetesClusterClient) -> None:
+        self.client = client
+        self._last: OrderedDict[str, str] = OrderedDict()  # pod uid -> digest of what it was last told
+        self._seq = 0
+        self.published = 0
+
+    def install(self, scheduler: Scheduler) -> None:
+        scheduler.explain_pods = wants_explanation
+        scheduler.on_explained = self.publish
+
+    async def publish(self, pod: Pod, x: Explanation) -> None:
+        if not self.client.may_write():
+            return
+        data = x.to_dict()
+        d = digest(data)
+        if self._last.get(pod.uid) == d:
+            return
+        self._last[pod.uid] = d
+        self._last.move_to_end(pod.uid)
+        if len(self._last) > REMEMBERED_PODS:
+            self._last.popitem(last=False)
+        patch = {"metadata": {"annotations": {SUMMARY_ANNOTATION: summary(data)}}}
+        api = self.client.api
+        try:
+            await api.call("PATCH", pod_path(pod.namespace, pod.name), what=f"explanation of {pod.key}", body=patch,
+                           content_type="application/merge-patch+json")
+        except Exception as exc:  # the pod may be gone; the Event still tells
+            logger.info("Could not annotate %s with its explanation: %s", pod.key, exc)
+        await api.call("POST", f"/api/v1/namespaces/{pod.namespace}/events", what=f"explanation event of {pod.key}",
+                       body=self._event(pod, event_message(pod.key, data)))
+        self.published += 1
+
+    def _event(self, pod: Pod, message: str) -> dict[str, Any]:
+        now = self.client.clock.now()
+        self._seq += 1
+        component = pod.scheduler_name
+        ref = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name, "uid": pod.uid}
+        ts = rfc3339(now)
+        # A core/v1 Event without eventTime: its message is not held to the 1 KiB note limit.
+        return {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{pod.name}.explain.{int(now * 1e9) + self._seq:x}", "namespace": pod.namespace},
+            "involvedObject": ref, "reason": EVENT_REASON, "message": message, "type": "Normal",
+            "source": {"component": component}, "reportingComponent": component,
+            "reportingInstance": f"{component}-{self.client.events.instance}"[:128], "action": "Scheduling",
+            "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+        }

@@ -1,0 +1,190 @@
+"""Judging one pending pod of the fuzzer: upstream's decision against kubeberth's.
+
+Node, victims and the FailedScheduling message are compared. When the nodes differ, kube-scheduler's
+log (`schedule_one.go` at verbosity 10) says each feasible node's final score for the pod: the pick
+is a tie when kubeberth's node has upstream's best score. Without scores (a single feasible node,
+or preemption, whose node choice upstream breaks by map order), the pick counts as a tie only
+when kubeberth itself, under other seeds, chooses upstream's node and victims too.
+`tests/conformance/fuzz-known.yaml` lists the disagreements that are explained.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .control_plane import ROOT
+
+KNOWN = ROOT / "tests" / "conformance" / "fuzz-known.yaml"
+KINDS = {"not-run", "environment", "timing", "message-source", "wording"}
+FIELDS = {"status", "node", "victims", "message"}
+FINAL_SCORE = re.compile(r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)')
+PLUGIN_SCORE = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
+
+
+@dataclass
+class Decision:
+    status: str  # Scheduled | Unschedulable
+    node: str | None = None
+    victims: list[str] = field(default_factory=list)
+    message: str = ""
+
+    def brief(self) -> str:
+        what = f"{self.status} {self.node or ''}".strip()
+        if self.victims:
+            what += f" victims={','.join(sorted(self.victims))}"
+        if self.status != "Scheduled":
+            what += f" {self.message!r}"
+        return what
+
+
+@dataclass
+class Verdict:
+    kind: str  # agree | tie | diff
+    field: str = ""  # what differs: status | node | victims | message
+    detail: str = ""
+    explained_by: str = ""  # the id of the fuzz-known.yaml entry
+
+
+def attempts(log: str, pod: str) -> list[dict[str, int]]:
+    """The final scores per node of each scoring attempt of `pod` in a kube-scheduler log excerpt.
+    An attempt logs its plugins' scores, then the final ones: a plugin score after a final score,
+    or a node scored twice, starts the next attempt."""
+    out: list[dict[str, int]] = []
+    new_attempt = True
+    for line in log.splitlines():
+        final = FINAL_SCORE.search(line)
+        if final is None:
+            plugin = PLUGIN_SCORE.search(line)
+            if plugin is not None and plugin.group(1) == pod:
+                new_attempt = True
+            continue
+        if final.group(1) != pod:
+            continue
+        if new_attempt or final.group(2) in out[-1]:
+            out.append({})
+            new_attempt = False
+        out[-1][final.group(2)] = int(final.group(3))
+    return out
+
+
+def plugin_scores(log: str, pod: str, nodes: set[str]) -> dict[str, dict[str, int]]:
+    """node -> plugin -> score of the last attempt, for the nodes asked about (for the report)."""
+    out: dict[str, dict[str, int]] = {}
+    for m in PLUGIN_SCORE.finditer(log):
+        if m.group(1) == pod and m.group(3) in nodes:
+            out.setdefault(m.group(3), {})[m.group(2)] = int(m.group(4))
+    return out
+
+
+def judge(up: Decision, ours: Decision, scores: dict[str, int] | None,
+          other_seeds: list[Decision] | None = None) -> Verdict:
+    if up.status != ours.status:
+        return Verdict("diff", "status", f"upstream {up.brief()}, kubeberth {ours.brief()}")
+    if up.status != "Scheduled":
+        if sorted(up.victims) != sorted(ours.victims):
+            return Verdict("diff", "victims", f"upstream {up.brief()}, kubeberth {ours.brief()}")
+        if up.message != ours.message:
+            return Verdict("diff", "message", f"upstream {up.message!r}, kubeberth {ours.message!r}")
+        return Verdict("agree")
+    if up.node == ours.node:
+        if sorted(up.victims) != sorted(ours.victims):
+            return Verdict("diff", "victims", f"upstream {up.brief()}, kubeberth {ours.brief()}")
+        return Verdict("agree")
+    if scores and not up.victims and not ours.victims:
+        best = max(scores.values())
+        if ours.node in scores and scores[ours.node] == best and scores.get(up.node or "") == best:
+            return Verdict("tie", "node", f"{up.node} and {ours.node} both score {best} upstream")
+        return Verdict("diff", "node", f"upstream {up.brief()}, kubeberth {ours.brief()}; upstream's final "
+                                       f"scores {dict(sorted(scores.items()))}")
+    if other_seeds and any(d.node == up.node and sorted(d.victims) == sorted(up.victims) for d in other_seeds):
+        return Verdict("tie", "node", f"no upstream scores; kubeberth picks {up.node} under another seed")
+    return Verdict("diff", "node", f"upstream {up.brief()}, kubeberth {ours.brief()}; " + (
+        f"upstream's final scores {dict(sorted(scores.items()))}" if scores else "no upstream scores logged"))
+
+
+# --- the list of explained disagreements ---
+
+TERMINATING = re.compile(r"/t\d+$")  # the generator names pods terminating before the case t<N>
+VICTIM_RULES = {
+    "same": lambda up, ours: bool(up) and sorted(up) == sorted(ours),
+    "same-but-terminating": lambda up, ours: any(TERMINATING.search(v) for v in ours) and sorted(up) == sorted(
+        v for v in ours if not TERMINATING.search(v)),
+}
+
+
+@dataclass
+class Known:
+    id: str
+    kind: str
+    why: str
+    field: str
+    upstream: re.Pattern[str] | None = None
+    kubeberth: re.Pattern[str] | None = None
+    victims: str = ""  # one of VICTIM_RULES: how kubeberth's victims relate to upstream's
+    ours_scored: bool | None = None  # whether upstream's final scores (if any) name kubeberth's node
+
+    def explains(self, verdict: Verdict, up: Decision, ours: Decision, scores: dict[str, int] | None) -> bool:
+        if verdict.kind != "diff" or verdict.field != self.field:
+            return False
+        if self.upstream is not None and not self.upstream.search(up.brief()):
+            return False
+        if self.kubeberth is not None and not self.kubeberth.search(ours.brief()):
+            return False
+        if self.victims and not VICTIM_RULES[self.victims](up.victims, ours.victims):
+            return False
+        # No scores logged: upstream's last attempt found a single feasible node and did not score.
+        return self.ours_scored is None or (scores is not None and ours.node in scores) == self.ours_scored
+
+
+MATCH_KEYS = {"field", "upstream", "kubeberth", "victims", "ours_scored"}
+
+
+def parse_known(entries: Any, source: str = str(KNOWN)) -> list[Known]:
+    """The entries of fuzz-known.yaml; a malformed entry is an error naming it."""
+    out: list[Known] = []
+    for i, e in enumerate(entries or []):
+        where = f"{source}: entry {i + 1}"
+        if not isinstance(e, dict) or set(e) != {"id", "kind", "why", "match"}:
+            raise ValueError(f"{where}: needs exactly id, kind, why and match")
+        where += f" ({e['id']})"
+        if e["kind"] not in KINDS:
+            raise ValueError(f"{where}: kind {e['kind']!r} is not one of {sorted(KINDS)}")
+        if len(str(e["why"])) < 40:
+            raise ValueError(f"{where}: the why is too short to be a reason")
+        match = e["match"]
+        if not isinstance(match, dict) or match.get("field") not in FIELDS or set(match) - MATCH_KEYS:
+            raise ValueError(f"{where}: match needs field (one of {sorted(FIELDS)}) and optionally "
+                             f"{sorted(MATCH_KEYS - {'field'})}")
+        if match.get("victims", "") not in ("", *VICTIM_RULES):
+            raise ValueError(f"{where}: match.victims is not one of {sorted(VICTIM_RULES)}")
+        if match.get("ours_scored") not in (None, True, False):
+            raise ValueError(f"{where}: match.ours_scored must be true or false")
+        try:
+            up = re.compile(match["upstream"]) if "upstream" in match else None
+            ours = re.compile(match["kubeberth"]) if "kubeberth" in match else None
+        except re.error as exc:
+            raise ValueError(f"{where}: bad regular expression: {exc}") from exc
+        out.append(Known(str(e["id"]), e["kind"], str(e["why"]), match["field"], up, ours,
+                         match.get("victims", ""), match.get("ours_scored")))
+    ids = [k.id for k in out]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"{source}: an id is used twice")
+    return out
+
+
+def load_known(path: Path = KNOWN) -> list[Known]:
+    return parse_known(yaml.safe_load(path.read_text()) if path.exists() else [], str(path))
+
+
+def explain(verdict: Verdict, up: Decision, ours: Decision, known: list[Known],
+            scores: dict[str, int] | None = None) -> Verdict:
+    for k in known:
+        if k.explains(verdict, up, ours, scores):
+            verdict.explained_by = k.id
+            break
+    return verdict
