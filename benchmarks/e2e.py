@@ -156,8 +156,9 @@ async def _emulator_serve(conn: Any, workload_id: str, sizes: tuple[int, int, in
     counted = 0  # bindings counted so far: the parent asks every 50 ms, each answer must be O(new)
     bound_by_prefix: dict[str, int] = {}
     async with emulator, kmock.Server(emulator) as server:
-        for ns in ("default", "kube-system", *w.namespaces):
-            emulator.create("namespaces", {"metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}})
+        for ns in ("default", "kube-system", *w.all_namespaces()):
+            emulator.create("namespaces", {"metadata": {"name": ns, "labels": {
+                **dict(w.namespace_labels), "kubernetes.io/metadata.name": ns}}})
         for node in w.node_objects():
             emulator.create("nodes", node)
         conn.send(str(server.url).rstrip("/"))
@@ -174,7 +175,7 @@ async def _emulator_serve(conn: Any, workload_id: str, sizes: tuple[int, int, in
             if cmd == "create":
                 if arg == "init":
                     for i in range(w.init_pods):
-                        emulator.create("pods", w.init_template(f"init-{i:06d}", w.init_namespace))
+                        emulator.create("pods", w.init_template(f"init-{i:06d}", w.init_namespace_of(i)))
                 else:
                     log0 = len(emulator.log)
                     if arg == "measure-profiled":

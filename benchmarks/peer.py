@@ -271,12 +271,14 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
     out: dict[str, Any] = {"scheduler": peer}
     with ControlPlane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
-            for ns in {w.init_namespace, w.measure_namespace, *w.namespaces} - {"default"}:
-                await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            for ns in {w.init_namespace, w.measure_namespace, *w.all_namespaces()} - {"default"}:
+                await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": ns, "labels": dict(w.namespace_labels)}})
             await create_all(kube, "nodes", w.node_objects())
             await create_priority_classes(kube, w)
-            await create_all(kube, "pods", (with_priority_classes(w.init_template(f"init-{i:06d}", w.init_namespace))
-                                            for i in range(w.init_pods)))
+            await create_all(kube, "pods", (
+                with_priority_classes(w.init_template(f"init-{i:06d}", w.init_namespace_of(i)))
+                for i in range(w.init_pods)))
             watch = BindingWatch(kube)
             await watch.start()
             started = time.monotonic()

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from . import templates as tp
+
 Obj = dict[str, Any]
 PodTemplate = Callable[[str, str], Obj]  # (name, namespace) -> pod
 
@@ -180,6 +182,10 @@ class Workload:
     measure_namespace: str = "default"
     namespaces: tuple[str, ...] = ()
     churn: Churn | None = None
+    extra_nodes: tuple[Callable[[], Obj], ...] = ()  # created before the others (node-with-name)
+    tainted_nodes: int = 0         # the last this many nodes are node-with-taint
+    init_namespaces: int = 0       # init pods spread over this many namespaces "init-ns-<i>", in blocks
+    namespace_labels: tuple[tuple[str, str], ...] = ()  # on every namespace the workload creates
     threshold: float | None = None   # upstream's CI threshold (pods/s, with an API server)
     target: float | None = None      # kubeberth's target (pods/s, in-process)
     rss_target_mib: float | None = None
@@ -190,10 +196,24 @@ class Workload:
         return f"{self.name}/{self.variant}"
 
     def node_objects(self) -> Iterable[Obj]:
+        for make in self.extra_nodes:
+            yield make()
         zones = self.zone_values
+        first_tainted = self.nodes - self.tainted_nodes
         for i in range(self.nodes):
             labels = {ZONE: zones[i % len(zones)]} if zones else None
-            yield node_default(f"scheduler-perf-{i:05d}", labels)
+            node = node_default(f"scheduler-perf-{i:05d}", labels)
+            yield tp.taint_node(node) if i >= first_tainted else node
+
+    def all_namespaces(self) -> tuple[str, ...]:
+        return (*self.namespaces, *(f"init-ns-{i}" for i in range(self.init_namespaces)))
+
+    def init_namespace_of(self, i: int) -> str:
+        """Upstream's createPodSets: init_pods / init_namespaces pods in each namespace, in turn."""
+        if not self.init_namespaces:
+            return self.init_namespace
+        per = max(1, self.init_pods // self.init_namespaces)
+        return f"init-ns-{min(i // per, self.init_namespaces - 1)}"
 
     def resized(self, *, nodes: int | None = None, init_pods: int | None = None,
                 measure_pods: int | None = None) -> Workload:
@@ -204,6 +224,8 @@ class Workload:
         if (n, i, m) == (self.nodes, self.init_pods, self.measure_pods):
             return self
         return replace(self, variant=f"{n}Nodes_{i}Init_{m}Pods", nodes=n, init_pods=i, measure_pods=m,
+                       tainted_nodes=self.tainted_nodes * n // self.nodes,
+                       init_namespaces=min(self.init_namespaces, max(1, i)) if self.init_namespaces else 0,
                        threshold=None, target=None, rss_target_mib=None, tags=("custom",))
 
 
@@ -245,6 +267,31 @@ def _preemption(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
 _UNSCHEDULABLE_CHURN = Churn("interleave", 0.2, every=100, pods=(pod_high_priority_large_cpu,))
 
 
+def _preemption_async(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
+    """High-priority preemptors every 200 ms while the measured (default) pods are scheduled."""
+    return Workload("PreemptionAsync", variant, n, i, m, pod_low_priority, pod_default,
+                    churn=Churn("interleave", 0.2, every=100, pods=(pod_high_priority,)), **kw)
+
+
+def _daemonset(variant: str, n: int, m: int, **kw: Any) -> Workload:
+    return Workload("SchedulingDaemonset", variant, n, 0, m, pod_default, tp.daemonset_pod,
+                    extra_nodes=(tp.node_with_name,), **kw)
+
+
+def _sched_ns(name: str, variant: str, n: int, i: int, m: int, template: PodTemplate, **kw: Any) -> Workload:
+    """Init pods in sched-0, measured pods in sched-1 (the preferred (anti-)affinity cases)."""
+    return Workload(name, variant, n, i, m, template, template, init_namespace="sched-0",
+                    measure_namespace="sched-1", namespaces=("sched-0", "sched-1"), **kw)
+
+
+def _ns_selector(name: str, variant: str, n: int, namespaces: int, per_ns: int, m: int,
+                 template: PodTemplate, **kw: Any) -> Workload:
+    """Init pods in `namespaces` labelled namespaces, measured pods in measure-ns-0 (labelled too)."""
+    return Workload(name, variant, n, namespaces * per_ns, m, template, template,
+                    measure_namespace="measure-ns-0", namespaces=("measure-ns-0",),
+                    init_namespaces=namespaces, namespace_labels=tuple(tp.NS_LABELS.items()), **kw)
+
+
 def _unschedulable(variant: str, n: int, i: int, m: int, **kw: Any) -> Workload:
     return Workload("Unschedulable", variant, n, i, m, pod_default, pod_default, churn=_UNSCHEDULABLE_CHURN, **kw)
 
@@ -275,6 +322,24 @@ WORKLOADS: list[Workload] = [
     _affinity("5000Nodes_5000Pods", 5000, 5000, 5000, threshold=35),
     _preemption("500Nodes", 500, 2000, 500, tags=(QUICK,)),
     _preemption("1000Nodes", 1000, 4000, 1000, target=200, tags=(DEFAULT,)),
+    _preemption_async("500Nodes", 500, 2000, 500, tags=(QUICK,)),
+    _preemption_async("5000Nodes", 5000, 20000, 5000, threshold=570, tags=(DEFAULT,)),
+    _daemonset("15000Nodes", 15000, 30000, threshold=1100, tags=(DEFAULT,)),
+    _sched_ns("SchedulingPreferredPodAffinity", "500Nodes", 500, 500, 1000, tp.pod_with_preferred_pod_affinity,
+              tags=(QUICK,)),
+    _sched_ns("SchedulingPreferredPodAffinity", "5000Nodes_5000Pods", 5000, 5000, 5000,
+              tp.pod_with_preferred_pod_affinity, threshold=160, tags=(DEFAULT,)),
+    _sched_ns("SchedulingPreferredPodAntiAffinity", "5000Nodes_5000Pods", 5000, 5000, 5000,
+              tp.pod_with_preferred_pod_anti_affinity, threshold=190, tags=(DEFAULT,)),
+    Workload("PreferredTopologySpreading", "5000Nodes_5000Pods", 5000, 5000, 5000, pod_default,
+             tp.pod_with_preferred_topology_spreading, zone_values=("moon-1", "moon-2", "moon-3"),
+             threshold=340, tags=(DEFAULT,)),
+    Workload("SchedulingWithNodeInclusionPolicy", "5000Nodes", 5000, 0, 4000, pod_default,
+             tp.pod_with_node_inclusion_policy, tainted_nodes=1000, threshold=270, tags=(DEFAULT,)),
+    _ns_selector("SchedulingPreferredAntiAffinityWithNSSelector", "5000Nodes_2000Pods", 5000, 100, 40, 2000,
+                 tp.pod_preferred_anti_affinity_ns_selector, threshold=180, tags=(DEFAULT,)),
+    _ns_selector("SchedulingPreferredAffinityWithNSSelector", "5000Nodes_5000Pods", 5000, 100, 50, 5000,
+                 tp.pod_preferred_affinity_ns_selector, threshold=190, tags=(DEFAULT,)),
     _unschedulable("500Nodes/10Init/1kPods", 500, 10, 1000, tags=(QUICK,)),
     _unschedulable("5kNodes/100Init/1kPods", 5000, 100, 1000),
     _unschedulable("5kNodes/100Init/10kPods", 5000, 100, 10000, threshold=590, tags=(DEFAULT,)),

@@ -116,7 +116,10 @@ class NodeInfo:
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with the same uid; False when it is not here."""
         uid = pod.uid
-        index = next((i for i, p in enumerate(self.pods) if p.uid == uid), None)
+        pods = self.pods
+        # From the end: the pod removed is most often the last added (an assumed pod replaced by
+        # its bound copy), and a node may hold tens of thousands of pods. Uids are unique on a node.
+        index = next((i for i in range(len(pods) - 1, -1, -1) if pods[i].uid == uid), None)
         if index is None:
             return False
         p = self.pods.pop(index)

@@ -33,8 +33,10 @@ from ..framework.types import Diagnosis, FitError, NodeToStatus, PostFilterResul
 from ..framework.victims import Candidate, Victims, candidates_to_victims_map
 from ..model import NodeInfo, Pod
 from ..priority import HIGHEST_USER_PRIORITY
+from .arithmetic_dry_run import ArithmeticDryRun
 from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
+from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
 
 log = logging.getLogger(__name__)
 
@@ -239,29 +241,66 @@ class Evaluator:
                            pdbs: Sequence[PDB], offset: int, num_candidates: int
                            ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
         """Try the nodes from `offset` on, wrapping around, until `num_candidates` are found of
-        which at least one violates no PDB. Non-violating candidates come first."""
+        which at least one violates no PDB. Non-violating candidates come first.
+
+        Nodes the prescreen proves hopeless are not cloned; their statuses (and errors), which
+        matter only when no candidate is found, are then taken from real dry runs."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        node_statuses = NodeToStatus()
-        errors: list[str] = []
+        screen = Prescreen(self.handle, state, pod, self.is_preemption_allowed,
+                           memoisable=self.is_eligible_pod is default_is_eligible_pod)
+        fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed)
+        key = more_important_key(self.handle.clock.now())
+        failed: list[tuple[NodeInfo, Status | None]] = []  # None: skipped by the prescreen
         n = len(potential_nodes)
         for i in range(n):
-            node_info = potential_nodes[(offset + i) % n].clone()
-            pods, num_violations, status = self.select_victims_on_node(state.clone(), pod, node_info, pdbs)
-            if (status is None or status.is_success()) and pods:
-                c = Candidate(node_info.name, Victims(pods, num_violations))
-                bucket = non_violating if num_violations == 0 else violating
-                if len(bucket) < num_candidates:
-                    bucket.append(c)
-                if non_violating and len(non_violating) + len(violating) >= num_candidates:
-                    break
+            original = potential_nodes[(offset + i) % n]
+            verdict = screen.verdict(original)
+            if verdict == NO_VICTIMS:
+                failed.append((original, Status.unresolvable(MSG_NO_VICTIMS)))
                 continue
-            if status is None or status.is_success():
-                status = Status.error(f"expected at least one victim pod on node {node_info.name!r}")
+            if verdict == HOPELESS:
+                failed.append((original, None))
+                continue
+            found = fast.select_victims(original, pdbs, key) if fast is not None else None
+            if found is not None and found[0]:
+                outcome: Candidate | Status = Candidate(original.name, Victims(*found))
+            else:
+                outcome = self._dry_run_node(state, pod, original, pdbs)
+            if isinstance(outcome, Status):
+                failed.append((original, outcome))
+                continue
+            bucket = non_violating if outcome.victims.num_pdb_violations == 0 else violating
+            if len(bucket) < num_candidates:
+                bucket.append(outcome)
+            if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                break
+        node_statuses = NodeToStatus()
+        errors: list[str] = []
+        candidates = non_violating + violating
+        for node_info, status in failed:
+            if status is None:
+                if candidates:
+                    continue
+                outcome = self._dry_run_node(state, pod, node_info, pdbs)
+                if not isinstance(outcome, Status):
+                    raise AssertionError(f"the preemption prescreen skipped candidate node {node_info.name!r}")
+                status = outcome
             if status.code == Code.ERROR:
                 errors.append(status.message())
             node_statuses.set(node_info.name, status)
-        return non_violating + violating, node_statuses, errors
+        return candidates, node_statuses, errors
+
+    def _dry_run_node(self, state: CycleState, pod: Pod, original: NodeInfo,
+                      pdbs: Sequence[PDB]) -> Candidate | Status:
+        """One dry run on clones of the node and the cycle state: a candidate, or why not."""
+        node_info = original.clone()
+        pods, num_violations, status = self.select_victims_on_node(state.clone(), pod, node_info, pdbs)
+        if (status is None or status.is_success()) and pods:
+            return Candidate(node_info.name, Victims(pods, num_violations))
+        if status is None or status.is_success():
+            status = Status.error(f"expected at least one victim pod on node {node_info.name!r}")
+        return status
 
     def select_victims_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo,
                                pdbs: Sequence[PDB]) -> tuple[list[Pod], int, Status | None]:

@@ -29,6 +29,9 @@ from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
 from .explain import explanation_of
+from .fit_statuses import shared_rejections
+from .nominated_pass import nominated_filter
+from .prefilter_nodes import nodes_allowed
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -172,6 +175,9 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
         raise SchedulingError(Status.error(
             f"filter plugins disagree on node {ni.name!r}: vectorised filters rejected it"))
 
+    if arrays is not None:
+        rejected = shared_rejections(pod, arrays, chain, rejected)  # type: ignore[assignment]
+
     if arrays is not None and passed is not None:
         special = arrays.missing
         if nominated:
@@ -186,7 +192,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
     else:
         passed_l = None
         special_l = [ni.name in nominated for ni in nodes] if nominated else [False] * n
-    run_all = fw.run_filter_with_nominated_pods
+    run_all = nominated_filter(fw, state, pod, arrays, chain, rejected) or fw.run_filter_with_nominated_pods
     run_some = fw.run_filter_plugins
     feasible: list[NodeInfo] = []
     feasible_pos: list[int] = []
@@ -285,7 +291,7 @@ async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
     nodes: Sequence[NodeInfo] = all_nodes
     if pre_res is not None and not pre_res.all_nodes():
         allowed = pre_res.node_names or set()
-        nodes = [ni for ni in all_nodes if ni.name in allowed]
+        nodes = nodes_allowed(fw, all_nodes, allowed)
         diagnosis.node_to_status.absent = Status.unresolvable(
             f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]")
     feasible = find_nodes_that_pass_filters(fw, state, pod, diagnosis, nodes)

@@ -1,0 +1,140 @@
+"""A dry run without clones, for cycles whose filters only count resources.
+
+When the filters active in a cycle are NodeResourcesFit and plugins that read nothing but the
+node (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity), and no active PreFilter plugin
+has AddPod/RemovePod extensions, select_victims_on_node's removals, reprieves and two-pass
+filters reduce to sums: the node-only plugins answer the same for every pod set, and
+NodeResourcesFit compares the pods' summed requests with allocatable. The victims found are the
+ones the clone-and-filter dry run finds, in the same order.
+
+Whenever the node does not fit even with every evictable pod removed, the caller falls back to
+the real dry run, which reports the status of the first failing plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..model import NodeInfo, Pod
+from .pdb import PDB, filter_pods_with_pdb_violation
+
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+# Filters whose verdict depends on the node and the preemptor alone, never on the node's pods.
+NODE_ONLY_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+
+# (cpu, memory, ephemeral storage, pod count) on the node
+Usage = tuple[int, int, int, int]
+
+
+class ArithmeticDryRun:
+    """Built per preemptor by `for_cycle`; `select_victims` per node."""
+
+    __slots__ = ("_allowed", "_cpu", "_eph", "_mem", "_node_only", "_nominator", "_pod", "_state")
+
+    def __init__(self, state: CycleState, pod: Pod, node_only: Sequence[Any], nominator: Any,
+                 is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool]) -> None:
+        self._state = state
+        self._pod = pod
+        self._node_only = node_only
+        self._nominator = nominator
+        self._allowed = is_preemption_allowed
+        req = pod.requests
+        self._cpu, self._mem, self._eph = req.milli_cpu, req.memory, req.ephemeral_storage
+
+    @classmethod
+    def for_cycle(cls, fw: Any, state: CycleState, pod: Pod,
+                  is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool]) -> ArithmeticDryRun | None:
+        """The arithmetic dry run when this cycle's filters allow it, else None. Off with the
+        framework's vectorised path, so that the per-node path stays the reference."""
+        if not getattr(fw, "vectorise", True):
+            return None
+        if any(q for q in pod.requests.scalar.values()):
+            return None
+        skip = state.skip_filter_plugins
+        node_only = []
+        has_fit = False
+        for p in fw.filter_plugins:
+            if p.name in skip:
+                continue
+            if p.name == NODE_RESOURCES_FIT:
+                has_fit = True
+            elif p.name in NODE_ONLY_FILTERS:
+                node_only.append(p)
+            else:
+                return None
+        if not has_fit:
+            return None
+        for p in fw.pre_filter_plugins:
+            if p.name not in skip and p.pre_filter_extensions() is not None:
+                return None
+        return cls(state, pod, node_only, fw.ctx.nominator, is_preemption_allowed)
+
+    def _fits(self, alloc: Any, cpu: int, mem: int, eph: int, count: int) -> bool:
+        """NodeResourcesFit's verdict for the preemptor on a node using this much."""
+        if count + 1 > alloc.allowed_pod_number:
+            return False
+        return not ((0 < self._cpu and self._cpu > alloc.milli_cpu - cpu)
+                    or (0 < self._mem and self._mem > alloc.memory - mem)
+                    or (0 < self._eph and self._eph > alloc.ephemeral_storage - eph))
+
+    def select_victims(self, node_info: NodeInfo, pdbs: Sequence[PDB],
+                       key: Callable[[Pod], Any]) -> tuple[list[Pod], int] | None:
+        """(victims most important first, number violating a PDB), as select_victims_on_node
+        finds them; None when the node does not fit with every evictable pod removed (the
+        real dry run then reports why)."""
+        pod = self._pod
+        for p in self._node_only:
+            s = p.filter(self._state, pod, node_info)
+            if s is not None and not s.is_success():
+                return None
+        allowed = self._allowed
+        potential = [p for p in node_info.pods if allowed(node_info, p, pod)]
+        if not potential:
+            return None
+        used = node_info.requested
+        cpu, mem, eph = used.milli_cpu, used.memory, used.ephemeral_storage
+        count = len(node_info.pods) - len(potential)
+        for p in potential:
+            r = p.requests
+            cpu -= r.milli_cpu
+            mem -= r.memory
+            eph -= r.ephemeral_storage
+        n_cpu = n_mem = n_eph = n_count = 0
+        if self._nominator is not None:
+            prio, uid = pod.priority, pod.uid
+            for nom in self._nominator.nominated_pods_for_node(node_info.name):
+                if nom.priority >= prio and nom.uid != uid:
+                    r = nom.requests
+                    n_cpu += r.milli_cpu
+                    n_mem += r.memory
+                    n_eph += r.ephemeral_storage
+                    n_count += 1
+        alloc = node_info.allocatable
+
+        def fits(c: int, m: int, e: int, k: int) -> bool:
+            # upstream's two passes: with the nominated pods, then (if there were any) without
+            if not self._fits(alloc, c + n_cpu, m + n_mem, e + n_eph, k + n_count):
+                return False
+            return n_count == 0 or self._fits(alloc, c, m, e, k)
+
+        if not fits(cpu, mem, eph, count):
+            return None
+        potential.sort(key=key)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[Pod] = []
+        num_violating = 0
+        for group_violates, group in ((True, violating), (False, non_violating)):
+            for p in group:
+                r = p.requests
+                c, m, e, k = cpu + r.milli_cpu, mem + r.memory, eph + r.ephemeral_storage, count + 1
+                if fits(c, m, e, k):
+                    cpu, mem, eph, count = c, m, e, k
+                else:
+                    victims.append(p)
+                    if group_violates:
+                        num_violating += 1
+        if violating and non_violating:
+            victims.sort(key=key)
+        return victims, num_violating

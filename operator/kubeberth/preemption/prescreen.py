@@ -1,0 +1,109 @@
+"""Deciding, before any clone, that a dry run on a node cannot find victims.
+
+A dry run removes every pod the preemptor may evict, then filters with the nominated pods of
+equal or higher priority added (upstream's two-pass filter). When NodeResourcesFit runs in the
+cycle and the node, even emptied of all those pods and holding those nominated pods, lacks the
+pods, cpu, memory or ephemeral storage the preemptor asks for, the first pass fails whatever
+the other filters say: the node cannot be a candidate. Telling that costs a few additions over
+the node's pods; the dry run costs a NodeInfo and CycleState clone, a removal per pod and a
+filter pass per reprieve.
+
+Nodes with no pod the preemptor may evict get the dry run's own status without cloning.
+
+Only the verdict "not a candidate" is decided here. The status a skipped node would have had
+is reported by the dry run itself, run lazily when a caller needs it (when no candidate is
+found, the statuses make up the FitError message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..framework.cycle_state import CycleState
+from ..model import NodeInfo, Pod
+
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+TRY, NO_VICTIMS, HOPELESS = 0, 1, 2
+_MEMO_LIMIT = 100_000
+# (node generation, preemptor priority) -> what the node keeps after evictions, or None
+_kept_memo: dict[tuple[int, int], tuple[int, int, int, int] | None] = {}
+
+class Prescreen:
+    """Per preemptor: which nodes a dry run can skip. Built once per `preempt` call."""
+
+    __slots__ = ("_allowed", "_check_resources", "_enabled", "_memoise", "_nominator", "_pod", "_request")
+
+    def __init__(self, fw: Any, state: CycleState, pod: Pod,
+                 is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool], memoisable: bool = False) -> None:
+        # Off with the framework's vectorised path: the per-node path stays the reference that
+        # tests/framework/test_vectorised.py compares against.
+        self._enabled = bool(getattr(fw, "vectorise", True))
+        self._pod = pod
+        self._allowed = is_preemption_allowed
+        self._memoise = self._enabled and memoisable
+        self._request = pod.requests
+        self._nominator = fw.ctx.nominator
+        self._check_resources = (
+            NODE_RESOURCES_FIT not in state.skip_filter_plugins
+            and any(p.name == NODE_RESOURCES_FIT for p in fw.filter_plugins))
+
+    def _kept(self, node_info: NodeInfo) -> tuple[int, int, int, int] | None:
+        """(cpu, memory, ephemeral storage, pods) the node uses without the pods the preemptor
+        may evict; None when there is none. With the default eligibility (which reads only
+        priorities) it is memoised by node generation and preemptor priority: between two
+        preemptors most nodes have not changed."""
+        pod, allowed = self._pod, self._allowed
+        key = (node_info.generation, pod.priority) if self._memoise else None
+        if key is not None:
+            hit = _kept_memo.get(key, False)
+            if hit is not False:
+                return hit  # type: ignore[return-value]
+        used = node_info.requested
+        cpu, mem, eph = used.milli_cpu, used.memory, used.ephemeral_storage
+        count = len(node_info.pods)
+        evictable = False
+        for p in node_info.pods:
+            if allowed(node_info, p, pod):
+                evictable = True
+                r = p.requests
+                cpu -= r.milli_cpu
+                mem -= r.memory
+                eph -= r.ephemeral_storage
+                count -= 1
+        kept = (cpu, mem, eph, count) if evictable else None
+        if key is not None:
+            if len(_kept_memo) >= _MEMO_LIMIT:
+                _kept_memo.clear()
+            _kept_memo[key] = kept
+        return kept
+
+    def verdict(self, node_info: NodeInfo) -> int:
+        """TRY (dry-run the node), NO_VICTIMS (nothing the preemptor may evict: the dry run would
+        report MSG_NO_VICTIMS before touching anything, on both paths) or HOPELESS (the dry run
+        is sure to reject the node: NodeResourcesFit fails its first pass, the node without the
+        evictable pods and with the nominated pods being short of pods, cpu, memory or
+        ephemeral storage for the preemptor)."""
+        pod = self._pod
+        kept = self._kept(node_info)
+        if kept is None:
+            return NO_VICTIMS
+        cpu, mem, eph, count = kept
+        if not (self._enabled and self._check_resources):
+            return TRY
+        if self._nominator is not None:
+            prio, uid = pod.priority, pod.uid
+            for nom in self._nominator.nominated_pods_for_node(node_info.name):
+                if nom.priority >= prio and nom.uid != uid:
+                    r = nom.requests
+                    cpu += r.milli_cpu
+                    mem += r.memory
+                    eph += r.ephemeral_storage
+                    count += 1
+        alloc = node_info.allocatable
+        req = self._request
+        hopeless = (count + 1 > alloc.allowed_pod_number
+                    or (0 < req.milli_cpu and req.milli_cpu > alloc.milli_cpu - cpu)
+                    or (0 < req.memory and req.memory > alloc.memory - mem)
+                    or (0 < req.ephemeral_storage and req.ephemeral_storage > alloc.ephemeral_storage - eph))
+        return HOPELESS if hopeless else TRY
