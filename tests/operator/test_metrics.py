@@ -269,3 +269,37 @@ def test_every_metric_has_upstreams_type_labels_and_buckets() -> None:
         assert got_labels == labels, name
         if buckets is not None:
             assert got_buckets == pytest.approx(buckets), name
+
+
+async def _evaluations_with_a_nomination(vectorise: bool) -> dict[tuple[str, str], float]:
+    """As _evaluations_after, with a pending pod nominated to n0 (priority 10, fits nowhere; no
+    PostFilter to clear its nomination): nodes with nominated pods take the two-pass filter."""
+    from kubeberth.clock import FakeClock
+    from kubeberth.config import SchedulingProfileSpec
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import InMemoryClient
+    from tests.builders import node_dict, pod_dict
+
+    m = SchedulerMetrics()
+    sched = Scheduler(clock=FakeClock(), metrics=m)
+    sched.ctx.client = InMemoryClient(sched)
+    fw = sched.add_profile_spec(SchedulingProfileSpec.model_validate(
+        {"plugins": {"postFilter": {"disabled": [{"name": "*"}]}}}))
+    fw.vectorise, fw.vector_min_nodes = vectorise, 0
+    for i in range(80):
+        sched.on_node_add(node_dict(f"n{i}", cpu="8" if i % 3 == 0 else "2"))
+    holder = pod_dict("holder", cpu="100", priority=10)
+    holder["status"] = {"nominatedNodeName": "n0"}
+    sched.on_pod_add(holder)
+    for name, cpu in (("small", "1"), ("large", "4"), ("huge", "80")):
+        sched.on_pod_add(pod_dict(name, cpu=cpu))
+    await sched.run_until_idle(max_attempts=1)
+    return {(s.labels["plugin"], s.labels["extension_point"]): s.value
+            for family in m.registry.collect() if family.name == "scheduler_plugin_evaluation"
+            for s in family.samples if s.name.endswith("_total")}
+
+
+async def test_plugin_evaluations_count_the_two_pass_filter_of_nominated_nodes_alike() -> None:
+    per_node = await _evaluations_with_a_nomination(False)
+    assert per_node == await _evaluations_with_a_nomination(True)
+    assert per_node[("NodeName", "Filter")] >= 4 * 80  # every node for each pod, n0 once more per pass

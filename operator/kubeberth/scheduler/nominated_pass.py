@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from ..model import NodeInfo, Pod
 from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
@@ -37,7 +38,7 @@ Rejected = Callable[[NodeInfo, int], Status]
 _memo: dict[tuple[Any, ...], tuple[Code, tuple[str, ...]] | None] = {}
 
 
-def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
+def nominated_filter(fw: Framework, state: CycleState, pod: Pod, arrays: Any,
                      chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> FilterFn | None:
     """A drop-in for fw.run_filter_with_nominated_pods over the rows of `arrays`, or None when
     this cycle's filters need the per-node two-pass filter. `chain` is the vectorised path's
@@ -61,6 +62,16 @@ def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
     missing = arrays.missing
     full: FilterFn = fw.run_filter_with_nominated_pods
     prio, uid = pod.priority, pod.uid
+    names = [plugin.name for plugin, _ in chain]
+    count = fw.plugin_metrics.count_filter_calls
+
+    def counted(status: Status | None) -> Status | None:
+        """Count the pass's calls as the per-node filter would have made them."""
+        if status is None or status.code == Code.SUCCESS:
+            count(names, {}, 1)
+        elif status.code != Code.ERROR:
+            count(names, {status.plugin: 1}, 0)
+        return status
 
     def run(st: CycleState, p: Pod, node_info: NodeInfo) -> Status | None:
         row = pos.get(node_info.name)
@@ -69,7 +80,7 @@ def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
         nominated = [nom for nom in nominator.nominated_pods_for_node(node_info.name)
                      if nom.priority >= prio and nom.uid != uid]
         if not nominated:
-            return _second_pass(chain, row, node_info, rejected)
+            return counted(_second_pass(chain, row, node_info, rejected))
         overlay: list[NodeInfo] = []  # built on first need
         for plugin, mask in chain:
             if plugin.name == NODE_RESOURCES_FIT:
@@ -83,8 +94,9 @@ def nominated_filter(fw: Any, state: CycleState, pod: Pod, arrays: Any,
             if status is not None and status.code != Code.SUCCESS:
                 if status.code == Code.ERROR:
                     return Status.error(f'running "{plugin.name}" filter plugin: {status.message()}', plugin.name)
-                return status.with_plugin(plugin.name)
-        return _second_pass(chain, row, node_info, rejected)
+                return counted(status.with_plugin(plugin.name))
+        counted(None)
+        return counted(_second_pass(chain, row, node_info, rejected))
 
     return run
 
