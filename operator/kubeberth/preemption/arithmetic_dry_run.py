@@ -18,6 +18,7 @@ from typing import Any
 
 from ..framework.cycle_state import CycleState
 from ..model import NodeInfo, Pod
+from .nominated import nominated_requests
 from .pdb import PDB, filter_pods_with_pdb_violation
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
@@ -101,16 +102,7 @@ class ArithmeticDryRun:
             cpu -= r.milli_cpu
             mem -= r.memory
             eph -= r.ephemeral_storage
-        n_cpu = n_mem = n_eph = n_count = 0
-        if self._nominator is not None:
-            prio, uid = pod.priority, pod.uid
-            for nom in self._nominator.nominated_pods_for_node(node_info.name):
-                if nom.priority >= prio and nom.uid != uid:
-                    r = nom.requests
-                    n_cpu += r.milli_cpu
-                    n_mem += r.memory
-                    n_eph += r.ephemeral_storage
-                    n_count += 1
+        n_cpu, n_mem, n_eph, n_count = nominated_requests(self._nominator, pod, node_info.name)
         alloc = node_info.allocatable
 
         def fits(c: int, m: int, e: int, k: int) -> bool:

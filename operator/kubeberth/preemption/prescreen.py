@@ -22,6 +22,7 @@ from typing import Any
 
 from ..framework.cycle_state import CycleState
 from ..model import NodeInfo, Pod
+from .nominated import nominated_requests
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 TRY, NO_VICTIMS, HOPELESS = 0, 1, 2
@@ -91,15 +92,8 @@ class Prescreen:
         cpu, mem, eph, count = kept
         if not (self._enabled and self._check_resources):
             return TRY
-        if self._nominator is not None:
-            prio, uid = pod.priority, pod.uid
-            for nom in self._nominator.nominated_pods_for_node(node_info.name):
-                if nom.priority >= prio and nom.uid != uid:
-                    r = nom.requests
-                    cpu += r.milli_cpu
-                    mem += r.memory
-                    eph += r.ephemeral_storage
-                    count += 1
+        n_cpu, n_mem, n_eph, n_count = nominated_requests(self._nominator, pod, node_info.name)
+        cpu, mem, eph, count = cpu + n_cpu, mem + n_mem, eph + n_eph, count + n_count
         alloc = node_info.allocatable
         req = self._request
         hopeless = (count + 1 > alloc.allowed_pod_number

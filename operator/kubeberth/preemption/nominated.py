@@ -1,0 +1,23 @@
+"""What the pods nominated to a node ask for, as the two-pass filter adds them for a pod."""
+
+from __future__ import annotations
+
+from ..framework.context import Nominator
+from ..model import Pod
+
+
+def nominated_requests(nominator: Nominator | None, pod: Pod, node_name: str) -> tuple[int, int, int, int]:
+    """(milli-CPU, memory, ephemeral storage, pods) of the pods nominated to `node_name` that
+    run_filter_with_nominated_pods would add for `pod`: equal or higher priority, not `pod`."""
+    cpu = mem = eph = count = 0
+    if nominator is None:
+        return cpu, mem, eph, count
+    prio, uid = pod.priority, pod.uid
+    for nom in nominator.nominated_pods_for_node(node_name):
+        if nom.priority >= prio and nom.uid != uid:
+            r = nom.requests
+            cpu += r.milli_cpu
+            mem += r.memory
+            eph += r.ephemeral_storage
+            count += 1
+    return cpu, mem, eph, count
