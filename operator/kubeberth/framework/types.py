@@ -101,12 +101,14 @@ class Diagnosis:
     def add_plugin_status(self, status: Status) -> None:
         """Note the plugin that rejected a node or the pod (upstream's AddPluginStatus): it is
         the plugin whose events may make the pod schedulable again."""
-        if not status.plugin:
+        plugin = status.plugin
+        if not plugin:
             return
-        if status.code == Code.PENDING:
-            self.pending_plugins.add(status.plugin)
-        elif status.is_rejected():
-            self.unschedulable_plugins.add(status.plugin)
+        code = status.code
+        if code is Code.PENDING:
+            self.pending_plugins.add(plugin)
+        elif code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            self.unschedulable_plugins.add(plugin)
 
 
 class FitError(Exception):

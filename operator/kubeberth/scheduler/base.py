@@ -56,6 +56,7 @@ class SchedulerBase:
         # simulate reports evicted pods; a long-running operator drops the records of deleted pods.
         self.keep_deleted_records = keep_deleted_records
         self.node_errors: dict[str, str] = {}
+        self._plugin_metrics_flushed = 0.0  # time.monotonic() of the last per-plugin metrics report
         self._pending: dict[str, Pod] = {}          # uid -> latest unassigned pod (any profile)
         self._wait_priority: dict[str, Mapping[str, Any]] = {}  # uid -> raw pod naming an unknown class
         self._reported_errors: dict[str, str] = {}  # uid -> the malformed-pod error last reported

@@ -28,6 +28,8 @@ from .records import SCHEDULED, UNSCHEDULABLE, pod_on_node, truncate_message
 
 log = logging.getLogger("kubeberth.scheduler")
 
+PLUGIN_METRICS_INTERVAL = 1.0  # seconds between reports of the per-plugin counts and durations
+
 
 class SchedulingCycles(SchedulerBase):
     """One popped pod through the scheduling cycle, then the binding cycle in its own task, and
@@ -51,11 +53,17 @@ class SchedulingCycles(SchedulerBase):
         try:
             await self._scheduling_cycle(q)
         finally:
-            if self.ctx.metrics is not None:
-                for fw in self.profiles.values():
-                    fw.flush_plugin_metrics()
-        if self._explaining is not None:
-            self._explained(q, self._explaining)
+            # Reported once a second, as upstream's asynchronous metrics recorder does.
+            now = time.monotonic()
+            if self.ctx.metrics is not None and now - self._plugin_metrics_flushed >= PLUGIN_METRICS_INTERVAL:
+                self.flush_plugin_metrics()
+                self._plugin_metrics_flushed = now
+            if self._explaining is not None:
+                self._explained(q, self._explaining)
+
+    def flush_plugin_metrics(self) -> None:
+        for fw in self.profiles.values():
+            fw.flush_plugin_metrics()
 
     async def _scheduling_cycle(self, q: QueuedPodInfo) -> None:
         pod = q.pod

@@ -153,6 +153,7 @@ class Scheduler(EventHandlers, SchedulingCycles):
             self.metrics.pending_pods(name, n)
         self.metrics.unschedulable_pods(self.queue.unschedulable_by_plugin())
         self.metrics.inflight_events(self.queue.inflight_events())
+        self.flush_plugin_metrics()
         self.metrics.cache_size(self.cache.node_count(), self.cache.pod_count(), self.cache.assumed_count())
         return counts
 

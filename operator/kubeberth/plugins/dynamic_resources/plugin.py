@@ -21,6 +21,8 @@ import logging
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ...framework.cycle_state import CycleState
 from ...framework.events import ClusterEvent, ClusterEventWithHint
 from ...framework.interfaces import (
@@ -34,6 +36,7 @@ from ...framework.interfaces import (
 )
 from ...framework.status import Code, Status
 from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
+from ...framework.vector import NodeView, default_normalize_all
 from ...model import NodeInfo, Pod
 from ...model.selectors import NodeSelector
 from .._helper import default_normalize_score
@@ -286,9 +289,19 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         score += FIRST_AVAILABLE_MAX - i
         return score
 
+    def score_all(self, state: CycleState, pod: Pod, nodes: NodeView) -> np.ndarray | None:
+        """Every node scores 0 for a pod without claims (most pods): no per-node call needed."""
+        s = state.get(STATE_KEY)
+        if isinstance(s, _State) and s.claims:
+            return None
+        return np.zeros(len(nodes), dtype=np.int64)
+
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(100, False, scores)
         return None
+
+    def normalize_all(self, state: CycleState, pod: Pod, nodes: NodeView, scores: np.ndarray) -> np.ndarray | None:
+        return default_normalize_all(100, False, scores)
 
     # ---- Reserve / Unreserve --------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
