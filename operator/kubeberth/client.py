@@ -50,3 +50,16 @@ class ClusterClient(Protocol):
     async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]:
         """Replace a PersistentVolumeClaim (the volume binder sets its selected-node annotation)."""
         ...
+
+    async def write_resource_claim(self, claim: Mapping[str, Any], *, update_metadata: bool = False) -> Any:
+        """Write a ResourceClaim's status (allocation, reservedFor), or first its metadata (the
+        finalizer) with `update_metadata`; returns the object as stored."""
+        ...
+
+    async def create_resource_claim(self, claim: Mapping[str, Any]) -> Any:
+        """Create the claim of a pod's extended resources that a DeviceClass serves."""
+        ...
+
+    async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
+        """Name that claim in the pod's status.extendedResourceClaimStatus."""
+        ...

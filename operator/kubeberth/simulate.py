@@ -101,15 +101,15 @@ class InMemoryClient:
             status.pop("nominatedNodeName", None)
         self.scheduler.on_pod_update(raw)
 
-    async def write_resource_claim(self, claim: dict[str, Any], *, update_metadata: bool = False) -> dict[str, Any]:
+    async def write_resource_claim(self, claim: Mapping[str, Any], *, update_metadata: bool = False) -> dict[str, Any]:
         """A ResourceClaim's metadata and status (DynamicResources' PreBind and PostFilter)."""
-        written = copy.deepcopy(claim)
+        written = copy.deepcopy(dict(claim))
         self.scheduler.on_object("ResourceClaim", written)
         return written
 
-    async def create_resource_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
+    async def create_resource_claim(self, claim: Mapping[str, Any]) -> dict[str, Any]:
         """A claim DynamicResources makes (for extended resources), named as generateName would."""
-        created = copy.deepcopy(claim)
+        created = copy.deepcopy(dict(claim))
         meta = created.setdefault("metadata", {})
         self._created += 1
         meta["name"] = f"{meta.pop('generateName', 'claim-')}{self._created:05d}"
@@ -117,7 +117,7 @@ class InMemoryClient:
         self.scheduler.on_object("ResourceClaim", created)
         return created
 
-    async def set_extended_resource_claim_status(self, pod: Pod, status: dict[str, Any]) -> None:
+    async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         if self.scheduler.pending_pod(pod.uid) is None:
             return
         raw = self._latest_raw(pod)

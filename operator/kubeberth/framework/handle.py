@@ -25,7 +25,7 @@ from .waiting_pods import WaitingPods
 if TYPE_CHECKING:
     from ..config.models import SchedulingProfileSpec
     from .context import MetricsRecorder, Nominator, SchedulerContext, VictimsRecorder
-    from .interfaces import Plugin
+    from .interfaces import FilterPlugin, Plugin, PreFilterPlugin
 
 
 class Handle(Protocol):
@@ -78,6 +78,13 @@ class Handle(Protocol):
     def percentage_of_nodes_to_score(self) -> int: ...
 
     def plugin(self, name: str) -> Plugin | None: ...
+
+    # The profile's plugins at the points preemption's shortcuts inspect (upstream's ListPlugins).
+    @property
+    def pre_filter_plugins(self) -> Sequence[PreFilterPlugin]: ...
+
+    @property
+    def filter_plugins(self) -> Sequence[FilterPlugin]: ...
 
     # The runners preemption's dry runs use (upstream's PluginsRunner).
     def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...

@@ -60,8 +60,9 @@ from ..framework.events import (
     QueueingHint,
 )
 from ..framework.events import CSI_NODE as CSI_NODE_EVENT
+from ..framework.handle import Handle
 from ..framework.interfaces import FilterPlugin, PreFilterPlugin
-from ..framework.status import Code, Status
+from ..framework.status import Code, PluginError, Status
 from ..framework.types import PreFilterResult
 from ..model import Node, NodeInfo, Pod
 from ._csi_migration import inline_csi_driver, is_inline_migratable
@@ -238,12 +239,17 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     check_csi = True
     in_tree: frozenset[str] = frozenset({EBS_PLUGIN, GCE_PD_PLUGIN})
 
-    def __init__(self, args: NodeVolumeLimitsArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: NodeVolumeLimitsArgs | None = None, handle: Handle | None = None) -> None:
         self.handle = handle
         self.args = args or NodeVolumeLimitsArgs()
         self.env_max = max_vols_from_env()
 
     # ---- QueueingHints -----------------------------------------------------------
+
+    def _handle(self) -> Handle:
+        if self.handle is None:
+            raise PluginError(f"{self.name} needs the framework's handle (objects, client)")
+        return self.handle
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
         # Any new CSINode may let a pod rejected for its CSI volumes in: no hint for its Add.
         # VolumeAttachment is registered as upstream does, but scheduler/watched.py does not
@@ -324,7 +330,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     def driver_installed(self, driver: str, csi_node: Mapping[str, Any] | None) -> bool:
         """checkCSIDriverOnNode: only a CSIDriver that sets preventPodSchedulingIfMissing
         requires the node's CSINode to list the driver."""
-        csi_driver = self.handle.objects.get(CSI_DRIVER, driver)
+        csi_driver = self._handle().objects.get(CSI_DRIVER, driver)
         if csi_driver is None or spec(csi_driver).get("preventPodSchedulingIfMissing") is not True:
             return True
         if csi_node is None:
@@ -333,7 +339,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     # ---- per pod ----------------------------------------------------------------
     def _volumes(self, pod: Pod) -> _PodVolumes:
-        objects = self.handle.objects
+        objects = self._handle().objects
         cached = pod.cache.get("NodeVolumeLimits")
         if isinstance(cached, _PodVolumes) and cached.generation == objects.generation:
             return cached
@@ -361,7 +367,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             return Status(Code.ERROR, vols.error)
         if not vols.items:
             return None
-        csi_node = self.handle.objects.get(CSI_NODE, node.name)
+        csi_node = self._handle().objects.get(CSI_NODE, node.name)
         # CSI migration of the in-tree EBS and GCE PD plugins is GA: wherever the node has a
         # CSINode, upstream counts those volumes under their CSI driver (isCSIMigrationOn).
         migrated = _IN_TREE_PLUGINS if csi_node is not None else frozenset()

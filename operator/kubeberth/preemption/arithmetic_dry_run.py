@@ -70,7 +70,7 @@ class ArithmeticDryRun:
         for p in fw.pre_filter_plugins:
             if p.name not in skip and p.pre_filter_extensions() is not None:
                 return None
-        return cls(state, pod, node_only, fw.ctx.nominator, is_preemption_allowed)
+        return cls(state, pod, node_only, fw.nominator, is_preemption_allowed)
 
     def _fits(self, alloc: Any, cpu: int, mem: int, eph: int, count: int) -> bool:
         """NodeResourcesFit's verdict for the preemptor on a node using this much."""

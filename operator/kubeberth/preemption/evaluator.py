@@ -25,9 +25,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..framework.context import SchedulerContext
 from ..framework.cycle_state import CycleState
 from ..framework.explain import preemption_notes
+from ..framework.handle import Handle
 from ..framework.status import Code, Status
 from ..framework.types import Diagnosis, FitError, NodeToStatus, PostFilterResult
 from ..framework.victims import Candidate, Victims, candidates_to_victims_map
@@ -36,11 +36,11 @@ from ..priority import HIGHEST_USER_PRIORITY
 from .arithmetic_dry_run import ArithmeticDryRun
 from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
+from .pick import more_important_key, pick_one_node_for_preemption
 from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
 
 log = logging.getLogger(__name__)
 
-MAX_INT32 = 2**31 - 1
 
 MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -69,54 +69,6 @@ def terminating_by_preemption(pod: Pod) -> bool:
     return False
 
 
-def pod_start_time(pod: Pod, now: float) -> float:
-    """status.startTime; pods that have not started count as starting now (upstream's GetPodStartTime)."""
-    return pod.start_time if pod.start_time is not None else now
-
-
-def more_important_key(now: float) -> Callable[[Pod], tuple[int, float]]:
-    """Sort key, most important first: higher priority, then earlier start (upstream's MoreImportantPod)."""
-    return lambda p: (-p.priority, pod_start_time(p, now))
-
-
-def earliest_start_time_of_highest_priority(victims: Victims, now: float) -> float | None:
-    """The earliest start time among the victims of the highest priority (GetEarliestPodStartTime)."""
-    if not victims.pods:
-        return None
-    top = max(p.priority for p in victims.pods)
-    return min(pod_start_time(p, now) for p in victims.pods if p.priority == top)
-
-
-def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now: float) -> str:
-    """Upstream's order; each rule runs only on the nodes tied under the ones before it:
-    1. fewest PDB violations; 2. lowest priority of the highest-priority victim;
-    3. smallest sum of victim priorities (each shifted by MaxInt32+1 so negatives count);
-    4. fewest victims; 5. latest start time of the highest-priority victims; 6. the first.
-    """
-    if not nodes_to_victims:
-        return ""
-
-    def latest_start(node: str) -> float:
-        t = earliest_start_time_of_highest_priority(nodes_to_victims[node], now)
-        return t if t is not None else float("-inf")
-
-    score_funcs: list[Callable[[str], float]] = [
-        lambda n: -nodes_to_victims[n].num_pdb_violations,
-        lambda n: -max((p.priority for p in nodes_to_victims[n].pods), default=-(MAX_INT32 + 1)),
-        lambda n: -sum(p.priority + MAX_INT32 + 1 for p in nodes_to_victims[n].pods),
-        lambda n: -len(nodes_to_victims[n].pods),
-        latest_start,
-    ]
-    nodes = list(nodes_to_victims)
-    for f in score_funcs:
-        scores = [f(n) for n in nodes]
-        best = max(scores)
-        nodes = [n for n, s in zip(nodes, scores) if s == best]
-        if len(nodes) == 1:
-            break
-    return nodes[0]
-
-
 def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
     """How many candidates the dry run must find: a percentage of the nodes, at least
     `absolute`, at most all of them."""
@@ -128,7 +80,7 @@ def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> 
 class Evaluator:
     """Preemption for one framework (the handle). Stateless between calls."""
 
-    def __init__(self, handle: Any, plugin_name: str = "DefaultPreemption", *,
+    def __init__(self, handle: Handle, plugin_name: str = "DefaultPreemption", *,
                  min_candidate_nodes_percentage: int = 10, min_candidate_nodes_absolute: int = 100,
                  is_eligible_pod: IsEligiblePodFunc | None = None) -> None:
         self.handle = handle
@@ -374,7 +326,7 @@ class Evaluator:
         """Let each extender that supports preemption (and is interested in the pod) drop
         candidates or change their victims, in turn (upstream's callExtenders). The wire
         protocol and the per-extender rules live in kubeberth.extender."""
-        extenders = list(getattr(self.handle, "extenders", None) or ())
+        extenders = list(self.handle.extenders)
         if not extenders or not candidates:
             return candidates, None
         try:
@@ -419,11 +371,9 @@ class Evaluator:
             except Exception as exc:
                 log.warning("preempting %s for %s failed: %s", victim.key, pod.key, exc)
                 return Status.error(f"preempting {victim.key}: {exc}")
-        ctx: SchedulerContext = fw.ctx
-        if ctx.metrics is not None:
-            ctx.metrics.preemption_victims(len(c.victims.pods))
-        if ctx.record_victims is not None:  # the scheduler notes the victims on the preemptor's record
-            ctx.record_victims(pod, list(c.victims.pods))
+        fw.metrics.preemption_victims(len(c.victims.pods))
+        if fw.record_victims is not None:  # the scheduler notes the victims on the preemptor's record
+            fw.record_victims(pod, list(c.victims.pods))
         for p in self.lower_priority_nominated_pods(pod, c.name):
             try:
                 await self.clear_nomination(p)

@@ -18,9 +18,9 @@ found, the statuses make up the FitError message).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..model import NodeInfo, Pod
 from .nominated import nominated_requests
 
@@ -35,7 +35,7 @@ class Prescreen:
 
     __slots__ = ("_allowed", "_check_resources", "_enabled", "_memoise", "_nominator", "_pod", "_request")
 
-    def __init__(self, fw: Any, state: CycleState, pod: Pod,
+    def __init__(self, fw: Handle, state: CycleState, pod: Pod,
                  is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool], memoisable: bool = False) -> None:
         # Off with the framework's vectorised path: the per-node path stays the reference that
         # tests/framework/test_vectorised.py compares against.
@@ -44,7 +44,7 @@ class Prescreen:
         self._allowed = is_preemption_allowed
         self._memoise = self._enabled and memoisable
         self._request = pod.requests
-        self._nominator = fw.ctx.nominator
+        self._nominator = fw.nominator
         self._check_resources = (
             NODE_RESOURCES_FIT not in state.skip_filter_plugins
             and any(p.name == NODE_RESOURCES_FIT for p in fw.filter_plugins))

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...framework.cycle_state import CycleState
 from ...framework.events import ClusterEvent, ClusterEventWithHint
+from ...framework.handle import Handle
 from ...framework.interfaces import (
     FilterPlugin,
     PostFilterPlugin,
@@ -34,7 +35,7 @@ from ...framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from ...framework.status import Code, Status
+from ...framework.status import Code, PluginError, Status
 from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
 from ...framework.vector import NodeView, default_normalize_all
 from ...model import NodeInfo, Pod
@@ -99,7 +100,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     name = NAME
     has_normalize = True
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.handle = handle
         # Claims allocated in Reserve whose allocation is not in the API yet (upstream's
         # inFlightAllocations), by claim UID.
@@ -107,12 +108,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self.tracker = AllocationTracker()
         self._tasks: set[asyncio.Task[None]] = set()
 
+
+    def _handle(self) -> Handle:
+        if self.handle is None:
+            raise PluginError(f"{self.name} needs the framework's handle (objects, client)")
+        return self.handle
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
         return queueing_hints.registrations(self._pod_claims)
 
     # ---- the claims a pod names -----------------------------------------------------------------
     def _objects(self) -> Any:
-        return self.handle.objects
+        return self._handle().objects
 
     def _claim(self, namespace: str, name: str) -> Mapping[str, Any]:
         claim = self._objects().get(RESOURCE_CLAIM, f"{namespace}/{name}")
@@ -387,7 +393,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         body = copy.deepcopy(dict(made))
         body["metadata"] = {k: v for k, v in body["metadata"].items() if k not in ("name", "uid")}
         body.pop("status", None)
-        client = self.handle.client
+        client = self._handle().client
+        if client is None:
+            raise PluginError("no cluster client to create the extended resources' claim with")
         created: Mapping[str, Any] = await client.create_resource_claim(body)
         self._objects().put(RESOURCE_CLAIM, created)
         s.claims[index] = created
@@ -425,7 +433,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     async def _write(self, claim: dict[str, Any], update_metadata: bool = False) -> Mapping[str, Any]:
         """The claim (metadata and status) through the client; kept as written until the watch
         brings a newer version (upstream's assume cache)."""
-        write = getattr(self.handle.client, "write_resource_claim", None)
+        write = getattr(self._handle().client, "write_resource_claim", None)
         written: Mapping[str, Any] = claim
         if write is not None:
             written = await write(claim, update_metadata=update_metadata)

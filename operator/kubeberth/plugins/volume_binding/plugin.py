@@ -8,6 +8,7 @@ from typing import Any
 
 from ...framework.cycle_state import CycleState
 from ...framework.events import ClusterEvent, ClusterEventWithHint
+from ...framework.handle import Handle
 from ...framework.interfaces import (
     FilterPlugin,
     PreBindPlugin,
@@ -16,7 +17,7 @@ from ...framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from ...framework.status import Status
+from ...framework.status import PluginError, Status
 from ...framework.types import PreFilterResult
 from ...model import ModelError, NodeInfo, Pod
 from .._volume_util import (
@@ -63,18 +64,23 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
     name = NAME
     args_model = VolumeBindingArgs
 
-    def __init__(self, args: VolumeBindingArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: VolumeBindingArgs | None = None, handle: Handle | None = None) -> None:
         self.handle = handle
         self.args = args or VolumeBindingArgs()
         self.binder = VolumeBinder(handle, float(self.args.bindTimeoutSeconds))
         self.scorer = build_scorer(self.args.shape_points())
 
+
+    def _handle(self) -> Handle:
+        if self.handle is None:
+            raise PluginError(f"{self.name} needs the framework's handle (objects, client)")
+        return self.handle
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
         return registrations()
 
     @property
     def objects(self) -> Any:
-        return self.handle.objects
+        return self._handle().objects
 
     @property
     def assumed_pvs(self) -> dict[str, tuple[str, str]]:
