@@ -9,6 +9,7 @@ been used, so that it is no wider than needed.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,9 @@ def used(events: list[dict[str, Any]], since: float) -> tuple[set[Permission], l
     for e in events:
         if e.get("user", {}).get("username") != USER or e.get("stage") != "ResponseComplete":
             continue
+        received = e.get("requestReceivedTimestamp")
+        if received and datetime.fromisoformat(received.replace("Z", "+00:00")).timestamp() < since:
+            continue  # an earlier test's requests
         ref = e.get("objectRef") or {}
         if not ref.get("resource"):
             continue  # discovery (/api, /apis, /version)
