@@ -247,12 +247,14 @@ class Framework(ContextHandle):
 
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         started = time.perf_counter()
+        pm = self.plugin_metrics
+        timed = state.record_plugin_metrics
         for p in self.pre_score_plugins:
-            self.plugin_metrics.count(p.name, "PreScore")
-            t0 = time.perf_counter()
+            pm.count(p.name, "PreScore")
+            t0 = time.perf_counter() if timed else 0.0
             s = p.pre_score(state, pod, nodes)
-            if state.record_plugin_metrics:
-                self.plugin_metrics.took(p.name, "PreScore", s, time.perf_counter() - t0)
+            if timed:
+                pm.took(p.name, "PreScore", s, time.perf_counter() - t0)
             if s is not None and s.is_skip():
                 state.skip_score_plugins.add(p.name)
                 continue
@@ -279,7 +281,7 @@ class Framework(ContextHandle):
             if skip and p.name in skip:
                 continue
             pm.count(p.name, "Score", m)
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if timed else 0.0
             try:
                 raw = p.score_all(state, pod, view) if view is not None else None
                 if raw is None and timed:
@@ -291,7 +293,7 @@ class Framework(ContextHandle):
             except PluginError as exc:
                 raise PluginError(f'running Score plugins: plugin "{p.name}" failed with: {exc}', p.name) from exc
             if p.has_normalize:
-                t0 = time.perf_counter()
+                t0 = time.perf_counter() if timed else 0.0
                 out = p.normalize_all(state, pod, view, raw) if view is not None else None
                 st = None
                 if out is None:

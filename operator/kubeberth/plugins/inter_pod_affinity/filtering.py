@@ -28,6 +28,7 @@ from .common import (
     ERR_AFFINITY,
     ERR_ANTI_AFFINITY,
     ERR_EXISTING_ANTI_AFFINITY,
+    NAME,
     PRE_FILTER_KEY,
     VECTOR_KEY,
     NamespaceLabels,
@@ -144,19 +145,19 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
             return Status.error("node not found")
         labels = node.labels
         if not _satisfies_pod_affinity(s, labels):
-            return Status.unresolvable(ERR_AFFINITY)
+            return _AFFINITY_UNMET
         anti = s.anti_affinity_counts
         if anti:
             for t in s.terms.required_anti:
                 v = labels.get(t.topology_key)
                 if v is not None and anti.get(t.topology_key, {}).get(v, 0) > 0:
-                    return Status.unschedulable(ERR_ANTI_AFFINITY)
+                    return _ANTI_AFFINITY_UNMET
         existing = s.existing_anti_affinity_counts
         if existing:
             for key, by_value in existing.items():
                 v = labels.get(key)
                 if v is not None and by_value.get(v, 0) > 0:
-                    return Status.unschedulable(ERR_EXISTING_ANTI_AFFINITY)
+                    return _EXISTING_ANTI_AFFINITY_UNMET
         return None
 
     def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
@@ -166,6 +167,13 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         if s is None or vec is None or vec.state is not s:
             return None
         return nodes.take(filter_mask(nodes.arrays, s, vec))
+
+
+# One status per reason, shared by every node that fails it (a node's status is never changed
+# after Filter but for its plugin name, which is this plugin's in every case).
+_AFFINITY_UNMET = Status.unresolvable(ERR_AFFINITY, plugin=NAME)
+_ANTI_AFFINITY_UNMET = Status.unschedulable(ERR_ANTI_AFFINITY, plugin=NAME)
+_EXISTING_ANTI_AFFINITY_UNMET = Status.unschedulable(ERR_EXISTING_ANTI_AFFINITY, plugin=NAME)
 
 
 def _satisfies_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
