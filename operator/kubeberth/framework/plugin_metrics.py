@@ -34,6 +34,12 @@ class PluginMetrics:
     def count(self, plugin: str, point: str, n: int = 1) -> None:
         self.evaluations[(plugin, point)] += n
 
+    def count_each(self, keys: Iterable[tuple[str, str]]) -> None:
+        """One call of each (plugin, extension point)."""
+        evaluations = self.evaluations
+        for key in keys:
+            evaluations[key] += 1
+
     def count_filter_calls(self, plugins: Iterable[str], stopped_at: Mapping[str, int], passed: int) -> None:
         """Filter calls of a walk over nodes: `plugins` in the order they run, `stopped_at[p]` the
         nodes plugin p rejected (the plugins after it were not called for them), `passed` the

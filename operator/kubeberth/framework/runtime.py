@@ -77,6 +77,7 @@ class Framework(ContextHandle):
         self.score_weights: dict[str, int] = {}
         self.extenders: list[Extender] = []
         self.plugin_metrics = PluginMetrics()
+        self._keys_by_point: dict[str, list[tuple[str, str]]] = {}
 
     def plugin(self, name: str) -> Plugin | None:
         return self.plugins.get(name)
@@ -117,8 +118,9 @@ class Framework(ContextHandle):
         skipped = 0
         pm = self.plugin_metrics
         timed = state.record_plugin_metrics
+        called = 0
         for p in self.pre_filter_plugins:
-            pm.count(p.name, "PreFilter")
+            called += 1
             t0 = time.perf_counter() if timed else 0.0
             try:
                 r, s = p.pre_filter(state, pod, nodes)
@@ -136,6 +138,7 @@ class Framework(ContextHandle):
                     involved.add(p.name)
                 elif s.code == Code.ERROR:
                     s.reasons = [f'running PreFilter plugin "{p.name}": {s.message()}']
+                pm.count_each(self._evaluation_keys("PreFilter")[:called])
                 self._observe("PreFilter", s, started)
                 return None, s, involved
             if r is not None and not r.all_nodes():
@@ -143,8 +146,17 @@ class Framework(ContextHandle):
                 result = r if result is None else result.merge(r)
                 if not result.node_names:
                     break
+        pm.count_each(self._evaluation_keys("PreFilter")[:called])
         self._observe("PreFilter", None, started)
         return result, None, involved
+
+    def _evaluation_keys(self, point: str) -> list[tuple[str, str]]:
+        """(plugin, point) for the point's plugins in order (they are fixed once built)."""
+        keys = self._keys_by_point.get(point)
+        if keys is None:
+            plugins = self.pre_filter_plugins if point == "PreFilter" else self.pre_score_plugins
+            keys = self._keys_by_point[point] = [(p.name, point) for p in plugins]
+        return keys
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod,
                                node_info: NodeInfo) -> Status | None:
@@ -249,8 +261,8 @@ class Framework(ContextHandle):
         started = time.perf_counter()
         pm = self.plugin_metrics
         timed = state.record_plugin_metrics
-        for p in self.pre_score_plugins:
-            pm.count(p.name, "PreScore")
+        keys = self._evaluation_keys("PreScore")
+        for i, p in enumerate(self.pre_score_plugins):
             t0 = time.perf_counter() if timed else 0.0
             s = p.pre_score(state, pod, nodes)
             if timed:
@@ -260,8 +272,10 @@ class Framework(ContextHandle):
                 continue
             if s is not None and not s.is_success():
                 status = Status.error(f'running PreScore plugin "{p.name}": {s.message()}', p.name)
+                pm.count_each(keys[:i + 1])
                 self._observe("PreScore", status, started)
                 return status
+        pm.count_each(keys)
         self._observe("PreScore", None, started)
         return None
 

@@ -224,12 +224,14 @@ class ConstraintSource:
     (upstream's system defaults, or the args' list) with a selector from its Services and
     controller, recomputed when the object store changes."""
 
-    __slots__ = ("_handle", "_raw_defaults", "system_defaulted")
+    __slots__ = ("_handle", "_parsed_defaults", "_raw_defaults", "system_defaulted")
 
     def __init__(self, raw_defaults: list[dict[str, Any]], system_defaulted: bool, handle: Handle) -> None:
         self._raw_defaults = raw_defaults
         self.system_defaulted = system_defaulted
         self._handle = handle
+        # Default constraints without matchLabelKeys do not depend on the pod: parsed once per action.
+        self._parsed_defaults: dict[str, list[Constraint]] = {}
 
     def constraints(self, pod: Pod, action: str) -> list[Constraint]:
         """The pod's constraints for `action`, or the defaults when it has none of its own.
@@ -247,7 +249,11 @@ class ConstraintSource:
         return pod_constraints(pod).has_own or not self.system_defaulted
 
     def _defaults(self, pod: Pod, action: str) -> list[Constraint]:
-        constraints = parse_constraints(self._raw_defaults, pod.labels, action)
+        constraints = self._parsed_defaults.get(action)
+        if constraints is None:
+            constraints = parse_constraints(self._raw_defaults, pod.labels, action)
+            if not any(isinstance(c, Mapping) and c.get("matchLabelKeys") for c in self._raw_defaults):
+                self._parsed_defaults[action] = constraints
         if not constraints:
             return []
         selector = self._default_selector(pod)
