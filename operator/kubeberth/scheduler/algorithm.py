@@ -185,8 +185,8 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             special = special.copy()
             special[[arrays.pos[name] for name in nominated if name in arrays.pos]] = True
         if not per_node and not special.any():
-            view, processed = _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
-            pm.count_filter_calls((p.name for p, _ in chain), _stops(diagnosis), len(view))
+            view, processed, rejected_by = _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
+            pm.count_filter_calls((p.name for p, _ in chain), rejected_by, len(view))
             return view, processed
         passed_l: list[bool] | None = passed.tolist()
         special_l: list[bool] = special.tolist()
@@ -233,17 +233,11 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
     return NodeView(feasible, arrays, np.asarray(feasible_pos, dtype=np.intp)), processed
 
 
-def _stops(diagnosis: Diagnosis) -> dict[str, int]:
-    """How many nodes of the diagnosis each plugin rejected."""
-    out: dict[str, int] = {}
-    for status in diagnosis.node_to_status.statuses.values():
-        out[status.plugin] = out.get(status.plugin, 0) + 1
-    return out
-
-
 def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarray, to_find: int, start: int,
-                diagnosis: Diagnosis, rejected: Callable[[NodeInfo, int], Status]) -> tuple[NodeView, int]:
-    """_run_filters when the masks decide every node: the walk as array operations."""
+                diagnosis: Diagnosis, rejected: Callable[[NodeInfo, int], Status]
+                ) -> tuple[NodeView, int, dict[str, int]]:
+    """_run_filters when the masks decide every node: the walk as array operations. Also returns
+    how many nodes each plugin rejected."""
     n = len(nodes)
     order = np.arange(start, start + n)
     order[n - start:] -= n
@@ -253,15 +247,24 @@ def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarra
     head = order[:processed]
     ok_head = ok[:processed]
     feasible_idx = head[ok_head]
+    node_statuses = diagnosis.node_to_status.statuses
+    stops: dict[str, int] = {}
+    kinds: dict[tuple[str, Code], Status] = {}  # one status per (plugin, code), for the diagnosis
     for i in head[~ok_head].tolist():
         ni = nodes[i]
         failed = rejected(ni, i)
-        if failed.code == Code.ERROR:
+        code = failed.code
+        if code == Code.ERROR:
             raise SchedulingError(failed)
-        _record(diagnosis, ni.name, failed)
+        node_statuses[ni.name] = failed
+        plugin = failed.plugin
+        stops[plugin] = stops.get(plugin, 0) + 1
+        kinds.setdefault((plugin, code), failed)
+    for status in kinds.values():
+        diagnosis.add_plugin_status(status)
     picked = feasible_idx.tolist()
     items = [nodes[picked[0]]] if len(picked) == 1 else itemgetter(*picked)(nodes) if picked else ()
-    return NodeView(items, arrays, feasible_idx), processed
+    return NodeView(items, arrays, feasible_idx), processed, stops
 
 
 async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
