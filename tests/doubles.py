@@ -9,6 +9,7 @@ plugin under test gets it as its handle; a test may wire plugins into it) or fro
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 
 from kubeberth.cache.objects import ObjectStore
 from kubeberth.cache.snapshot import Snapshot
-from kubeberth.clock import Clock
+from kubeberth.clock import Clock, FakeClock
 from kubeberth.config import parse_spec
 from kubeberth.framework import CycleState, FilterPlugin, Framework, QueueSortPlugin, SchedulerContext, Status
 from kubeberth.framework import events as ev
@@ -259,3 +260,31 @@ def handle(nodes: Sequence[Node] = (), pods: Sequence[Pod] = (), *,
         fw.vectorise = vectorise
         fw.vector_min_nodes = 0
     return fw
+
+
+def run_scenario(sc: Mapping[str, Any], *, vectorise: bool) -> dict[str, Any]:
+    """A whole simulate-style run of a generated scenario (`profile`, `seed`, `nodes`, `running`,
+    `pending`, and optionally `pdbs` and the rotating `start`), with the framework's vectorised
+    path and shortcuts on or off; what was decided, the events, where the rotation ended and the
+    random generator's next draw, for comparing the two paths."""
+    sched = Scheduler(clock=FakeClock(), seed=sc["seed"])
+    client = InMemoryClient(sched)
+    sched.ctx.client = client
+    fw = build_framework(parse_spec(sc["profile"]), in_tree_registry(), sched.ctx)
+    fw.vectorise = vectorise
+    fw.vector_min_nodes = 0
+    sched.set_profile(fw)
+    sched.ctx.next_start_node_index = sc.get("start", 0)
+    for raw in sc.get("pdbs", ()):
+        sched.on_object("PodDisruptionBudget", raw)
+    for raw in sc["nodes"]:
+        sched.on_node_add(raw)
+    for raw in sc["running"]:
+        sched.on_pod_add(raw)
+    for raw in sc["pending"]:
+        sched.on_pod_add(raw)
+    asyncio.run(sched.run_until_idle())
+    outcomes = {k: (r.status, r.node, r.message, r.nominated_node, tuple(r.victims))
+                for k, r in sorted(sched.outcomes.items())}
+    return {"outcomes": outcomes, "events": list(client.events), "start": sched.ctx.next_start_node_index,
+            "rng": sched.ctx.rng.random()}

@@ -10,7 +10,6 @@ the same events, the same rotating start index and the same random stream afterw
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 from typing import Any
@@ -20,16 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeberth.cache.snapshot import Snapshot
-from kubeberth.clock import FakeClock
-from kubeberth.config import parse_spec
 from kubeberth.framework.types import NodePluginScores
 from kubeberth.framework.vector import select_index
-from kubeberth.plugins import in_tree_registry
-from kubeberth.profile import build_framework
-from kubeberth.scheduler import Scheduler
 from kubeberth.scheduler.algorithm import select_host
-from kubeberth.simulate import InMemoryClient
 from tests.builders import make_node, make_pod, node_dict, pod_dict
+from tests.doubles import run_scenario
 
 # KUBEBERTH_VECTOR_EXAMPLES=20 runs 20 times as many random cases (the suite runs a few).
 SCALE = int(os.environ.get("KUBEBERTH_VECTOR_EXAMPLES", "1"))
@@ -233,31 +227,9 @@ def scenarios(draw: Any, big: bool = False) -> dict[str, Any]:
 
 # ---- running both paths ----------------------------------------------------------------------
 
-def _run(sc: dict[str, Any], vectorise: bool) -> dict[str, Any]:
-    sched = Scheduler(clock=FakeClock(), seed=sc["seed"])
-    client = InMemoryClient(sched)
-    sched.ctx.client = client
-    fw = build_framework(parse_spec(sc["profile"]), in_tree_registry(), sched.ctx)
-    fw.vectorise = vectorise
-    fw.vector_min_nodes = 0
-    sched.set_profile(fw)
-    sched.ctx.next_start_node_index = sc["start"]
-    for raw in sc["nodes"]:
-        sched.on_node_add(raw)
-    for raw in sc["running"]:
-        sched.on_pod_add(raw)
-    for raw in sc["pending"]:
-        sched.on_pod_add(raw)
-    asyncio.run(sched.run_until_idle())
-    outcomes = {k: (r.status, r.node, r.message, r.nominated_node, tuple(r.victims))
-                for k, r in sorted(sched.outcomes.items())}
-    return {"outcomes": outcomes, "events": list(client.events), "start": sched.ctx.next_start_node_index,
-            "rng": sched.ctx.rng.random()}
-
-
 def _same_decisions(sc: dict[str, Any]) -> None:
-    per_node = _run(sc, vectorise=False)
-    vectorised = _run(sc, vectorise=True)
+    per_node = run_scenario(sc, vectorise=False)
+    vectorised = run_scenario(sc, vectorise=True)
     assert vectorised["outcomes"] == per_node["outcomes"]
     assert vectorised["events"] == per_node["events"]
     assert vectorised["start"] == per_node["start"]

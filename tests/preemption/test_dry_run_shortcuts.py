@@ -10,7 +10,6 @@ with the same events and the same random stream afterwards.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
@@ -26,8 +25,8 @@ from kubeberth.preemption.arithmetic_dry_run import ArithmeticDryRun
 from kubeberth.preemption.prescreen import HOPELESS, NO_VICTIMS, TRY, Prescreen
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
-from kubeberth.simulate import InMemoryClient
 from tests.builders import make_node, make_pod, node_dict, pod_dict
+from tests.doubles import run_scenario
 from tests.preemption.fakes import pdb
 
 SCALE = int(os.environ.get("KUBEBERTH_VECTOR_EXAMPLES", "1"))
@@ -64,33 +63,11 @@ def clusters(draw: Any) -> dict[str, Any]:
             "profile": profile, "seed": draw(st.integers(0, 2**16))}
 
 
-def _run(sc: dict[str, Any], shortcuts: bool) -> dict[str, Any]:
-    sched = Scheduler(clock=FakeClock(), seed=sc["seed"])
-    client = InMemoryClient(sched)
-    sched.ctx.client = client
-    fw = build_framework(parse_spec(sc["profile"]), in_tree_registry(), sched.ctx)
-    fw.vectorise = shortcuts
-    fw.vector_min_nodes = 0
-    sched.set_profile(fw)
-    for raw in sc["pdbs"]:
-        sched.on_object("PodDisruptionBudget", raw)
-    for raw in sc["nodes"]:
-        sched.on_node_add(raw)
-    for raw in sc["running"]:
-        sched.on_pod_add(raw)
-    for raw in sc["pending"]:
-        sched.on_pod_add(raw)
-    asyncio.run(sched.run_until_idle())
-    outcomes = {k: (r.status, r.node, r.message, r.nominated_node, tuple(r.victims))
-                for k, r in sorted(sched.outcomes.items())}
-    return {"outcomes": outcomes, "events": list(client.events), "rng": sched.ctx.rng.random()}
-
-
 @settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_shortcuts_decide_as_the_full_dry_runs(sc: dict[str, Any]) -> None:
-    reference = _run(sc, shortcuts=False)
-    fast = _run(sc, shortcuts=True)
+    reference = run_scenario(sc, vectorise=False)
+    fast = run_scenario(sc, vectorise=True)
     assert fast["outcomes"] == reference["outcomes"]
     assert fast["events"] == reference["events"]
     assert fast["rng"] == reference["rng"]
