@@ -20,6 +20,15 @@ class Nominator(Protocol):
     def nominated_node_names(self) -> list[str]: ...
 
 
+def nominated_pods_added_for(nominator: Nominator | None, pod: Pod, node_name: str) -> list[Pod]:
+    """The pods nominated to the node that the two-pass filter adds for `pod`: those of equal
+    or higher priority, other than `pod` itself (upstream's addGENominatedPods)."""
+    if nominator is None:
+        return []
+    prio, uid = pod.priority, pod.uid
+    return [nom for nom in nominator.nominated_pods_for_node(node_name) if nom.priority >= prio and nom.uid != uid]
+
+
 class MetricsRecorder(Protocol):
     """What the scheduler reports, with kube-scheduler's metric names (kubeberth.metrics)."""
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model import NodeInfo, Pod
+from .context import nominated_pods_added_for
 from .cycle_state import CycleState
 from .extender import Extender
 from .handle import ContextHandle
@@ -213,21 +214,17 @@ class Framework(ContextHandle):
                                        node_info: NodeInfo) -> Status | None:
         """Upstream's two-pass filter: first as if the nominated pods of equal or higher
         priority were already on the node, then (if they were) without them."""
-        nominator = self.ctx.nominator
-        nominated = nominator.nominated_pods_for_node(node_info.name) if nominator is not None else ()
+        nominated = nominated_pods_added_for(self.ctx.nominator, pod, node_info.name)
         if not nominated:
             return self.run_filter(state, pod, node_info)
-        added_state, added_info, added = state, node_info, False
+        added_state, added_info = state.clone(), node_info.clone()
         for nom in nominated:
-            if nom.priority >= pod.priority and nom.uid != pod.uid:
-                if not added:
-                    added_state, added_info, added = state.clone(), node_info.clone(), True
-                added_info.add_pod(nom)
-                s = self.run_pre_filter_add_pod(added_state, pod, nom, added_info)
-                if s is not None and not s.is_success():
-                    return s
+            added_info.add_pod(nom)
+            s = self.run_pre_filter_add_pod(added_state, pod, nom, added_info)
+            if s is not None and not s.is_success():
+                return s
         status = self.run_filter(added_state, pod, added_info)
-        if not added or (status is not None and not status.is_success()):
+        if status is not None and not status.is_success():
             return status
         return self.run_filter(state, pod, node_info)
 

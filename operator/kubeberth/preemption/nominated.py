@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..framework.context import Nominator
+from ..framework.context import Nominator, nominated_pods_added_for
 from ..model import Pod
 
 
@@ -10,14 +10,10 @@ def nominated_requests(nominator: Nominator | None, pod: Pod, node_name: str) ->
     """(milli-CPU, memory, ephemeral storage, pods) of the pods nominated to `node_name` that
     run_filter_with_nominated_pods would add for `pod`: equal or higher priority, not `pod`."""
     cpu = mem = eph = count = 0
-    if nominator is None:
-        return cpu, mem, eph, count
-    prio, uid = pod.priority, pod.uid
-    for nom in nominator.nominated_pods_for_node(node_name):
-        if nom.priority >= prio and nom.uid != uid:
-            r = nom.requests
-            cpu += r.milli_cpu
-            mem += r.memory
-            eph += r.ephemeral_storage
-            count += 1
+    for nom in nominated_pods_added_for(nominator, pod, node_name):
+        r = nom.requests
+        cpu += r.milli_cpu
+        mem += r.memory
+        eph += r.ephemeral_storage
+        count += 1
     return cpu, mem, eph, count

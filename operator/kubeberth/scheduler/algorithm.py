@@ -25,6 +25,7 @@ from ..framework import (
     NodePluginScores,
     Status,
 )
+from ..framework.context import nominated_pods_added_for
 from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
@@ -119,13 +120,7 @@ def _nominated_nodes(fw: Framework, pod: Pod) -> set[str]:
     nominator = fw.nominator
     if nominator is None:
         return set()
-    out = set()
-    for name in nominator.nominated_node_names():
-        for other in nominator.nominated_pods_for_node(name):
-            if other.priority >= pod.priority and other.uid != pod.uid:
-                out.add(name)
-                break
-    return out
+    return {name for name in nominator.nominated_node_names() if nominated_pods_added_for(nominator, pod, name)}
 
 
 def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..framework.context import nominated_pods_added_for
 from ..framework.cycle_state import CycleState
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
@@ -61,7 +62,6 @@ def nominated_filter(fw: Framework, state: CycleState, pod: Pod, arrays: Any,
     pos = arrays.pos
     missing = arrays.missing
     full: FilterFn = fw.run_filter_with_nominated_pods
-    prio, uid = pod.priority, pod.uid
     names = [plugin.name for plugin, _ in chain]
     count = fw.plugin_metrics.count_filter_calls
 
@@ -77,8 +77,7 @@ def nominated_filter(fw: Framework, state: CycleState, pod: Pod, arrays: Any,
         row = pos.get(node_info.name)
         if row is None or missing[row] or st is not state or p is not pod:
             return full(st, p, node_info)
-        nominated = [nom for nom in nominator.nominated_pods_for_node(node_info.name)
-                     if nom.priority >= prio and nom.uid != uid]
+        nominated = nominated_pods_added_for(nominator, pod, node_info.name)
         if not nominated:
             return counted(_second_pass(chain, row, node_info, rejected))
         overlay: list[NodeInfo] = []  # built on first need
