@@ -147,11 +147,15 @@ class ObjectWritingClient(RecordingClient):
 
 
 class CountingMetrics(NoMetrics):
-    """Counts preemption attempts and the victims of each."""
+    """Counts preemption attempts, the victims of each and the results of their background work."""
 
     def __init__(self) -> None:
         self.attempts = 0
         self.victims: list[int] = []
+        self.goroutines: list[str] = []
+
+    def preemption_goroutine(self, result: str, seconds: float) -> None:
+        self.goroutines.append(result)
 
     def preemption_attempt(self) -> None:
         self.attempts += 1

@@ -116,6 +116,13 @@ class SchedulerMetrics:
             "scheduler_preemption_victims",
             "Number of selected preemption victims",
             buckets=exponential_buckets(1, 2, 7), registry=r)
+        self.preemption_goroutines_duration_seconds = Histogram(
+            "scheduler_preemption_goroutines_duration_seconds",
+            "(Deprecated since 1.37.0) Duration in seconds for running goroutines for the preemption.",
+            ["result"], buckets=exponential_buckets(0.01, 2, 20), registry=r)
+        self.preemption_goroutines_execution_total = Counter(
+            "scheduler_preemption_goroutines_execution_total",
+            "Number of preemption goroutines executed.", ["result"], registry=r)
         self.framework_extension_point_duration_seconds = Histogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
@@ -219,6 +226,10 @@ class SchedulerMetrics:
 
     def preemption_victims(self, n: int) -> None:
         self.preemption_victims_histogram.observe(n)
+
+    def preemption_goroutine(self, result: str, seconds: float) -> None:
+        self.preemption_goroutines_duration_seconds.labels(result).observe(seconds)
+        self.preemption_goroutines_execution_total.labels(result).inc()
 
     def scheduling_algorithm_duration(self, seconds: float) -> None:
         self.scheduling_algorithm_duration_seconds.observe(max(seconds, 0.0))

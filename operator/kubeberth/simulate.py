@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import sys
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from .client import BindConflict, UpdateRefused
@@ -304,6 +304,7 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     sched.ctx.percentage_of_nodes_to_score = percentage_of_nodes_to_score
     client = InMemoryClient(sched)
     sched.ctx.client = client
+    end_terminating_victims_at_once(sched)
     for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
         sched.set_profile(fw)
     objects = with_template_claims(objects)
@@ -324,6 +325,21 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
         sched.on_pod_add(obj)
     asyncio.run(_run_settled(sched, clock))
     return [_outcome(key, sched.outcomes.get(key), sched) for key in order], sched
+
+
+def end_terminating_victims_at_once(sched: Scheduler) -> None:
+    """The simulation has no grace period. Preemption sends no deletion for a victim already
+    being deleted (upstream waits for its kubelet to end it); here it ends when it is chosen."""
+    record = sched.ctx.record_victims
+
+    def recorded(preemptor: Pod, victims: Sequence[Pod]) -> None:
+        if record is not None:
+            record(preemptor, victims)
+        for victim in victims:
+            if victim.deletion_timestamp is not None:
+                sched.on_pod_delete(victim)
+
+    sched.ctx.record_victims = recorded
 
 
 def _usage(milli_cpu: int, memory: int, pods: int) -> dict[str, int]:

@@ -225,6 +225,8 @@ UPSTREAM = {
     "scheduler_pod_scheduling_attempts": ("histogram", [], _buckets(1, 2, 5)),
     "scheduler_preemption_attempts_total": ("counter", [], None),
     "scheduler_preemption_victims": ("histogram", [], _buckets(1, 2, 7)),
+    "scheduler_preemption_goroutines_duration_seconds": ("histogram", ["result"], _buckets(0.01, 2, 20)),
+    "scheduler_preemption_goroutines_execution_total": ("counter", ["result"], None),
     "scheduler_cache_size": ("gauge", ["type"], None),
 }
 
@@ -242,6 +244,7 @@ def test_every_metric_has_upstreams_type_labels_and_buckets() -> None:
     m.pod_scheduled(1, 0.01)
     m.scheduling_algorithm_duration(0.01)
     m.preemption_victims(1)
+    m.preemption_goroutine("success", 0.01)
     # And of every other labelled family, so that its labels show.
     m.cache_size(1, 1, 0)
     m.unschedulable_pods({("X", "p"): 1})

@@ -3,6 +3,7 @@ bare handle (so the tests depend on no other in-tree plugin), over the shared te
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -165,9 +166,22 @@ class Env:
         return m
 
     async def post_filter(self, p: Pod) -> tuple[Any, Status]:
+        """PostFilter, then what the scheduler's failure handling does with its result
+        (nominate the pod, or clear its nomination), then the end of the preemption's
+        background work."""
         state = self.state_for(p)
         result, status = await self.fw.run_post_filter(state, p, self.statuses(state, p))
+        if result is not None and self.ctx.nominator is not None:
+            self.nominator.add_nominated_pod(p, result.nominated_node_name)
+        if result is not None and self.ctx.client is not None and result.nominated_node_name != p.nominated_node_name:
+            await self.client.set_nominated_node(p, result.nominated_node_name)
+        await self.background()
         return result, status
+
+    async def background(self) -> None:
+        """Wait for the preemptions acting in the background."""
+        while self.ctx.preemption_tasks:
+            await asyncio.gather(*list(self.ctx.preemption_tasks))
 
     def pods_on(self, node_name: str) -> list[str]:
         ni = self.ctx.snapshot.get(node_name)

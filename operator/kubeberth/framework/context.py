@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..cache.objects import ObjectStore
@@ -11,6 +12,7 @@ from ..cache.snapshot import Snapshot
 from ..client import ClusterClient
 from ..clock import Clock, FakeClock
 from ..model import Pod
+from .pods_in_pre_bind import PodsInPreBind
 from .waiting_pods import WaitingPods
 
 
@@ -18,6 +20,10 @@ class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
     def nominated_node_names(self) -> list[str]: ...
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None: ...
+
+    def nominated_node_for(self, pod: Pod) -> str: ...
 
 
 def nominated_pods_added_for(nominator: Nominator | None, pod: Pod, node_name: str) -> list[Pod]:
@@ -43,6 +49,8 @@ class MetricsRecorder(Protocol):
     def preemption_attempt(self) -> None: ...
 
     def preemption_victims(self, n: int) -> None: ...
+
+    def preemption_goroutine(self, result: str, seconds: float) -> None: ...
 
     def scheduling_algorithm_duration(self, seconds: float) -> None: ...
 
@@ -84,6 +92,9 @@ class NoMetrics:
         pass
 
     def preemption_victims(self, n: int) -> None:
+        pass
+
+    def preemption_goroutine(self, result: str, seconds: float) -> None:
         pass
 
     def scheduling_algorithm_duration(self, seconds: float) -> None:
@@ -137,6 +148,13 @@ class SchedulerContext:
         self.rng = rng or random.Random(0)
         self.metrics = metrics
         self.waiting_pods = WaitingPods()
+        self.pods_in_pre_bind = PodsInPreBind()
+        # Preemptions acting in the background (their victims' API calls); simulate waits for them.
+        self.preemption_tasks: set[asyncio.Task[None]] = set()
+        # The scheduler's view of a pod by uid (its cache, then its pending pods); None: gone.
+        self.lookup_pod: Callable[[str], Pod | None] = lambda uid: None
+        # Move pods from the unschedulable pool or backoffQ to activeQ (upstream's Handle.Activate).
+        self.activate: Callable[[Iterable[Pod]], None] = lambda pods: None
         self.snapshot = Snapshot()
         # Upstream's nextStartNodeIndex: where the next cycle starts looking for feasible nodes.
         self.next_start_node_index = 0

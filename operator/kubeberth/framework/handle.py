@@ -7,8 +7,9 @@ runners preemption needs, and nothing else of the framework.
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..cache.objects import ObjectStore
@@ -19,6 +20,7 @@ from ..model import NodeInfo, Pod
 from .context import NO_METRICS
 from .cycle_state import CycleState
 from .extender import Extender
+from .pods_in_pre_bind import PodsInPreBind
 from .status import Status
 from .waiting_pods import WaitingPods
 
@@ -55,6 +57,16 @@ class Handle(Protocol):
 
     @property
     def waiting_pods(self) -> WaitingPods: ...
+
+    @property
+    def pods_in_pre_bind(self) -> PodsInPreBind: ...
+
+    @property
+    def preemption_tasks(self) -> set[asyncio.Task[None]]: ...
+
+    def lookup_pod(self, uid: str) -> Pod | None: ...
+
+    def activate(self, pods: Iterable[Pod]) -> None: ...
 
     @property
     def extenders(self) -> Sequence[Extender]: ...
@@ -142,6 +154,20 @@ class ContextHandle:
     @property
     def waiting_pods(self) -> WaitingPods:
         return self.ctx.waiting_pods
+
+    @property
+    def pods_in_pre_bind(self) -> PodsInPreBind:
+        return self.ctx.pods_in_pre_bind
+
+    @property
+    def preemption_tasks(self) -> set[asyncio.Task[None]]:
+        return self.ctx.preemption_tasks
+
+    def lookup_pod(self, uid: str) -> Pod | None:
+        return self.ctx.lookup_pod(uid)
+
+    def activate(self, pods: Iterable[Pod]) -> None:
+        self.ctx.activate(pods)
 
     @property
     def metrics(self) -> MetricsRecorder:

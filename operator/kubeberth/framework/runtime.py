@@ -240,7 +240,7 @@ class Framework(ContextHandle):
                 self.plugin_metrics.took(p.name, "PostFilter", s, time.perf_counter() - t0)
             if s is None or s.is_success():
                 self._observe("PostFilter", None, started)
-                return r, Status()
+                return r, s if s is not None else Status()
             if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 self._observe("PostFilter", s, started)
                 return r, s.with_plugin(p.name)
@@ -392,6 +392,8 @@ class Framework(ContextHandle):
         if self.ctx.metrics is not None:
             code = (status.code if status is not None else Code.SUCCESS).upstream_name
             self.ctx.metrics.permit_wait_duration(code, time.perf_counter() - started)
+        if status is not None and not status.is_success() and not status.is_rejected():
+            return Status.error(f"waiting on permit for pod: {status.message()}", status.plugin)
         return status
 
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:

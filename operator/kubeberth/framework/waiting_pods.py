@@ -31,12 +31,24 @@ class WaitingPod:
         if not self._timers and not self._future.done():
             self._future.set_result(None)
 
-    def reject(self, plugin: str, message: str) -> None:
+    def reject(self, plugin: str, message: str) -> bool:
+        """Unschedulable: the pod goes back to the queue as rejected by `plugin`. False if its
+        wait was already over."""
+        return self._stop(Code.UNSCHEDULABLE, plugin, message)
+
+    def preempt(self, plugin: str, message: str) -> bool:
+        """Preempted while waiting: an error, not a rejection, so the pod is retried after its
+        backoff rather than parked as unschedulable. False if its wait was already over."""
+        return self._stop(Code.ERROR, plugin, message)
+
+    def _stop(self, code: Code, plugin: str, message: str) -> bool:
         for t in self._timers.values():
             t.cancel()
         self._timers.clear()
-        if not self._future.done():
-            self._future.set_result(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+        if self._future.done():
+            return False
+        self._future.set_result(Status(code, message, plugin=plugin))
+        return True
 
     async def wait(self) -> Status | None:
         return await self._future

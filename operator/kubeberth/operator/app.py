@@ -255,6 +255,8 @@ class OperatorApp:
         if self._scheduler is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._scheduler.wait_for_bindings(), timeout)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._scheduler.wait_for_preemptions(), timeout)
         if self._informers is not None:
             await self._informers.stop()
         await cancel_and_wait(self._tasks)

@@ -11,19 +11,17 @@ the DefaultPreemption plugin's victim selection.
 3. extenders that support preemption may drop candidates or change their victims;
 4. the best candidate is picked (fewest PDB violations, then lowest highest victim
    priority, ...);
-5. acting: nominate the preemptor (queue nominator + status.nominatedNodeName), evict the
-   victims (or reject them at Permit), record a Preempted event on each, call
-   `ctx.record_victims(pod, victims)` when the scheduler set it, and clear the
-   nominations of lower-priority pods on that node.
+5. acting: the victims are noted (`ctx.record_victims(pod, victims)` when the scheduler set
+   it) and handed to the executor (executor.py), which preempts them in the background, as
+   v1.37's asynchronous preemption does; the scheduler nominates the preemptor to the node
+   the result names.
 
 Nothing here mutates the snapshot the cycle reads.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..framework.cycle_state import CycleState
 from ..framework.explain import preemption_notes
@@ -34,13 +32,11 @@ from ..framework.victims import Candidate, Victims, candidates_to_victims_map
 from ..model import NodeInfo, Pod
 from ..priority import HIGHEST_USER_PRIORITY
 from .arithmetic_dry_run import ArithmeticDryRun
+from .executor import Executor
 from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
 from .pick import more_important_key, pick_one_node_for_preemption
 from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
-
-log = logging.getLogger(__name__)
-
 
 MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -88,6 +84,7 @@ class Evaluator:
         self.min_candidate_nodes_percentage = min_candidate_nodes_percentage
         self.min_candidate_nodes_absolute = min_candidate_nodes_absolute
         self.is_eligible_pod: IsEligiblePodFunc = is_eligible_pod or default_is_eligible_pod
+        self.executor = Executor(handle, plugin_name)
 
     # ---- the whole flow -------------------------------------------------------
     async def preempt(self, state: CycleState, pod: Pod, statuses: NodeToStatus
@@ -120,8 +117,7 @@ class Evaluator:
             diagnosis.node_to_status = node_statuses
             node_statuses.absent = Status.unresolvable(MSG_NOT_HELPFUL)
             fit_error = FitError(pod, len(all_nodes), diagnosis, [ni.name for ni in all_nodes])
-            if nominated:
-                await self.clear_nomination(pod)
+            # The empty nomination tells the scheduler to clear the pod's own.
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, fit_error.message())
 
         candidates, status = await self.call_extenders(pod, candidates)
@@ -134,20 +130,17 @@ class Evaluator:
         if notes is not None:
             notes.note_chosen(best)
 
-        status = await self.prepare_candidate(best, pod)
-        if status is not None and not status.is_success():
-            return None, status
-        return PostFilterResult(best.name), Status()
+        self.prepare_candidate(best, pod)
+        return PostFilterResult(best.name), Status(
+            Code.SUCCESS, f"found a potential placement for pod on node {best.name}, "
+                          f"preempting {len(best.victims.pods)} victims")
 
     # ---- eligibility ----------------------------------------------------------
     def nominated_node_of(self, pod: Pod) -> str:
         """The node the pod is nominated to: the queue's nominator knows best, else its status."""
-        lookup = getattr(self._nominations(), "nominated_node_for", None)
-        if lookup is not None:
-            node = lookup(pod)
-            if node:
-                return str(node)
-        return pod.nominated_node_name
+        nominator = self.handle.nominator
+        node = nominator.nominated_node_for(pod) if nominator is not None else ""
+        return node or pod.nominated_node_name
 
     def is_preemption_allowed(self, node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
         """Only strictly lower-priority pods may be victims (and the eligibility hook agrees)."""
@@ -349,66 +342,11 @@ class Evaluator:
         return candidates[0]
 
     # ---- acting ---------------------------------------------------------------
-    async def prepare_candidate(self, c: Candidate, pod: Pod) -> Status | None:
-        """Nominate the preemptor, evict the victims (rejecting those waiting at Permit),
-        and clear the nominations of lower-priority pods on the node."""
+    def prepare_candidate(self, c: Candidate, pod: Pod) -> None:
+        """Note the victims (metrics, the scheduler's records), then hand their preemption to the
+        executor's background task; the scheduler nominates the preemptor from the result."""
         fw = self.handle
-        client = fw.client
-        await self.nominate(pod, c.name)
-        for victim in c.victims.pods:
-            # A victim already being deleted is evicted all the same, as upstream's PreemptPod does:
-            # it gets the DisruptionTarget condition, so the preemptor waits for it (see
-            # pod_eligible_to_preempt_others), and simulate, without grace periods, removes it.
-            waiting = fw.waiting_pods.get(victim.uid) if fw.waiting_pods is not None else None
-            try:
-                if waiting is not None:
-                    waiting.reject(self.plugin_name, "preempted")
-                elif client is not None:
-                    await client.delete_pod(victim)
-                if client is not None:
-                    await client.record_event(victim, "Normal", "Preempted",
-                                              f"Preempted by pod {pod.uid} on node {c.name}")
-            except Exception as exc:
-                log.warning("preempting %s for %s failed: %s", victim.key, pod.key, exc)
-                return Status.error(f"preempting {victim.key}: {exc}")
         fw.metrics.preemption_victims(len(c.victims.pods))
         if fw.record_victims is not None:  # the scheduler notes the victims on the preemptor's record
             fw.record_victims(pod, list(c.victims.pods))
-        for p in self.lower_priority_nominated_pods(pod, c.name):
-            try:
-                await self.clear_nomination(p)
-            except Exception as exc:  # not critical, as upstream
-                log.warning("cannot clear the nominated node of %s: %s", p.key, exc)
-        return None
-
-    def lower_priority_nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
-        nominator = self.handle.nominator
-        if nominator is None:
-            return []
-        return [p for p in nominator.nominated_pods_for_node(node_name)
-                if p.priority < pod.priority and p.uid != pod.uid]
-
-    def _nominations(self) -> Any:
-        """The object keeping nominations (queue.Nominator): the handle's nominator, or the
-        nominator inside it when the handle exposes the scheduling queue."""
-        nominator = self.handle.nominator
-        if nominator is None or hasattr(nominator, "add_nominated_pod"):
-            return nominator
-        return getattr(nominator, "nominator", None)
-
-    async def nominate(self, pod: Pod, node_name: str) -> None:
-        """Record the nomination in the queue's nominator and on the pod's status."""
-        nominations = self._nominations()
-        if nominations is not None:
-            nominations.add_nominated_pod(pod, node_name)
-        client = self.handle.client
-        if client is not None:
-            await client.set_nominated_node(pod, node_name)
-
-    async def clear_nomination(self, pod: Pod) -> None:
-        nominations = self._nominations()
-        if nominations is not None:
-            nominations.delete_nominated_pod_if_exists(pod)
-        client = self.handle.client
-        if client is not None:
-            await client.set_nominated_node(pod, "")
+        self.executor.prepare_candidate_async(c, pod)

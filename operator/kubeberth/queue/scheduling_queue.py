@@ -156,11 +156,18 @@ class PriorityQueue:
         if self.on_incoming is not None:
             self.on_incoming(queue, event)
 
-    def _move_to_backoff(self, q: QueuedPodInfo, event: str) -> None:
+    def _move_to_backoff(self, q: QueuedPodInfo, event: str) -> bool:
+        """PreEnqueue runs here, not when backoffQ is popped (v1.37 pops it when activeQ is
+        empty); a gated pod goes to (or stays in) the unschedulable pool."""
+        self._run_pre_enqueue(q)
+        if q.gated:
+            self._unschedulable[q.pod.uid] = q
+            return False
         self._unschedulable.pop(q.pod.uid, None)
         self._backoff.add(q)
         self._incoming(BACKOFF, event)
         self._wake()  # pop takes from backoffQ when activeQ is empty
+        return True
 
     def _requeue(self, q: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         """Where the pod goes for a strategy; returns the queue's name."""
@@ -169,8 +176,7 @@ class PriorityQueue:
             self._incoming(UNSCHEDULABLE, event)
             return UNSCHEDULABLE
         if strategy == Strategy.AFTER_BACKOFF and self.is_backing_off(q):
-            self._move_to_backoff(q, event)
-            return BACKOFF
+            return BACKOFF if self._move_to_backoff(q, event) else UNSCHEDULABLE
         if self._move_to_active(q, event):
             return ACTIVE
         return UNSCHEDULABLE

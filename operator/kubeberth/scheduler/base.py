@@ -49,6 +49,8 @@ class SchedulerBase:
         self.queue.on_hint = lambda *labels_and_seconds: self.metrics.queueing_hint_duration(*labels_and_seconds)
         self.ctx.nominator = self.nominator
         self.ctx.record_victims = self.record_victims
+        self.ctx.activate = self.queue.activate
+        self.ctx.lookup_pod = self._lookup_pod
         self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)
         self.snapshot = Snapshot()
         self.profiles: dict[str, Framework] = {}
@@ -98,6 +100,9 @@ class SchedulerBase:
             vrec = self._record(v)
             vrec.status, vrec.preempted_by = EVICTED, preemptor.key
             vrec.message = f"preempted by {preemptor.key}"
+
+    def _lookup_pod(self, uid: str) -> Pod | None:
+        return self.cache.get_pod(uid) or self._pending.get(uid)
 
     def _is_pending(self, pod: Pod) -> bool:
         p = self._pending.get(pod.uid)

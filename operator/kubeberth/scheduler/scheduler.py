@@ -115,6 +115,11 @@ class Scheduler(EventHandlers, SchedulingCycles):
         while self._binding_tasks:
             await asyncio.gather(*list(self._binding_tasks), return_exceptions=True)
 
+    async def wait_for_preemptions(self) -> None:
+        """Wait until every preemption acting in the background has finished."""
+        while self.ctx.preemption_tasks:
+            await asyncio.gather(*list(self.ctx.preemption_tasks), return_exceptions=True)
+
     async def run(self) -> None:
         """The operator's loop: schedule pods as they come, until `stop()`."""
         self._periodic = asyncio.get_running_loop().create_task(self._flush_periodically())
@@ -177,6 +182,9 @@ class Scheduler(EventHandlers, SchedulingCycles):
                 await self.schedule_popped(q)
                 cycles += 1
                 await asyncio.sleep(0)  # let the binding cycle just started run
+                # A preemption's API calls take no time here: its victims are gone before the
+                # next pod is tried, as simulate's contract says.
+                await self.wait_for_preemptions()
                 if max_cycles is not None and cycles >= max_cycles:
                     break
                 continue
