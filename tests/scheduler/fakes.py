@@ -76,8 +76,16 @@ class Script(ReservePlugin, PermitPlugin, PreBindPlugin, BindPlugin, PostBindPlu
             return Status.error("permit broke"), 0
         return None, 0
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Work to do only when the script says something about PreBind."""
+        return None if "prebind" in self.script else Status.skip()
+
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return Status.error("volume not ready") if self._take("prebind", "ok") == "error" else None
+        what = self._take("prebind", "ok")
+        if what == "hang":  # until the script's "gate" (an asyncio.Event) is set
+            self._log(f"prebind waits {pod.name}")
+            await self.script["gate"].wait()
+        return Status.error("volume not ready") if what == "error" else None
 
     async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         what = self._take("bind", "ok")

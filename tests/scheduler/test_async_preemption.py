@@ -9,12 +9,17 @@ from typing import Any
 
 from kubeberth.clock import FakeClock
 from kubeberth.config import SchedulingProfileSpec
+from kubeberth.config.models import PluginRef, PluginSet
 from kubeberth.framework.events import EVENT_UNSCHEDULABLE_TIMEOUT
 from kubeberth.model import Pod
+from kubeberth.plugins.default_preemption import DefaultPreemption
 from kubeberth.queue import GATED
 from kubeberth.scheduler import SCHEDULED, Scheduler
+from kubeberth.scheduler import UNSCHEDULABLE as S_UNSCHEDULABLE
 from kubeberth.simulate import InMemoryClient
 from tests.builders import node_dict, pod_dict
+from tests.doubles import RecordingClient
+from tests.scheduler.fakes import journal, registry, spec
 
 
 class SlowDeletions(InMemoryClient):
@@ -99,3 +104,48 @@ async def test_a_failed_deletion_activates_the_preemptor_which_preempts_again() 
     sched.on_pod_add(pod_dict("high", cpu="4", priority=100))
     await sched.run_until_idle(max_attempts=5)
     assert (sched.outcomes["default/high"].status, sched.outcomes["default/high"].node) == (SCHEDULED, "n1")
+
+
+async def test_a_victim_in_pre_bind_is_cancelled_and_requeued_not_deleted() -> None:
+    """The victim's binding is still in PreBind: preemption cancels it (no API call), the victim
+    goes back to the queue, and the preemptor, activated since no deletion event will come, takes
+    the node. Before PreBind, the victim's status named the node (NominatedNodeNameForExpectation)."""
+    reg = registry()
+    reg.register(DefaultPreemption)
+    profile = spec()
+    profile = profile.model_copy(update={"plugins": profile.plugins.model_copy(update={
+        "postFilter": PluginSet(enabled=[PluginRef(name="DefaultPreemption")])})})
+    sched = Scheduler(clock=FakeClock(), seed=1)
+    client = RecordingClient(sched)
+    sched.ctx.client = client
+    gate = asyncio.Event()
+    sched.ctx.extras["script"] = {"prebind": "hang", "gate": gate}
+    sched.add_profile_spec(profile, reg)
+    sched.on_node_add(node_dict("n1", cpu="2"))
+    sched.on_pod_add(pod_dict("slow", cpu="2", priority=0))
+    await _one_cycle(sched)
+    assert journal(sched) == ["reserve slow n1", "prebind waits slow"]
+    assert client.of("nominate") == [("default/slow", "n1")]
+    sched.on_pod_add(pod_dict("high", cpu="2", priority=100))
+    sched.ctx.extras["script"]["prebind"] = "ok"
+    await sched.run_until_idle(max_attempts=3)
+    assert client.of("delete") == []
+    assert ("default/slow", "Normal", "Preempted",
+            f"Preempted by pod {sched._uids['default/high']} on node n1 (in kube-scheduler memory).") \
+        in client.of("event")
+    assert (sched.outcomes["default/high"].status, sched.outcomes["default/high"].node) == (SCHEDULED, "n1")
+    slow = sched.outcomes["default/slow"]
+    assert slow.status == S_UNSCHEDULABLE and "unreserve slow n1" in journal(sched)
+    assert not sched.ctx.pods_in_pre_bind and not gate.is_set()
+
+
+async def test_a_victim_past_pre_bind_is_deleted() -> None:
+    """Once PreBind is over the binding can no longer be cancelled."""
+    from kubeberth.framework.pods_in_pre_bind import PodsInPreBind
+
+    pods = PodsInPreBind()
+    entry = pods.add("u")
+    assert entry.mark_prebound() and not entry.cancel("preempted by DefaultPreemption")
+    entry = pods.add("v")
+    assert entry.cancel("preempted by DefaultPreemption") and entry.cancel("again")
+    assert not entry.mark_prebound() and entry.cause == "preempted by DefaultPreemption"

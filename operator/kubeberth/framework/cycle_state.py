@@ -13,12 +13,14 @@ class CycleState:
     """Keyed storage for one cycle. Values that must survive cloning (for
     preemption's dry runs) implement `clone()`; others are shared."""
 
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_pre_bind_plugins",
+                 "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        self.skip_pre_bind_plugins: set[str] = set()
         self.record_plugin_metrics = False
 
     def read(self, key: str) -> Any:
@@ -46,5 +48,6 @@ class CycleState:
             c._data[k] = clone() if callable(clone) else v
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         c.record_plugin_metrics = self.record_plugin_metrics
         return c

@@ -124,6 +124,12 @@ class PermitPlugin(Plugin):
 
 
 class PreBindPlugin(Plugin):
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Whether PreBind will do anything for the pod: Skip if not (its PreBind is then not
+        called), success if it will (the scheduler then sets the pod's nominatedNodeName first,
+        and preemption may cancel the binding while it runs), or an error."""
+        return None
+
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         raise NotImplementedError
 

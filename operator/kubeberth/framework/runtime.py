@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model import NodeInfo, Pod
+from .binding_runners import BindingCycleRunners
 from .context import nominated_pods_added_for
 from .cycle_state import CycleState
 from .extender import Extender
@@ -42,16 +42,12 @@ from .types import (
     QueuedPodInfo,
 )
 from .vector import NodeView, ScoreTable
-from .waiting_pods import WaitingPod
 
 if TYPE_CHECKING:
     from ..config.models import SchedulingProfileSpec
     from .context import SchedulerContext
 
-MAX_PERMIT_TIMEOUT = 15 * 60.0
-
-
-class Framework(ContextHandle):
+class Framework(BindingCycleRunners, ContextHandle):
     """Runs a profile. It is also the handle given to plugins (handle.py; as upstream's
     frameworkImpl).
 
@@ -343,91 +339,3 @@ class Framework(ContextHandle):
     def flush_plugin_metrics(self) -> None:
         """Report the per-plugin calls and durations noted since the last flush."""
         self.plugin_metrics.flush(self.profile_name, self.ctx.metrics)
-
-    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        for p in self.reserve_plugins:
-            t0 = time.perf_counter()
-            s = p.reserve(state, pod, node_name)
-            if state.record_plugin_metrics:
-                self.plugin_metrics.took(p.name, "Reserve", s, time.perf_counter() - t0)
-            if s is not None and not s.is_success():
-                if s.is_rejected():
-                    return s.with_plugin(p.name)
-                return Status.error(f'running Reserve plugin "{p.name}": {s.message()}', p.name)
-        return None
-
-    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        for p in reversed(self.reserve_plugins):
-            p.unreserve(state, pod, node_name)
-
-    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        waits: dict[str, float] = {}
-        for p in self.permit_plugins:
-            t0 = time.perf_counter()
-            s, timeout = p.permit(state, pod, node_name)
-            if state.record_plugin_metrics:
-                self.plugin_metrics.took(p.name, "Permit", s, time.perf_counter() - t0)
-            if s is None or s.is_success():
-                continue
-            if s.is_rejected():
-                return s.with_plugin(p.name)
-            if s.is_wait():
-                waits[p.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
-                continue
-            return Status.error(f'running Permit plugin "{p.name}": {s.message()}', p.name)
-        if waits:
-            self.ctx.waiting_pods.add(WaitingPod(pod, waits, asyncio.get_event_loop()))
-            return Status(Code.WAIT, f"one or more plugins asked to wait and no plugin rejected pod {pod.name!r}")
-        return None
-
-    async def wait_on_permit(self, pod: Pod) -> Status | None:
-        wp = self.ctx.waiting_pods.get(pod.uid)
-        if wp is None:
-            return None
-        started = time.perf_counter()
-        try:
-            status = await wp.wait()
-        finally:
-            self.ctx.waiting_pods.remove(pod.uid)
-        if self.ctx.metrics is not None:
-            code = (status.code if status is not None else Code.SUCCESS).upstream_name
-            self.ctx.metrics.permit_wait_duration(code, time.perf_counter() - started)
-        if status is not None and not status.is_success() and not status.is_rejected():
-            return Status.error(f"waiting on permit for pod: {status.message()}", status.plugin)
-        return status
-
-    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        for p in self.pre_bind_plugins:
-            t0 = time.perf_counter()
-            s = await p.pre_bind(state, pod, node_name)
-            if state.record_plugin_metrics:
-                self.plugin_metrics.took(p.name, "PreBind", s, time.perf_counter() - t0)
-            if s is not None and not s.is_success():
-                if s.is_rejected():
-                    return s.with_plugin(p.name)
-                return Status.error(f'running PreBind plugin "{p.name}": {s.message()}', p.name)
-        return None
-
-    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        if not self.bind_plugins:
-            return Status.skip()
-        for p in self.bind_plugins:
-            t0 = time.perf_counter()
-            s = await p.bind(state, pod, node_name)
-            if state.record_plugin_metrics:
-                self.plugin_metrics.took(p.name, "Bind", s, time.perf_counter() - t0)
-            if s is not None and s.is_skip():
-                continue
-            if s is not None and not s.is_success():
-                if s.is_rejected():
-                    return s.with_plugin(p.name)
-                return Status.error(f'running Bind plugin "{p.name}": {s.message()}', p.name)
-            return None
-        return Status.skip()
-
-    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        for p in self.post_bind_plugins:
-            t0 = time.perf_counter()
-            p.post_bind(state, pod, node_name)
-            if state.record_plugin_metrics:
-                self.plugin_metrics.took(p.name, "PostBind", None, time.perf_counter() - t0)

@@ -108,9 +108,16 @@ class Executor:
                 self.handle.activate([preemptor])
 
     async def preempt_pod(self, candidate: Candidate, preemptor: Pod, victim: Pod) -> bool:
-        """Preempt one victim; True when that took no API call (it was rejected at Permit or
-        in PreBind and goes back to the queue). Raises what the API server answered."""
+        """Preempt one victim; True when no deletion event will follow (it was rejected at
+        Permit or in PreBind and goes back to the queue, or it had already left the node).
+        Raises what the API server answered."""
         fw = self.handle
+        current = fw.lookup_pod(victim.uid)
+        if current is not None and current.node_name != candidate.name:
+            # It left the node after the decision (its binding was cancelled by an earlier
+            # preemption, and it is pending again): there is nothing to delete, and no deletion
+            # event will come for it.
+            return True
         message = f"Preempted by pod {preemptor.uid} on node {candidate.name}"
         in_memory = False
         waiting = fw.waiting_pods.get(victim.uid)

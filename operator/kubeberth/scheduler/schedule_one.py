@@ -224,6 +224,16 @@ class SchedulingCycles(SchedulerBase):
     async def _binding_cycle(self, fw: Framework, state: CycleState, q: QueuedPodInfo, assumed: Pod,
                              host: str, started: float) -> None:
         try:
+            pre_flight = fw.run_pre_bind_pre_flights(state, assumed, host)
+            if pre_flight is not None and not pre_flight.is_skip():
+                # An error (a rejection is not supported here either)
+                await self._binding_failed(fw, state, q, assumed, host, Status.error(pre_flight.message()), None,
+                                           started)
+                return
+            if pre_flight is None or fw.will_wait_on_permit(assumed):
+                # v1.37's NominatedNodeNameForExpectation: tell others (e.g. an autoscaler) where the
+                # pod is about to go, when Permit or PreBind will hold its binding for a while.
+                await self._set_nominated_node(assumed, host)
             status = await fw.wait_on_permit(assumed)
             if status is not None and not status.is_success():
                 if status.is_rejected():
@@ -235,7 +245,7 @@ class SchedulingCycles(SchedulerBase):
                 return
             # From here on a failure is not "unschedulable": the pod goes to backoffQ.
             self.queue.done(assumed.uid)
-            status = await fw.run_pre_bind(state, assumed, host)
+            status = await self._pre_bind(fw, state, assumed, host, cancellable=pre_flight is None)
             if status is None or status.is_success():
                 status = await self._bind(fw, state, assumed, host)
             if status is not None and not status.is_success():
@@ -269,6 +279,29 @@ class SchedulingCycles(SchedulerBase):
         self.metrics.pod_scheduled(q.attempts, self.clock.now() - first if first is not None else 0.0)
         if q.flushed:
             self.metrics.pod_scheduled_after_flush()
+
+    async def _pre_bind(self, fw: Framework, state: CycleState, assumed: Pod, host: str, *,
+                        cancellable: bool) -> Status | None:
+        """The PreBind plugins; while they run, preemption may cancel the binding instead of
+        deleting the pod (upstream's podsInPreBind). Once they are done, it no longer can."""
+        if not cancellable:
+            return await fw.run_pre_bind(state, assumed, host)
+        registry = self.ctx.pods_in_pre_bind
+        entry = registry.add(assumed.uid)
+        try:
+            task = asyncio.ensure_future(fw.run_pre_bind(state, assumed, host))
+            entry.running(task)
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                task.cancel()
+                raise
+            status = None if task.cancelled() else task.result()
+            if not entry.mark_prebound():
+                return Status.error(entry.cause)
+            return status
+        finally:
+            registry.remove(assumed.uid)
 
     async def _bind(self, fw: Framework, state: CycleState, assumed: Pod, host: str) -> Status | None:
         """Extenders' bind first, else the Bind plugins; then FinishBinding and the Scheduled event."""

@@ -368,6 +368,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             log.warning("unreserving %s for %s: %s", kobj(claim), pod.key, exc)
 
     # ---- PreBind --------------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s = state.get(STATE_KEY)
+        return None if isinstance(s, _State) and s.claims else Status.skip()
+
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
         if not isinstance(s, _State) or not s.claims:

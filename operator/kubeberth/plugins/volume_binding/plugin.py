@@ -230,6 +230,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             self.binder.revert(volumes)
 
     # ---- PreBind ------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or s.all_bound:
+            return Status.skip()
+        if node_name not in s.pod_volumes_by_node:
+            return Status.error(f'no pod volume found for node "{node_name}"')
+        return None
+
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
         if not isinstance(s, _State) or s.all_bound:
