@@ -75,13 +75,17 @@ async def test_pods_of_other_schedulers_are_left_alone(kube: Kube, operators: Op
 
 
 async def test_preemption_with_graceful_deletion(kube: Kube, operators: Operators) -> None:
+    """v1.37's asynchronous preemption: the victims get DisruptionTarget, a Preempted event and a
+    graceful deletion in the background; the preemptor is nominated with upstream's message and
+    waits until a kubelet has ended the victims."""
     await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                           "metadata": {"name": "low"}, "value": 10})
     await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                           "metadata": {"name": "high"}, "value": 1000})
     await kube.create("nodes", node("n1", cpu="2"))
-    # Already running, as a kubelet would report it.
-    await kube.create("pods", pod("victim", cpu="2", priority_class="low", node_name="n1"))
+    # Already running, as a kubelet would report them.
+    for name in ("victim-a", "victim-b"):
+        await kube.create("pods", pod(name, cpu="1", priority_class="low", node_name="n1"))
     operators.start()
     preemptor = await kube.create("pods", pod("preemptor", cpu="2", priority_class="high"))
     assert preemptor["spec"]["priority"] == 1000  # the Priority admission plugin resolved the class
@@ -91,18 +95,28 @@ async def test_preemption_with_graceful_deletion(kube: Kube, operators: Operator
 
     assert await eventually(nominated, what="nominatedNodeName") == "n1"
 
-    async def terminating() -> dict[str, Any] | None:
-        v = await kube.get("pods", "victim", "default")
-        return v if v["metadata"].get("deletionTimestamp") else None
+    for name in ("victim-a", "victim-b"):
+        async def terminating(name: str = name) -> dict[str, Any] | None:
+            v = await kube.get("pods", name, "default")
+            return v if v["metadata"].get("deletionTimestamp") else None
 
-    victim = await eventually(terminating, what="victim deleted gracefully")
-    target = condition(victim, "DisruptionTarget")
-    assert target is not None and (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
-    preempted = [e for e in await events_of(kube, "victim") if e["reason"] == "Preempted"]
-    assert len(preempted) == 1 and preempted[0]["message"].startswith("Preempted by pod ")
-    # Still terminating: the preemptor waits for the room (no kubelet has confirmed the deletion).
+        victim = await eventually(terminating, what=f"{name} deleted gracefully")
+        target = condition(victim, "DisruptionTarget")
+        assert target is not None and (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+        preempted = [e for e in await events_of(kube, name) if e["reason"] == "Preempted"]
+        assert len(preempted) == 1 and preempted[0]["message"] == f"Preempted by pod {preemptor['metadata']['uid']} on node n1"
+
+    async def failed_scheduling() -> list[str] | None:
+        found = [e["message"] for e in await events_of(kube, "preemptor") if e["reason"] == "FailedScheduling"]
+        return found or None
+
+    assert await eventually(failed_scheduling, what="FailedScheduling") == [
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on "
+        "node n1, preempting 2 victims"]
+    # Still terminating: the preemptor waits for the room (no kubelet has confirmed the deletions).
     assert await bound_node(kube, "preemptor") is None
-    await kube.delete("pods", "victim", "default", grace_period=0)  # the kubelet's final delete
+    for name in ("victim-a", "victim-b"):
+        await kube.delete("pods", name, "default", grace_period=0)  # the kubelet's final delete
     assert await eventually(lambda: bound_node(kube, "preemptor"), what="preemptor bound") == "n1"
 
 
