@@ -123,6 +123,12 @@ class SchedulerMetrics:
         self.preemption_goroutines_execution_total = Counter(
             "scheduler_preemption_goroutines_execution_total",
             "Number of preemption goroutines executed.", ["result"], registry=r)
+        self.event_handling_duration_seconds = Histogram(
+            "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
+            ["event"], buckets=exponential_buckets(0.0001, 2, 12), registry=r)
+        self.goroutines_gauge = Gauge(
+            "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
+            ["operation"], registry=r)
         self.framework_extension_point_duration_seconds = Histogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
@@ -226,6 +232,12 @@ class SchedulerMetrics:
 
     def preemption_victims(self, n: int) -> None:
         self.preemption_victims_histogram.observe(n)
+
+    def event_handling_duration(self, event: str, seconds: float) -> None:
+        self.event_handling_duration_seconds.labels(event).observe(seconds)
+
+    def goroutines(self, operation: str, n: int) -> None:
+        self.goroutines_gauge.labels(operation).set(n)
 
     def preemption_goroutine(self, result: str, seconds: float) -> None:
         self.preemption_goroutines_duration_seconds.labels(result).observe(seconds)

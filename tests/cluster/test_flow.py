@@ -104,7 +104,8 @@ async def test_preemption_with_graceful_deletion(kube: Kube, operators: Operator
         target = condition(victim, "DisruptionTarget")
         assert target is not None and (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
         preempted = [e for e in await events_of(kube, name) if e["reason"] == "Preempted"]
-        assert len(preempted) == 1 and preempted[0]["message"] == f"Preempted by pod {preemptor['metadata']['uid']} on node n1"
+        expected = f"Preempted by pod {preemptor['metadata']['uid']} on node n1"
+        assert len(preempted) == 1 and preempted[0]["message"] == expected
 
     async def failed_scheduling() -> list[str] | None:
         found = [e["message"] for e in await events_of(kube, "preemptor") if e["reason"] == "FailedScheduling"]

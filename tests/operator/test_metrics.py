@@ -228,6 +228,8 @@ UPSTREAM = {
     "scheduler_preemption_goroutines_duration_seconds": ("histogram", ["result"], _buckets(0.01, 2, 20)),
     "scheduler_preemption_goroutines_execution_total": ("counter", ["result"], None),
     "scheduler_cache_size": ("gauge", ["type"], None),
+    "scheduler_event_handling_duration_seconds": ("histogram", ["event"], _buckets(0.0001, 2, 12)),
+    "scheduler_goroutines": ("gauge", ["operation"], None),
 }
 
 
@@ -245,6 +247,8 @@ def test_every_metric_has_upstreams_type_labels_and_buckets() -> None:
     m.scheduling_algorithm_duration(0.01)
     m.preemption_victims(1)
     m.preemption_goroutine("success", 0.01)
+    m.event_handling_duration("NodeAdd", 0.01)
+    m.goroutines("binding", 1)
     # And of every other labelled family, so that its labels show.
     m.cache_size(1, 1, 0)
     m.unschedulable_pods({("X", "p"): 1})
@@ -306,3 +310,37 @@ async def test_plugin_evaluations_count_the_two_pass_filter_of_nominated_nodes_a
     per_node = await _evaluations_with_a_nomination(False)
     assert per_node == await _evaluations_with_a_nomination(True)
     assert per_node[("NodeName", "Filter")] >= 4 * 80  # every node for each pod, n0 once more per pass
+
+
+async def test_event_handling_and_binding_goroutines_through_the_scheduler() -> None:
+    """Each watch event is timed under upstream's label (assigned or unscheduled pod, node,
+    storage object), and the binding cycles in flight are the `binding` goroutines."""
+    from kubeberth.clock import FakeClock
+    from kubeberth.config import SchedulingProfileSpec
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import InMemoryClient
+    from tests.builders import node_dict, pod_dict
+
+    m = SchedulerMetrics()
+    sched = Scheduler(clock=FakeClock(), metrics=m)
+    sched.ctx.client = InMemoryClient(sched)
+    sched.add_profile_spec(SchedulingProfileSpec())
+    sched.on_node_add(node_dict("n1", cpu="2"))
+    sched.on_pod_add(pod_dict("running", cpu="1", node="n1"))
+    pending = sched.on_pod_add(pod_dict("p", cpu="1"))
+    sched.on_object("PersistentVolumeClaim", {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                              "metadata": {"name": "c", "namespace": "default"}})
+    await sched.run_until_idle()
+    assert pending is not None
+    sched.on_pod_delete(pending)
+    sched.on_node_delete("n1")
+
+    def count(event: str) -> float:
+        return m.sample("scheduler_event_handling_duration_seconds_count", {"event": event})
+
+    assert count("NodeAdd") == 1 and count("NodeDelete") == 1
+    assert count("AssignedPodAdd") == 1 and count("UnscheduledPodAdd") == 1
+    assert count("AssignedPodUpdate") == 1  # the binding, as the watch brings it back
+    assert count("AssignedPodDelete") == 1
+    assert count("PersistentVolumeClaimAdd") == 1
+    assert m.sample("scheduler_goroutines", {"operation": "binding"}) == 0

@@ -72,6 +72,10 @@ class MetricsRecorder(Protocol):
 
     def pod_scheduled_after_flush(self) -> None: ...
 
+    def event_handling_duration(self, event: str, seconds: float) -> None: ...
+
+    def goroutines(self, operation: str, n: int) -> None: ...
+
 
 class NoMetrics:
     """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
@@ -125,6 +129,12 @@ class NoMetrics:
         pass
 
     def pod_scheduled_after_flush(self) -> None:
+        pass
+
+    def event_handling_duration(self, event: str, seconds: float) -> None:
+        pass
+
+    def goroutines(self, operation: str, n: int) -> None:
         pass
 
 

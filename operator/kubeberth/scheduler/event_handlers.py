@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,11 +29,21 @@ from .watched import EVENT_RESOURCES
 log = logging.getLogger("kubeberth.scheduler")
 
 
+def _pod_event(action: str, assigned: bool) -> str:
+    """The event label scheduler_event_handling_duration_seconds gives a pod's change."""
+    return f"{'AssignedPod' if assigned else 'UnscheduledPod'}{action}"
 
+
+def _raw_assigned(raw: Mapping[str, Any]) -> bool:
+    spec = raw.get("spec")
+    return bool(spec.get("nodeName")) if isinstance(spec, Mapping) else False
 
 
 class EventHandlers(SchedulerBase):
     """Watch events into the cache and the queue (upstream's eventhandlers.go)."""
+
+    def _handled(self, event: str, started: float) -> None:
+        self.metrics.event_handling_duration(event, time.perf_counter() - started)
 
     # ---- pods -----------------------------------------------------------------------
     def _parse_pod(self, raw: Mapping[str, Any]) -> Pod | None:
@@ -82,16 +93,20 @@ class EventHandlers(SchedulerBase):
 
     def on_pod_add(self, raw: Mapping[str, Any]) -> Pod | None:
         """A pod appeared (or is listed at start). Returns its model, None when it is unusable."""
+        started = time.perf_counter()
         pod = self._parse_pod(raw)
         if pod is not None:
             self._ingest_pod(pod)
+        self._handled(_pod_event("Add", _raw_assigned(raw)), started)
         return pod
 
     def on_pod_update(self, raw: Mapping[str, Any]) -> Pod | None:
         """A pod changed (the scheduler knows the version it had: no old object is needed)."""
+        started = time.perf_counter()
         pod = self._parse_pod(raw)
         if pod is not None:
             self._ingest_pod(pod)
+        self._handled(_pod_event("Update", _raw_assigned(raw)), started)
         return pod
 
     def _ingest_pod(self, pod: Pod) -> None:
@@ -174,6 +189,12 @@ class EventHandlers(SchedulerBase):
 
     def on_pod_delete(self, obj: Mapping[str, Any] | Pod | str) -> None:
         """A pod was deleted: a raw object, a Pod, or its "namespace/name" key."""
+        started = time.perf_counter()
+        assigned = self._delete_pod(obj)
+        self._handled(_pod_event("Delete", assigned), started)
+
+    def _delete_pod(self, obj: Mapping[str, Any] | Pod | str) -> bool:
+        """Returns whether the pod was bound (or assumed) to a node."""
         if isinstance(obj, Pod):
             uid, key = obj.uid, obj.key
         elif isinstance(obj, str):
@@ -213,6 +234,7 @@ class EventHandlers(SchedulerBase):
                 del self.outcomes[key]
             elif rec.status != EVICTED:
                 rec.status = DELETED
+        return cached is not None
 
     # ---- nodes ----------------------------------------------------------------------
     def _parse_node(self, raw: Mapping[str, Any]) -> Node | None:
@@ -227,6 +249,12 @@ class EventHandlers(SchedulerBase):
         return node
 
     def on_node_add(self, raw: Mapping[str, Any]) -> Node | None:
+        started = time.perf_counter()
+        node = self._on_node_add(raw)
+        self._handled("NodeAdd", started)
+        return node
+
+    def _on_node_add(self, raw: Mapping[str, Any]) -> Node | None:
         node = self._parse_node(raw)
         if node is None:
             return None
@@ -239,6 +267,12 @@ class EventHandlers(SchedulerBase):
         return node
 
     def on_node_update(self, raw: Mapping[str, Any]) -> Node | None:
+        started = time.perf_counter()
+        node = self._on_node_update(raw)
+        self._handled("NodeUpdate", started)
+        return node
+
+    def _on_node_update(self, raw: Mapping[str, Any]) -> Node | None:
         node = self._parse_node(raw)
         if node is None:
             return None
@@ -256,6 +290,11 @@ class EventHandlers(SchedulerBase):
             self.queue.move_all_to_active_or_backoff(e, old, new)
 
     def on_node_delete(self, obj: Mapping[str, Any] | str) -> None:
+        started = time.perf_counter()
+        self._on_node_delete(obj)
+        self._handled("NodeDelete", started)
+
+    def _on_node_delete(self, obj: Mapping[str, Any] | str) -> None:
         """A node was deleted: its raw object or its name. Pods still on it keep a NodeInfo
         without node in the cache until they go; it no longer appears in snapshots."""
         name = obj if isinstance(obj, str) else str((obj.get("metadata") or {}).get("name") or "")
@@ -270,6 +309,7 @@ class EventHandlers(SchedulerBase):
     def on_object(self, kind: str, obj: Mapping[str, Any]) -> None:
         """PriorityClass, PodDisruptionBudget, PV, PVC, StorageClass, CSINode, Namespace,
         Service, ReplicaSet...: stored for plugins; storage changes may move pods."""
+        started = time.perf_counter()
         key = object_key(obj)
         old = self.ctx.objects.get(kind, key)
         self.ctx.objects.put(kind, obj)
@@ -277,13 +317,16 @@ class EventHandlers(SchedulerBase):
         if resource is not None:
             action = ev.ActionType.UPDATE_OTHER if old is not None else ev.ActionType.ADD
             self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), old, obj)
+            self._handled(f"{resource}{'Update' if old is not None else 'Add'}", started)
         if kind == "PriorityClass":
             for raw in list(self._wait_priority.values()):
                 self.on_pod_add(raw)
 
     def on_object_delete(self, kind: str, key: str) -> None:
+        started = time.perf_counter()
         old = self.ctx.objects.get(kind, key)
         self.ctx.objects.delete(kind, key)
         resource = EVENT_RESOURCES.get(kind)
         if resource is not None:
             self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE), old, None)
+            self._handled(f"{resource}Delete", started)

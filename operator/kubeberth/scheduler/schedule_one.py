@@ -126,7 +126,12 @@ class SchedulingCycles(SchedulerBase):
         task = asyncio.get_running_loop().create_task(
             self._binding_cycle(fw, state, q, assumed, host, started))
         self._binding_tasks.add(task)
-        task.add_done_callback(self._binding_tasks.discard)
+        task.add_done_callback(self._binding_done)
+        self.metrics.goroutines("binding", len(self._binding_tasks))
+
+    def _binding_done(self, task: asyncio.Task[None]) -> None:
+        self._binding_tasks.discard(task)
+        self.metrics.goroutines("binding", len(self._binding_tasks))
 
     def _explained(self, q: QueuedPodInfo, x: explain.Explanation) -> None:
         """The attempt is decided: note its result, keep the explanation on the pod's record and
