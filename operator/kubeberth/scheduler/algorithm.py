@@ -32,6 +32,7 @@ from ..model import NodeInfo, Pod
 from .explain import explanation_of
 from .fit_statuses import shared_rejections
 from .nominated_pass import nominated_filter
+from .nominated_rows import vector_nominated_rows
 from .prefilter_nodes import nodes_allowed
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -114,12 +115,14 @@ def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, dia
     return feasible
 
 
-def _nominated_nodes(fw: Framework, pod: Pod) -> set[str]:
+def _nominated_nodes(fw: Framework, pod: Pod, among: Sequence[NodeInfo] | None = None) -> set[str]:
     """The nodes where run_filter_with_nominated_pods would add nominated pods for `pod` (a pod
-    of equal or higher priority, not `pod` itself)."""
+    of equal or higher priority, not `pod` itself); only those `among` a few nodes if given."""
     nominator = fw.nominator
     if nominator is None:
         return set()
+    if among is not None:
+        return {ni.name for ni in among if nominated_pods_added_for(nominator, pod, ni.name)}
     return {name for name in nominator.nominated_node_names() if nominated_pods_added_for(nominator, pod, name)}
 
 
@@ -154,7 +157,9 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             per_node.append(p)
         else:
             passed &= mask
-    nominated = _nominated_nodes(fw, pod)
+    vec_rows = vector_nominated_rows(fw, state, pod, arrays, chain) if not per_node else None
+    nominated = (set() if vec_rows is not None
+                 else _nominated_nodes(fw, pod, nodes if arrays is None and n <= 8 else None))
 
     def rejected(ni: NodeInfo, i: int) -> Status:
         """The status of a node some filter_all rejected: the first plugin that fails it."""
@@ -173,6 +178,8 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
 
     if arrays is not None:
         rejected = shared_rejections(pod, arrays, chain, rejected)  # type: ignore[assignment]
+    if vec_rows is not None and passed is not None:
+        passed, rejected = vec_rows.apply(passed, rejected)  # type: ignore[assignment]
 
     if arrays is not None and passed is not None:
         special = arrays.missing
@@ -181,7 +188,8 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             special[[arrays.pos[name] for name in nominated if name in arrays.pos]] = True
         if not per_node and not special.any():
             view, processed, rejected_by = _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
-            pm.count_filter_calls((p.name for p, _ in chain), rejected_by, len(view))
+            extra = vec_rows.extra_calls(view.idx) if vec_rows is not None else 0
+            pm.count_filter_calls((p.name for p, _ in chain), rejected_by, len(view) + extra)
             return view, processed
         passed_l: list[bool] | None = passed.tolist()
         special_l: list[bool] = special.tolist()
