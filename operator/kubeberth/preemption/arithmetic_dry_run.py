@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..cache.node_arrays import NodeArrays
 from ..framework.cycle_state import CycleState
+from ..framework.vector import AllNodes
 from ..model import NodeInfo, Pod
 from .nominated import nominated_requests
 from .pdb import PDB, filter_pods_with_pdb_violation
@@ -32,7 +36,8 @@ Usage = tuple[int, int, int, int]
 class ArithmeticDryRun:
     """Built per preemptor by `for_cycle`; `select_victims` per node."""
 
-    __slots__ = ("_allowed", "_cpu", "_eph", "_mem", "_node_only", "_nominator", "_pod", "_state")
+    __slots__ = ("_allowed", "_cpu", "_eph", "_mem", "_node_ok", "_node_only", "_nominator", "_pod", "_state",
+                 "_usage")
 
     def __init__(self, state: CycleState, pod: Pod, node_only: Sequence[Any], nominator: Any,
                  is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool]) -> None:
@@ -43,6 +48,25 @@ class ArithmeticDryRun:
         self._allowed = is_preemption_allowed
         req = pod.requests
         self._cpu, self._mem, self._eph = req.milli_cpu, req.memory, req.ephemeral_storage
+        self._node_ok: list[bool] | None = None  # per row of the node arrays: the node-only filters pass
+        self._usage: np.ndarray | None = None    # per row: what the nominated pods add
+
+    def use_rows(self, arrays: NodeArrays, usage: np.ndarray | None) -> None:
+        """Answer `select_victims(..., row)` from the node arrays: the node-only filters' masks
+        (their `filter_all`, which decides as `filter` does) and the nominated pods' requests
+        per row (nominated_usage)."""
+        self._usage = usage
+        if not self._node_only:
+            self._node_ok = [True] * arrays.n
+            return
+        view = AllNodes(arrays.infos, arrays)
+        ok = np.ones(arrays.n, dtype=bool)
+        for p in self._node_only:
+            mask = p.filter_all(self._state, self._pod, view)
+            if mask is None:
+                return
+            ok &= mask
+        self._node_ok = ok.tolist()
 
     @classmethod
     def for_cycle(cls, fw: Any, state: CycleState, pod: Pod,
@@ -81,15 +105,19 @@ class ArithmeticDryRun:
                     or (0 < self._eph and self._eph > alloc.ephemeral_storage - eph))
 
     def select_victims(self, node_info: NodeInfo, pdbs: Sequence[PDB],
-                       key: Callable[[Pod], Any]) -> tuple[list[Pod], int] | None:
+                       key: Callable[[Pod], Any], row: int | None = None) -> tuple[list[Pod], int] | None:
         """(victims most important first, number violating a PDB), as select_victims_on_node
         finds them; None when the node does not fit with every evictable pod removed (the
-        real dry run then reports why)."""
+        real dry run then reports why). `row`: the node's row in the arrays given to use_rows."""
         pod = self._pod
-        for p in self._node_only:
-            s = p.filter(self._state, pod, node_info)
-            if s is not None and not s.is_success():
+        if row is not None and self._node_ok is not None:
+            if not self._node_ok[row]:
                 return None
+        else:
+            for p in self._node_only:
+                s = p.filter(self._state, pod, node_info)
+                if s is not None and not s.is_success():
+                    return None
         allowed = self._allowed
         potential = [p for p in node_info.pods if allowed(node_info, p, pod)]
         if not potential:
@@ -102,7 +130,10 @@ class ArithmeticDryRun:
             cpu -= r.milli_cpu
             mem -= r.memory
             eph -= r.ephemeral_storage
-        n_cpu, n_mem, n_eph, n_count = nominated_requests(self._nominator, pod, node_info.name)
+        if row is not None and self._usage is not None:
+            n_cpu, n_mem, n_eph, n_count = self._usage[row].tolist()
+        else:
+            n_cpu, n_mem, n_eph, n_count = nominated_requests(self._nominator, pod, node_info.name)
         alloc = node_info.allocatable
 
         def fits(c: int, m: int, e: int, k: int) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from ..framework.cycle_state import CycleState
@@ -203,24 +204,30 @@ class Evaluator:
                            memoisable=self.is_eligible_pod is default_is_eligible_pod)
         fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed)
         key = more_important_key(self.handle.clock.now())
-        failed: list[tuple[NodeInfo, Status | None]] = []  # None: skipped by the prescreen
+        # (step from the offset, node, status); None: skipped by the prescreen
+        failed: list[tuple[int, NodeInfo, Status | None]] = []
         n = len(potential_nodes)
-        for i in range(n):
-            original = potential_nodes[(offset + i) % n]
-            verdict = screen.verdict(original)
+        screened = screen.screen_all(potential_nodes, offset)
+        if screened is not None and fast is not None:
+            fast.use_rows(screened.arrays, screened.usage)
+        for i in range(n) if screened is None else screened.visit:
+            j = (offset + i) % n
+            original = potential_nodes[j]
+            verdict = screen.verdict(original) if screened is None else screened.verdicts[j]
             if verdict == NO_VICTIMS:
-                failed.append((original, Status.unresolvable(MSG_NO_VICTIMS)))
+                failed.append((i, original, Status.unresolvable(MSG_NO_VICTIMS)))
                 continue
             if verdict == HOPELESS:
-                failed.append((original, None))
+                failed.append((i, original, None))
                 continue
-            found = fast.select_victims(original, pdbs, key) if fast is not None else None
+            row = None if screened is None else screened.rows[j]
+            found = fast.select_victims(original, pdbs, key, row) if fast is not None else None
             if found is not None and found[0]:
                 outcome: Candidate | Status = Candidate(original.name, Victims(*found))
             else:
                 outcome = self._dry_run_node(state, pod, original, pdbs)
             if isinstance(outcome, Status):
-                failed.append((original, outcome))
+                failed.append((i, original, outcome))
                 continue
             bucket = non_violating if outcome.victims.num_pdb_violations == 0 else violating
             if len(bucket) < num_candidates:
@@ -230,7 +237,12 @@ class Evaluator:
         node_statuses = NodeToStatus()
         errors: list[str] = []
         candidates = non_violating + violating
-        for node_info, status in failed:
+        if screened is not None and not candidates:  # every step was taken: add the hopeless nodes
+            verdicts = screened.verdicts
+            failed.extend((i, potential_nodes[(offset + i) % n], None) for i in range(n)
+                          if verdicts[(offset + i) % n] == HOPELESS)
+            failed.sort(key=itemgetter(0))
+        for _, node_info, status in failed:
             if status is None:
                 if candidates:
                     continue
