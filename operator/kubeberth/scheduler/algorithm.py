@@ -30,7 +30,7 @@ from ..framework.status import Code, PluginError
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
 from ..model import NodeInfo, Pod
 from .explain import explanation_of
-from .fit_statuses import shared_rejections
+from .fit_statuses import record_rejections, shared_rejections
 from .nominated_pass import nominated_filter
 from .nominated_rows import vector_nominated_rows
 from .prefilter_nodes import nodes_allowed
@@ -250,21 +250,9 @@ def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarra
     head = order[:processed]
     ok_head = ok[:processed]
     feasible_idx = head[ok_head]
-    node_statuses = diagnosis.node_to_status.statuses
-    stops: dict[str, int] = {}
-    kinds: dict[tuple[str, Code], Status] = {}  # one status per (plugin, code), for the diagnosis
-    for i in head[~ok_head].tolist():
-        ni = nodes[i]
-        failed = rejected(ni, i)
-        code = failed.code
-        if code == Code.ERROR:
-            raise SchedulingError(failed)
-        node_statuses[ni.name] = failed
-        plugin = failed.plugin
-        stops[plugin] = stops.get(plugin, 0) + 1
-        kinds.setdefault((plugin, code), failed)
-    for status in kinds.values():
-        diagnosis.add_plugin_status(status)
+    stops, error = record_rejections(nodes, arrays.names, head[~ok_head], rejected, diagnosis)
+    if error is not None:
+        raise SchedulingError(error)
     picked = feasible_idx.tolist()
     items = [nodes[picked[0]]] if len(picked) == 1 else itemgetter(*picked)(nodes) if picked else ()
     return NodeView(items, arrays, feasible_idx), processed, stops

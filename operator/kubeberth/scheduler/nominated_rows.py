@@ -29,7 +29,7 @@ from ..framework.status import Code, Status
 from ..model import NodeInfo, Pod
 from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
 from ..preemption.nominated import nominated_rows, nominated_usage
-from .fit_statuses import UNRESOLVABLE, row_bits, status_of
+from .fit_statuses import UNRESOLVABLE, row_bits, shared_statuses, status_of
 
 Rejected = Callable[[NodeInfo, int], Status]
 
@@ -37,8 +37,8 @@ Rejected = Callable[[NodeInfo, int], Status]
 class NominatedRows:
     """The first pass of the rows with nominated pods; `apply` folds it into the walk."""
 
-    __slots__ = ("_at", "_bits", "_chain", "_first_ok", "_is_row", "_pod", "_rows", "_state",
-                 "second_passes")
+    __slots__ = ("_at", "_before", "_bits", "_chain", "_first_ok", "_is_row", "_k_of_row", "_pod", "_rows",
+                 "_state", "second_passes")
 
     def __init__(self, state: CycleState, pod: Pod, chain: Sequence[tuple[Any, Any]], n: int,
                  rows: np.ndarray, usage: np.ndarray, arrays: NodeArrays) -> None:
@@ -49,6 +49,9 @@ class NominatedRows:
         self._at = {row: k for k, row in enumerate(rows.tolist())}
         self._is_row = np.zeros(n, dtype=bool)
         self._is_row[rows] = True
+        self._k_of_row = np.zeros(n, dtype=np.intp)
+        self._k_of_row[rows] = np.arange(len(rows))
+        self._before: np.ndarray | None = None
         self.second_passes = 0  # rows that passed the first pass and failed the second
         if len(rows):
             used = arrays.req[rows] + usage
@@ -81,7 +84,37 @@ class NominatedRows:
             self.second_passes += 1
             return rejected(node_info, row)
 
+        base_many = getattr(rejected, "many", None)
+
+        def many(rows: np.ndarray) -> list[Status | None]:
+            """NodeResourcesFit's shared statuses at once: for the rows without nominated pods as
+            `rejected.many` gives them, for those whose first pass NodeResourcesFit fails with
+            the nominated pods added, from their bits; None for the others (ask `reject`)."""
+            out: list[Status | None] = base_many(rows) if base_many is not None else [None] * len(rows)
+            mine = np.flatnonzero(self._is_row[rows])
+            if not len(mine):
+                return out
+            ours = rows[mine]
+            k = self._k_of_row[ours]
+            fit_first = ~self._first_ok[k] & self._before_fit()[ours] & ((self._bits[k] & ~UNRESOLVABLE) != 0)
+            found = shared_statuses(np.where(fit_first, self._bits[k], -1))
+            for m, status in zip(mine.tolist(), found):
+                out[m] = status
+            return out
+
+        reject.many = many  # type: ignore[attr-defined]
         return passed, reject
+
+    def _before_fit(self) -> np.ndarray:
+        """Per row: the masks of the plugins before NodeResourcesFit in the chain all pass."""
+        if self._before is None:
+            ok = np.ones(len(self._is_row), dtype=bool)
+            for plugin, mask in self._chain:
+                if plugin.name == NODE_RESOURCES_FIT:
+                    break
+                ok &= mask
+            self._before = ok
+        return self._before
 
     def _first_pass(self, node_info: NodeInfo, row: int, k: int) -> Status | None:
         """The first failing plugin's status with the nominated pods added (as nominated_pass)."""
