@@ -38,6 +38,7 @@ from .arithmetic_dry_run import ArithmeticDryRun
 from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
 from .pick import more_important_key, pick_one_node_for_preemption
+from .potential import potential_rows
 from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
 
 log = logging.getLogger(__name__)
@@ -182,19 +183,22 @@ class Evaluator:
                         statuses: NodeToStatus) -> tuple[list[Candidate], NodeToStatus, list[str]]:
         """Candidates among the nodes preemption may help (status Unschedulable), the statuses
         of the nodes it cannot help, and the errors met."""
-        potential = [ni for ni in all_nodes
-                     if (s := statuses.get(ni.name)) is not None and s.code == Code.UNSCHEDULABLE]
+        found = potential_rows(self.handle, all_nodes, statuses)
+        potential, rows = found if found is not None else (
+            [ni for ni in all_nodes if (s := statuses.get(ni.name)) is not None and s.code == Code.UNSCHEDULABLE],
+            None)
         if not potential:
             return [], NodeToStatus(), []
         pdbs = list_pdbs(self.handle.objects)
         offset, num = self.get_offset_and_num_candidates(len(potential))
-        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num)
+        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num, rows=rows)
 
     def dry_run_preemption(self, state: CycleState, pod: Pod, potential_nodes: Sequence[NodeInfo],
-                           pdbs: Sequence[PDB], offset: int, num_candidates: int
-                           ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+                           pdbs: Sequence[PDB], offset: int, num_candidates: int, *,
+                           rows: Sequence[int] | None = None) -> tuple[list[Candidate], NodeToStatus, list[str]]:
         """Try the nodes from `offset` on, wrapping around, until `num_candidates` are found of
-        which at least one violates no PDB. Non-violating candidates come first.
+        which at least one violates no PDB. Non-violating candidates come first. `rows`: the
+        potential nodes' rows in the snapshot's node arrays, when known.
 
         Nodes the prescreen proves hopeless are not cloned; their statuses (and errors), which
         matter only when no candidate is found, are then taken from real dry runs."""
@@ -202,14 +206,15 @@ class Evaluator:
         violating: list[Candidate] = []
         screen = Prescreen(self.handle, state, pod, self.is_preemption_allowed,
                            memoisable=self.is_eligible_pod is default_is_eligible_pod)
-        fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed)
+        fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed,
+                                          by_priority=self.is_eligible_pod is default_is_eligible_pod)
         key = more_important_key(self.handle.clock.now())
         # (step from the offset, node, status); None: skipped by the prescreen
         failed: list[tuple[int, NodeInfo, Status | None]] = []
         n = len(potential_nodes)
-        screened = screen.screen_all(potential_nodes, offset)
+        screened = screen.screen_all(potential_nodes, offset, rows)
         if screened is not None and fast is not None:
-            fast.use_rows(screened.arrays, screened.usage)
+            fast.use_rows(screened.arrays, screened.usage, screened.kept)
         for i in range(n) if screened is None else screened.visit:
             j = (offset + i) % n
             original = potential_nodes[j]

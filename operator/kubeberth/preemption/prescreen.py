@@ -40,11 +40,12 @@ _kept_rows = RowCache(limit=8)
 class Screened:
     """The prescreen of every potential node at once (Prescreen.screen_all)."""
 
-    __slots__ = ("arrays", "rows", "usage", "verdicts", "visit")
+    __slots__ = ("arrays", "kept", "rows", "usage", "verdicts", "visit")
 
     def __init__(self, arrays: NodeArrays, rows: list[int], verdicts: list[int], visit: list[int],
-                 usage: np.ndarray | None) -> None:
+                 usage: np.ndarray | None, kept: np.ndarray) -> None:
         self.arrays = arrays
+        self.kept = kept          # per row: cpu, memory, ephemeral storage, pods kept; 1 if some pod is evictable
         self.rows = rows          # per potential node, its row in the node arrays
         self.verdicts = verdicts  # per potential node, TRY, NO_VICTIMS or HOPELESS
         self.visit = visit        # the steps from the offset whose node is not HOPELESS, in order
@@ -131,22 +132,27 @@ class Prescreen:
     def _kept_all(self, arrays: NodeArrays) -> np.ndarray:
         return np.array([self._kept_row(ni) for ni in arrays.infos], dtype=np.int64).reshape(-1, 5)
 
-    def screen_all(self, potential: Sequence[NodeInfo], offset: int) -> Screened | None:
+    def screen_all(self, potential: Sequence[NodeInfo], offset: int,
+                   known_rows: Sequence[int] | None = None) -> Screened | None:
         """`verdict` for every potential node at once, over the snapshot's node arrays, with the
         order of the dry runs from `offset`; None when it must be asked node by node (another
-        eligibility hook than the default one, or nodes the arrays do not describe)."""
+        eligibility hook than the default one, or nodes the arrays do not describe).
+        `known_rows`: the potential nodes' rows (potential_rows), else looked up by name."""
         if not self._memoise:
             return None
         arrays = snapshot_arrays(self._fw)
         if arrays is None or arrays.missing.any():
             return None
-        pos, infos = arrays.pos, arrays.infos
-        rows: list[int] = []
-        for ni in potential:
-            row = pos.get(ni.name)
-            if row is None or infos[row] is not ni:
-                return None
-            rows.append(row)
+        if known_rows is not None:
+            rows = list(known_rows)
+        else:
+            pos, infos = arrays.pos, arrays.infos
+            rows = []
+            for ni in potential:
+                row = pos.get(ni.name)
+                if row is None or infos[row] is not ni:
+                    return None
+                rows.append(row)
         pod = self._pod
         kept_all = _kept_rows.get(arrays, pod.priority, self._kept_all, self._kept_row)
         assert kept_all is not None
@@ -172,4 +178,4 @@ class Prescreen:
         n = len(potential)
         steps = (np.arange(n) + offset) % n
         visit = np.flatnonzero(verdicts[steps] != HOPELESS).tolist()
-        return Screened(arrays, rows, verdicts.tolist(), visit, usage)
+        return Screened(arrays, rows, verdicts.tolist(), visit, usage, kept_all)
