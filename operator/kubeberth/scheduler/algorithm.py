@@ -27,7 +27,7 @@ from ..framework import (
 )
 from ..framework.context import nominated_pods_added_for
 from ..framework.status import Code, PluginError
-from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
+from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index, snapshot_arrays
 from ..model import NodeInfo, Pod
 from .explain import explanation_of
 from .fit_statuses import record_rejections, shared_rejections
@@ -350,7 +350,9 @@ async def schedule_pod(fw: Framework, state: CycleState, pod: Pod) -> ScheduleRe
     if explain is not None:
         explain.filtered(fw, state, pod, feasible, diagnosis)
     if not feasible:
-        raise FitError(pod, len(snapshot), diagnosis, [ni.name for ni in snapshot.node_infos])
+        arrays = snapshot_arrays(fw)  # its names are the node list's
+        raise FitError(pod, len(snapshot), diagnosis,
+                       list(arrays.names) if arrays is not None else [ni.name for ni in snapshot.node_infos])
     evaluated = len(feasible) + len(diagnosis.node_to_status)
     if len(feasible) == 1:
         return ScheduleResult(feasible[0].name, evaluated, 1)
