@@ -32,13 +32,17 @@ NODE_ONLY_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration
 
 # (cpu, memory, ephemeral storage, pod count) on the node
 Usage = tuple[int, int, int, int]
+_MEMO_LIMIT = 50_000
+# (node generation, preemptor priority, cpu, memory, ephemeral storage, nominated requests)
+#   -> (victims or None, PDB-violating victims, the time their order depends on or None)
+_victims_memo: dict[tuple[Any, ...], tuple[tuple[Pod, ...] | None, int, float | None]] = {}
 
 
 class ArithmeticDryRun:
     """Built per preemptor by `for_cycle`; `select_victims` per node."""
 
     __slots__ = ("_allowed", "_by_priority", "_cpu", "_eph", "_kept", "_mem", "_node_ok", "_node_only", "_nominator",
-                 "_pod", "_state", "_usage")
+                 "_now", "_pod", "_state", "_usage")
 
     def __init__(self, state: CycleState, pod: Pod, node_only: Sequence[Any], nominator: Any,
                  is_preemption_allowed: Callable[[NodeInfo, Pod, Pod], bool], by_priority: bool = False) -> None:
@@ -51,16 +55,22 @@ class ArithmeticDryRun:
         self._cpu, self._mem, self._eph = req.milli_cpu, req.memory, req.ephemeral_storage
         self._node_ok: list[bool] | None = None  # per row of the node arrays: the node-only filters pass
         self._kept: np.ndarray | None = None
+        self._now: float | None = None
         self._by_priority = by_priority  # the eligibility hook is the default one (priorities only)
         self._usage: np.ndarray | None = None    # per row: what the nominated pods add
 
-    def use_rows(self, arrays: NodeArrays, usage: np.ndarray | None, kept: np.ndarray | None = None) -> None:
+    def use_rows(self, arrays: NodeArrays, usage: np.ndarray | None, kept: np.ndarray | None = None,
+                 now: float | None = None) -> None:
         """Answer `select_victims(..., row)` from the node arrays: the node-only filters' masks
         (their `filter_all`, which decides as `filter` does), the nominated pods' requests per
         row (nominated_usage) and, with the default eligibility, what each row keeps without
-        its evictable pods (the prescreen's: cpu, memory, ephemeral storage, pods, ...)."""
+        its evictable pods (the prescreen's: cpu, memory, ephemeral storage, pods, ...).
+        With those, and no PDB, the victims are memoised by node generation, preemptor
+        priority and request, nominated requests (and `now`, the time of `key`, when some pod
+        of the node has not started): they depend on nothing else."""
         self._usage = usage
-        self._kept = kept if self._by_priority else None
+        self._kept = kept if self._by_priority and now is not None else None
+        self._now = now
         if not self._node_only:
             self._node_ok = [True] * arrays.n
             return
@@ -133,10 +143,30 @@ class ArithmeticDryRun:
                 s = p.filter(self._state, pod, node_info)
                 if s is not None and not s.is_success():
                     return None
+        memo_key: tuple[Any, ...] | None = None
+        if by_row and self._kept is not None and self._usage is not None and not pdbs:
+            nominated = tuple(self._usage[row].tolist())
+            memo_key = (node_info.generation, pod.priority, self._cpu, self._mem, self._eph, nominated)
+            hit = _victims_memo.get(memo_key)
+            if hit is not None and (hit[2] is None or hit[2] == self._now):
+                return (list(hit[0]), hit[1]) if hit[0] is not None else None
+        found = self._select(node_info, pdbs, key, row if by_row else None)
+        if memo_key is not None:
+            pods = node_info.pods
+            # The order of the victims depends on the time only for pods that have not started.
+            when = self._now if any(p.start_time is None for p in pods) else None
+            if len(_victims_memo) >= _MEMO_LIMIT:
+                _victims_memo.clear()
+            _victims_memo[memo_key] = (tuple(found[0]), found[1], when) if found is not None else (None, 0, when)
+        return found
+
+    def _select(self, node_info: NodeInfo, pdbs: Sequence[PDB], key: Callable[[Pod], Any],
+                row: int | None) -> tuple[list[Pod], int] | None:
+        pod = self._pod
         potential = self._evictable(node_info)
         if not potential:
             return None
-        if by_row and self._kept is not None:
+        if row is not None and self._kept is not None:
             cpu, mem, eph, count = self._kept[row][:4].tolist()
         else:
             used = node_info.requested
@@ -147,7 +177,7 @@ class ArithmeticDryRun:
                 cpu -= r.milli_cpu
                 mem -= r.memory
                 eph -= r.ephemeral_storage
-        if by_row and self._usage is not None:
+        if row is not None and self._usage is not None:
             n_cpu, n_mem, n_eph, n_count = self._usage[row].tolist()
         else:
             n_cpu, n_mem, n_eph, n_count = nominated_requests(self._nominator, pod, node_info.name)

@@ -208,13 +208,14 @@ class Evaluator:
                            memoisable=self.is_eligible_pod is default_is_eligible_pod)
         fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed,
                                           by_priority=self.is_eligible_pod is default_is_eligible_pod)
-        key = more_important_key(self.handle.clock.now())
+        now = self.handle.clock.now()
+        key = more_important_key(now)
         # (step from the offset, node, status); None: skipped by the prescreen
         failed: list[tuple[int, NodeInfo, Status | None]] = []
         n = len(potential_nodes)
         screened = screen.screen_all(potential_nodes, offset, rows)
         if screened is not None and fast is not None:
-            fast.use_rows(screened.arrays, screened.usage, screened.kept)
+            fast.use_rows(screened.arrays, screened.usage, screened.kept, now)
         for i in range(n) if screened is None else screened.visit:
             j = (offset + i) % n
             original = potential_nodes[j]
