@@ -66,8 +66,8 @@ class ArithmeticDryRun:
         row (nominated_usage) and, with the default eligibility, what each row keeps without
         its evictable pods (the prescreen's: cpu, memory, ephemeral storage, pods, ...).
         With those, and no PDB, the victims are memoised by node generation, preemptor
-        priority and request, nominated requests (and `now`, the time of `key`, when some pod
-        of the node has not started): they depend on nothing else."""
+        priority and request, nominated requests (and `now`, the time of `key`, when the node
+        has both started pods and pods not started): they depend on nothing else."""
         self._usage = usage
         self._kept = kept if self._by_priority and now is not None else None
         self._now = now
@@ -152,9 +152,10 @@ class ArithmeticDryRun:
                 return (list(hit[0]), hit[1]) if hit[0] is not None else None
         found = self._select(node_info, pdbs, key, row if by_row else None)
         if memo_key is not None:
-            pods = node_info.pods
-            # The order of the victims depends on the time only for pods that have not started.
-            when = self._now if any(p.start_time is None for p in pods) else None
+            # Pods that have not started sort as starting now: the order of the victims depends
+            # on the time only when such pods and started ones are compared.
+            started = {p.start_time is None for p in node_info.pods}
+            when = self._now if len(started) > 1 else None
             if len(_victims_memo) >= _MEMO_LIMIT:
                 _victims_memo.clear()
             _victims_memo[memo_key] = (tuple(found[0]), found[1], when) if found is not None else (None, 0, when)
