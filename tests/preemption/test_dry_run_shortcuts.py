@@ -31,6 +31,11 @@ from tests.preemption.fakes import pdb
 
 SCALE = int(os.environ.get("KUBEBERTH_VECTOR_EXAMPLES", "1"))
 APPS = ["a", "b", "c"]
+TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+# TaintToleration after NodeResourcesFit: a tainted node short of cpu is Unschedulable (a potential
+# node for preemption) and the dry run's node-only filters then reject it.
+TAINTS_LAST = {"plugins": {"filter": {"disabled": [{"name": "TaintToleration"}],
+                                      "enabled": [{"name": "TaintToleration"}]}}}
 
 
 @st.composite
@@ -39,7 +44,8 @@ def clusters(draw: Any) -> dict[str, Any]:
     nodes = [node_dict(f"n{i:02d}", cpu=draw(st.sampled_from(["2", "4"])),
                        memory=draw(st.sampled_from(["4Gi", "8Gi"])),
                        pods=draw(st.sampled_from(["3", "5", "110"])),
-                       unschedulable=draw(st.integers(0, 9)) == 0)
+                       unschedulable=draw(st.integers(0, 9)) == 0,
+                       taints=[TAINT] if draw(st.integers(0, 3)) == 0 else None)
              for i in range(n)]
     running = []
     for i in range(draw(st.integers(0, 4 * n))):
@@ -54,11 +60,13 @@ def clusters(draw: Any) -> dict[str, Any]:
         requests: dict[str, Any] = {"cpu": draw(st.sampled_from(["0", "500m", "1", "3"]))}
         if draw(st.booleans()):
             requests["memory"] = draw(st.sampled_from(["500Mi", "2Gi", "6Gi"]))
-        pending.append(pod_dict(f"p-{i}", requests=requests, priority=draw(st.sampled_from([1, 5, 10, 10, 100]))))
+        tolerate = draw(st.integers(0, 2)) == 0
+        pending.append(pod_dict(f"p-{i}", requests=requests, priority=draw(st.sampled_from([1, 5, 10, 10, 100])),
+                                **({"tolerations": [{"key": "dedicated", "operator": "Exists"}]} if tolerate else {})))
     pdbs = [pdb(f"guard-{app}", {"app": app}, draw(st.integers(0, 2)))
             for app in APPS if draw(st.booleans())]
     profile = draw(st.sampled_from([{}, {"pluginConfig": [{"name": "DefaultPreemption", "args": {
-        "minCandidateNodesAbsolute": 2, "minCandidateNodesPercentage": 0}}]}]))
+        "minCandidateNodesAbsolute": 2, "minCandidateNodesPercentage": 0}}]}, TAINTS_LAST]))
     return {"nodes": nodes, "running": running, "pending": pending, "pdbs": pdbs,
             "profile": profile, "seed": draw(st.integers(0, 2**16))}
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeberth.preemption import Candidate, Victims, pick_one_node_for_preemption
+from kubeberth.preemption.pick import earliest_start_time_of_highest_priority
 from tests.preemption.fakes import T0, Env, node, pdb, pod
 
 MIN_INT32 = -(2**31)
@@ -61,6 +64,55 @@ def P(name, prio, start=None):
 )
 def test_pick_one_node_for_preemption(nodes_to_victims, want):
     assert pick_one_node_for_preemption(nodes_to_victims, NOW) == want
+
+
+def _reference_pick(nodes_to_victims, now):
+    """Upstream's pickOneNodeForPreemption as written: each rule filters the nodes tied so far."""
+    if not nodes_to_victims:
+        return ""
+
+    def latest_start(n):
+        t = earliest_start_time_of_highest_priority(nodes_to_victims[n], now)
+        return t if t is not None else float("-inf")
+
+    score_funcs = [
+        lambda n: -nodes_to_victims[n].num_pdb_violations,
+        lambda n: -max((p.priority for p in nodes_to_victims[n].pods), default=MIN_INT32),
+        lambda n: -sum(p.priority - MIN_INT32 for p in nodes_to_victims[n].pods),
+        lambda n: -len(nodes_to_victims[n].pods),
+        latest_start,
+    ]
+    nodes = list(nodes_to_victims)
+    for f in score_funcs:
+        scores = [f(n) for n in nodes]
+        best = max(scores)
+        nodes = [n for n, s in zip(nodes, scores) if s == best]
+        if len(nodes) == 1:
+            break
+    return nodes[0]
+
+
+victim_maps = st.dictionaries(
+    st.sampled_from("abcdefgh"),
+    st.builds(lambda pods, v: V(*[P(f"x{i}", prio, start) for i, (prio, start) in enumerate(pods)], pdb_violations=v),
+              st.lists(st.tuples(st.sampled_from([MIN_INT32, -5, 0, 1, 5, 2**31 - 1]),
+                                 st.sampled_from([None, 0, 500, 900])), max_size=4),
+              st.integers(0, 2)),
+    max_size=6)
+
+
+@st.composite
+def tied_maps(draw):
+    """Nodes whose victims have the same priorities: only the start times tell them apart."""
+    prios = draw(st.lists(st.sampled_from([0, 5, 5, 9]), min_size=1, max_size=4))
+    return {name: V(*[P(f"x{i}", prio, draw(st.sampled_from([None, 0, 500, 900]))) for i, prio in enumerate(prios)])
+            for name in draw(st.lists(st.sampled_from("abcdef"), min_size=2, max_size=5, unique=True))}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(victim_maps, tied_maps()))
+def test_pick_is_upstreams_rule_by_rule_filtering(nodes_to_victims):
+    assert pick_one_node_for_preemption(nodes_to_victims, NOW) == _reference_pick(nodes_to_victims, NOW)
 
 
 def test_select_candidate():

@@ -149,6 +149,12 @@ class NodeArrays:
     def update(self, i: int, ni: NodeInfo) -> None:
         """NodeInfo `ni` replaced the one at position i."""
         self.infos[i] = ni
+        name = ni.name
+        if name != self.names[i]:  # not expected (a node keeps its place), but keep names/pos true
+            if self.pos.get(self.names[i]) == i:
+                del self.pos[self.names[i]]
+            self.names[i] = name
+            self.pos[name] = i
         self._read(i, ni, force_node=False)
         self.generation += 1
         changes = self.changes

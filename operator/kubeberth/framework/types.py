@@ -124,11 +124,12 @@ class FitError(Exception):
 
     def reason_histogram(self) -> Counter[str]:
         hist: Counter[str] = Counter()
-        seen = set()
-        for name, status in self.diagnosis.node_to_status.statuses.items():
-            seen.add(name)
-            for r in status.reasons:
-                hist[r] += 1
+        seen = self.diagnosis.node_to_status.statuses
+        # Many nodes share one Status (the vectorised filter's): count each distinct one once.
+        distinct = dict(zip(map(id, seen.values()), seen.values()))
+        for key, count in Counter(map(id, seen.values())).items():
+            for r in distinct[key].reasons:
+                hist[r] += count
         absent = self.diagnosis.node_to_status.absent
         if absent is not None:
             missing = sum(1 for n in self.node_names if n not in seen)

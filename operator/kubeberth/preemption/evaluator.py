@@ -22,6 +22,7 @@ Nothing here mutates the snapshot the cycle reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 
 from ..framework.cycle_state import CycleState
 from ..framework.explain import preemption_notes
@@ -36,6 +37,7 @@ from .executor import Executor
 from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
 from .pick import more_important_key, pick_one_node_for_preemption
+from .potential import potential_rows
 from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
 
 MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
@@ -174,19 +176,22 @@ class Evaluator:
                         statuses: NodeToStatus) -> tuple[list[Candidate], NodeToStatus, list[str]]:
         """Candidates among the nodes preemption may help (status Unschedulable), the statuses
         of the nodes it cannot help, and the errors met."""
-        potential = [ni for ni in all_nodes
-                     if (s := statuses.get(ni.name)) is not None and s.code == Code.UNSCHEDULABLE]
+        found = potential_rows(self.handle, all_nodes, statuses)
+        potential, rows = found if found is not None else (
+            [ni for ni in all_nodes if (s := statuses.get(ni.name)) is not None and s.code == Code.UNSCHEDULABLE],
+            None)
         if not potential:
             return [], NodeToStatus(), []
         pdbs = list_pdbs(self.handle.objects)
         offset, num = self.get_offset_and_num_candidates(len(potential))
-        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num)
+        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num, rows=rows)
 
     def dry_run_preemption(self, state: CycleState, pod: Pod, potential_nodes: Sequence[NodeInfo],
-                           pdbs: Sequence[PDB], offset: int, num_candidates: int
-                           ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+                           pdbs: Sequence[PDB], offset: int, num_candidates: int, *,
+                           rows: Sequence[int] | None = None) -> tuple[list[Candidate], NodeToStatus, list[str]]:
         """Try the nodes from `offset` on, wrapping around, until `num_candidates` are found of
-        which at least one violates no PDB. Non-violating candidates come first.
+        which at least one violates no PDB. Non-violating candidates come first. `rows`: the
+        potential nodes' rows in the snapshot's node arrays, when known.
 
         Nodes the prescreen proves hopeless are not cloned; their statuses (and errors), which
         matter only when no candidate is found, are then taken from real dry runs."""
@@ -194,26 +199,34 @@ class Evaluator:
         violating: list[Candidate] = []
         screen = Prescreen(self.handle, state, pod, self.is_preemption_allowed,
                            memoisable=self.is_eligible_pod is default_is_eligible_pod)
-        fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed)
-        key = more_important_key(self.handle.clock.now())
-        failed: list[tuple[NodeInfo, Status | None]] = []  # None: skipped by the prescreen
+        fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed,
+                                          by_priority=self.is_eligible_pod is default_is_eligible_pod)
+        now = self.handle.clock.now()
+        key = more_important_key(now)
+        # (step from the offset, node, status); None: skipped by the prescreen
+        failed: list[tuple[int, NodeInfo, Status | None]] = []
         n = len(potential_nodes)
-        for i in range(n):
-            original = potential_nodes[(offset + i) % n]
-            verdict = screen.verdict(original)
+        screened = screen.screen_all(potential_nodes, offset, rows)
+        if screened is not None and fast is not None:
+            fast.use_rows(screened.arrays, screened.usage, screened.kept, now)
+        for i in range(n) if screened is None else screened.visit:
+            j = (offset + i) % n
+            original = potential_nodes[j]
+            verdict = screen.verdict(original) if screened is None else screened.verdicts[j]
             if verdict == NO_VICTIMS:
-                failed.append((original, Status.unresolvable(MSG_NO_VICTIMS)))
+                failed.append((i, original, Status.unresolvable(MSG_NO_VICTIMS)))
                 continue
             if verdict == HOPELESS:
-                failed.append((original, None))
+                failed.append((i, original, None))
                 continue
-            found = fast.select_victims(original, pdbs, key) if fast is not None else None
+            row = None if screened is None else screened.rows[j]
+            found = fast.select_victims(original, pdbs, key, row) if fast is not None else None
             if found is not None and found[0]:
                 outcome: Candidate | Status = Candidate(original.name, Victims(*found))
             else:
                 outcome = self._dry_run_node(state, pod, original, pdbs)
             if isinstance(outcome, Status):
-                failed.append((original, outcome))
+                failed.append((i, original, outcome))
                 continue
             bucket = non_violating if outcome.victims.num_pdb_violations == 0 else violating
             if len(bucket) < num_candidates:
@@ -223,7 +236,12 @@ class Evaluator:
         node_statuses = NodeToStatus()
         errors: list[str] = []
         candidates = non_violating + violating
-        for node_info, status in failed:
+        if screened is not None and not candidates:  # every step was taken: add the hopeless nodes
+            verdicts = screened.verdicts
+            failed.extend((i, potential_nodes[(offset + i) % n], None) for i in range(n)
+                          if verdicts[(offset + i) % n] == HOPELESS)
+            failed.sort(key=itemgetter(0))
+        for _, node_info, status in failed:
             if status is None:
                 if candidates:
                     continue

@@ -66,6 +66,8 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> 
     As upstream: each matching PDB's budget is spent in order; a pod already in a
     PDB's disruptedPods has been counted by the API server and spends nothing.
     """
+    if not pdbs:
+        return [], list(pods)
     allowed = [p.disruptions_allowed for p in pdbs]
     violating: list[Pod] = []
     non_violating: list[Pod] = []

@@ -29,31 +29,30 @@ def earliest_start_time_of_highest_priority(victims: Victims, now: float) -> flo
     return min(pod_start_time(p, now) for p in victims.pods if p.priority == top)
 
 
+def _rank(victims: Victims, now: float) -> tuple[int, int, int, int, float]:
+    """A node's scores under the rules of pick_one_node_for_preemption, in one pass over its
+    victims: the rules' successive tie-breaks are the lexicographic order of these tuples."""
+    top: int | None = None
+    total = 0
+    earliest = float("-inf")
+    for p in victims.pods:
+        pr = p.priority
+        total += pr + MAX_INT32 + 1
+        if top is None or pr > top:
+            top, earliest = pr, pod_start_time(p, now)
+        elif pr == top:
+            earliest = min(earliest, pod_start_time(p, now))
+    return (-victims.num_pdb_violations, -(top if top is not None else -(MAX_INT32 + 1)), -total,
+            -len(victims.pods), earliest)
+
+
 def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now: float) -> str:
     """Upstream's order; each rule runs only on the nodes tied under the ones before it:
     1. fewest PDB violations; 2. lowest priority of the highest-priority victim;
     3. smallest sum of victim priorities (each shifted by MaxInt32+1 so negatives count);
     4. fewest victims; 5. latest start time of the highest-priority victims; 6. the first.
+    The nodes left after every rule are those with the greatest `_rank`; max keeps the first.
     """
     if not nodes_to_victims:
         return ""
-
-    def latest_start(node: str) -> float:
-        t = earliest_start_time_of_highest_priority(nodes_to_victims[node], now)
-        return t if t is not None else float("-inf")
-
-    score_funcs: list[Callable[[str], float]] = [
-        lambda n: -nodes_to_victims[n].num_pdb_violations,
-        lambda n: -max((p.priority for p in nodes_to_victims[n].pods), default=-(MAX_INT32 + 1)),
-        lambda n: -sum(p.priority + MAX_INT32 + 1 for p in nodes_to_victims[n].pods),
-        lambda n: -len(nodes_to_victims[n].pods),
-        latest_start,
-    ]
-    nodes = list(nodes_to_victims)
-    for f in score_funcs:
-        scores = [f(n) for n in nodes]
-        best = max(scores)
-        nodes = [n for n, s in zip(nodes, scores) if s == best]
-        if len(nodes) == 1:
-            break
-    return nodes[0]
+    return max(nodes_to_victims, key=lambda node: _rank(nodes_to_victims[node], now))

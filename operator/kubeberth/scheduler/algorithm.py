@@ -27,11 +27,12 @@ from ..framework import (
 )
 from ..framework.context import nominated_pods_added_for
 from ..framework.status import Code, PluginError
-from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index
+from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index, snapshot_arrays
 from ..model import NodeInfo, Pod
 from .explain import explanation_of
-from .fit_statuses import shared_rejections
+from .fit_statuses import record_rejections, shared_rejections
 from .nominated_pass import nominated_filter
+from .nominated_rows import vector_nominated_rows
 from .prefilter_nodes import nodes_allowed
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -114,12 +115,14 @@ def find_nodes_that_pass_filters(fw: Framework, state: CycleState, pod: Pod, dia
     return feasible
 
 
-def _nominated_nodes(fw: Framework, pod: Pod) -> set[str]:
+def _nominated_nodes(fw: Framework, pod: Pod, among: Sequence[NodeInfo] | None = None) -> set[str]:
     """The nodes where run_filter_with_nominated_pods would add nominated pods for `pod` (a pod
-    of equal or higher priority, not `pod` itself)."""
+    of equal or higher priority, not `pod` itself); only those `among` a few nodes if given."""
     nominator = fw.nominator
     if nominator is None:
         return set()
+    if among is not None:
+        return {ni.name for ni in among if nominated_pods_added_for(nominator, pod, ni.name)}
     return {name for name in nominator.nominated_node_names() if nominated_pods_added_for(nominator, pod, name)}
 
 
@@ -154,7 +157,9 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             per_node.append(p)
         else:
             passed &= mask
-    nominated = _nominated_nodes(fw, pod)
+    vec_rows = vector_nominated_rows(fw, state, pod, arrays, chain) if not per_node else None
+    nominated = (set() if vec_rows is not None
+                 else _nominated_nodes(fw, pod, nodes if arrays is None and n <= 8 else None))
 
     def rejected(ni: NodeInfo, i: int) -> Status:
         """The status of a node some filter_all rejected: the first plugin that fails it."""
@@ -173,6 +178,8 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
 
     if arrays is not None:
         rejected = shared_rejections(pod, arrays, chain, rejected)  # type: ignore[assignment]
+    if vec_rows is not None and passed is not None:
+        passed, rejected = vec_rows.apply(passed, rejected)  # type: ignore[assignment]
 
     if arrays is not None and passed is not None:
         special = arrays.missing
@@ -181,7 +188,8 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             special[[arrays.pos[name] for name in nominated if name in arrays.pos]] = True
         if not per_node and not special.any():
             view, processed, rejected_by = _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
-            pm.count_filter_calls((p.name for p, _ in chain), rejected_by, len(view))
+            extra = vec_rows.extra_calls(view.idx) if vec_rows is not None else 0
+            pm.count_filter_calls((p.name for p, _ in chain), rejected_by, len(view) + extra)
             return view, processed
         passed_l: list[bool] | None = passed.tolist()
         special_l: list[bool] = special.tolist()
@@ -242,21 +250,9 @@ def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarra
     head = order[:processed]
     ok_head = ok[:processed]
     feasible_idx = head[ok_head]
-    node_statuses = diagnosis.node_to_status.statuses
-    stops: dict[str, int] = {}
-    kinds: dict[tuple[str, Code], Status] = {}  # one status per (plugin, code), for the diagnosis
-    for i in head[~ok_head].tolist():
-        ni = nodes[i]
-        failed = rejected(ni, i)
-        code = failed.code
-        if code == Code.ERROR:
-            raise SchedulingError(failed)
-        node_statuses[ni.name] = failed
-        plugin = failed.plugin
-        stops[plugin] = stops.get(plugin, 0) + 1
-        kinds.setdefault((plugin, code), failed)
-    for status in kinds.values():
-        diagnosis.add_plugin_status(status)
+    stops, error = record_rejections(nodes, arrays.names, head[~ok_head], rejected, diagnosis)
+    if error is not None:
+        raise SchedulingError(error)
     picked = feasible_idx.tolist()
     items = [nodes[picked[0]]] if len(picked) == 1 else itemgetter(*picked)(nodes) if picked else ()
     return NodeView(items, arrays, feasible_idx), processed, stops
@@ -354,7 +350,9 @@ async def schedule_pod(fw: Framework, state: CycleState, pod: Pod) -> ScheduleRe
     if explain is not None:
         explain.filtered(fw, state, pod, feasible, diagnosis)
     if not feasible:
-        raise FitError(pod, len(snapshot), diagnosis, [ni.name for ni in snapshot.node_infos])
+        arrays = snapshot_arrays(fw)  # its names are the node list's
+        raise FitError(pod, len(snapshot), diagnosis,
+                       list(arrays.names) if arrays is not None else [ni.name for ni in snapshot.node_infos])
     evaluated = len(feasible) + len(diagnosis.node_to_status)
     if len(feasible) == 1:
         return ScheduleResult(feasible[0].name, evaluated, 1)

@@ -19,8 +19,8 @@ from ..framework import (
 )
 from ..framework.context import NO_METRICS, MetricsRecorder
 from ..model import Pod
-from ..queue.nominator import Nominator
 from ..queue.scheduling_queue import PriorityQueue
+from .nominations import LoggedNominator
 from .records import EVICTED, PodRecord
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class SchedulerBase:
         self.clock: Clock = clock or FakeClock()
         self.ctx = SchedulerContext(objects=objects, client=client, clock=self.clock,
                                     rng=rng if rng is not None else random.Random(seed), metrics=metrics)
-        self.nominator = Nominator(pod_exists=self._is_pending)
+        self.nominator = LoggedNominator(pod_exists=self._is_pending)
         self.queue = PriorityQueue(clock=self.clock, nominator=self.nominator,
                                    pod_max_in_unschedulable=pod_max_in_unschedulable)
         self.queue.on_incoming = lambda queue, event: self.metrics.queue_incoming_pod(queue, event)

@@ -13,6 +13,7 @@ This applies when the pod requests no extended resource that NodeResourcesFit ch
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,26 +73,99 @@ def row_bits(request: Resource, alloc: np.ndarray, used: np.ndarray) -> np.ndarr
     return bits
 
 
-def shared_rejections(pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> Rejected:
+class SharedRejections:
     """A drop-in for the vectorised path's `rejected(node_info, row)`: the shared status when the
     first plugin whose mask rejects the row is NodeResourcesFit (and every plugin before it has
-    a mask), else `rejected` itself. Costs nothing in a cycle that rejects no node."""
-    setup: list[Any] = []  # [position of NodeResourcesFit or None, the bits per row or None]
+    a mask), else `rejected` itself. Costs nothing in a cycle that rejects no node. `many(rows)`
+    gives the shared statuses of many rows at once (None where `rejected` must answer)."""
 
-    def reject(node_info: NodeInfo, row: int) -> Status:
-        if not setup:
-            at = next((k for k, (p, _) in enumerate(chain) if p.name == NODE_RESOURCES_FIT), None)
-            if at is not None and any(m is None for _, m in chain[:at + 1]):
-                at = None
-            setup.extend((at, None))
-        at = setup[0]
+    __slots__ = ("_arrays", "_at", "_bits", "_chain", "_pod", "_ready", "_rejected")
+
+    def __init__(self, pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> None:
+        self._pod = pod
+        self._arrays = arrays
+        self._chain = chain
+        self._rejected = rejected
+        self._ready = False
+        self._at: int | None = None   # position of NodeResourcesFit in the chain, if it applies
+        self._bits: np.ndarray | None = None
+
+    def _setup(self) -> None:
+        chain = self._chain
+        at = next((k for k, (p, _) in enumerate(chain) if p.name == NODE_RESOURCES_FIT), None)
+        if at is not None and any(m is None for _, m in chain[:at + 1]):
+            at = None
+        self._at = at
+        self._ready = True
+
+    def _row_bits(self) -> np.ndarray:
+        if self._bits is None:
+            self._bits = row_bits(self._pod.requests, self._arrays.alloc, self._arrays.req)
+        return self._bits
+
+    def __call__(self, node_info: NodeInfo, row: int) -> Status:
+        if not self._ready:
+            self._setup()
+        at = self._at
         if at is None:
-            return rejected(node_info, row)
+            return self._rejected(node_info, row)
+        chain = self._chain
         if chain[at][1][row] or any(not m[row] for _, m in chain[:at]):
-            return rejected(node_info, row)
-        if setup[1] is None:
-            setup[1] = row_bits(pod.requests, arrays.alloc, arrays.req)
-        status = status_of(int(setup[1][row]))
-        return status if status is not None else rejected(node_info, row)
+            return self._rejected(node_info, row)
+        status = status_of(int(self._row_bits()[row]))
+        return status if status is not None else self._rejected(node_info, row)
 
-    return reject
+    def many(self, rows: np.ndarray) -> list[Status | None]:
+        """The shared status of each row (None: ask `self(node_info, row)`)."""
+        if not self._ready:
+            self._setup()
+        at = self._at
+        if at is None or not len(rows):
+            return [None] * len(rows)
+        chain = self._chain
+        ours = ~chain[at][1][rows]
+        for _, m in chain[:at]:
+            ours &= m[rows]
+        return shared_statuses(np.where(ours, self._row_bits()[rows], -1))
+
+
+def shared_statuses(bits: np.ndarray) -> list[Status | None]:
+    """status_of for each entry of `bits` (None for a negative one)."""
+    keys, inverse = np.unique(bits, return_inverse=True)
+    table = np.array([status_of(int(b)) if b >= 0 else None for b in keys.tolist()] + [None], dtype=object)
+    return table[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
+
+
+def shared_rejections(pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> Rejected:
+    """SharedRejections (kept as a function for its callers)."""
+    return SharedRejections(pod, arrays, chain, rejected)
+
+
+def record_rejections(nodes: Sequence[NodeInfo], names: Sequence[str], rows: np.ndarray, rejected: Rejected,
+                      diagnosis: Any) -> tuple[dict[str, int], Status | None]:
+    """The masks-only walk's rejected rows, in walk order: each row's status into the diagnosis
+    (and its plugin, once per (plugin, code)); returns how many rows each plugin rejected, or
+    the first Error status met (nothing recorded then). `rejected.many`, when there, gives
+    the statuses of many rows at once."""
+    many = getattr(rejected, "many", None)
+    statuses: list[Status | None] = many(rows) if many is not None else [None] * len(rows)
+    row_list = rows.tolist()
+    for k, status in enumerate(statuses):
+        if status is None:
+            i = row_list[k]
+            status = statuses[k] = rejected(nodes[i], i)
+            if status.code == Code.ERROR:
+                return {}, status
+    done: list[Status] = statuses  # type: ignore[assignment]
+    diagnosis.node_to_status.statuses.update(zip(map(names.__getitem__, row_list), done))
+    distinct = dict(zip(map(id, done), done))
+    stops: dict[str, int] = {}
+    kinds: dict[tuple[str, Code], Status] = {}
+    for key, count in Counter(map(id, done)).items():
+        status = distinct[key]
+        plugin = status.plugin
+        stops[plugin] = stops.get(plugin, 0) + count
+        kinds.setdefault((plugin, status.code), status)
+    for status in kinds.values():
+        diagnosis.add_plugin_status(status)
+    return stops, None
