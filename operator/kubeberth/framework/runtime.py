@@ -41,7 +41,7 @@ from .types import (
     PreFilterResult,
     QueuedPodInfo,
 )
-from .vector import NodeView, ScoreTable
+from .vector import NodeView, ScoreTable, is_zero_scores
 from .waiting_pods import WaitingPod
 
 if TYPE_CHECKING:
@@ -321,6 +321,9 @@ class Framework(ContextHandle):
                 if timed:
                     pm.took(p.name, "ScoreExtensionNormalize", st, time.perf_counter() - t0)
                 raw = out
+            if view is not None and is_zero_scores(raw):
+                per_plugin[name] = raw  # zero whatever the weight, nothing to add or check
+                continue
             if m:
                 bad = (raw > MAX_NODE_SCORE) | (raw < MIN_NODE_SCORE)
                 if bad.any():

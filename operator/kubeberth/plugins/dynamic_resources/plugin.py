@@ -37,7 +37,7 @@ from ...framework.interfaces import (
 )
 from ...framework.status import Code, PluginError, Status
 from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
-from ...framework.vector import NodeView, default_normalize_all
+from ...framework.vector import NodeView, default_normalize_all, zero_scores
 from ...model import NodeInfo, Pod
 from ...model.selectors import NodeSelector
 from .._helper import default_normalize_score
@@ -300,7 +300,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         s = state.get(STATE_KEY)
         if isinstance(s, _State) and s.claims:
             return None
-        return np.zeros(len(nodes), dtype=np.int64)
+        return zero_scores(len(nodes))
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(100, False, scores)
