@@ -91,6 +91,11 @@ class _State:
         return self
 
 
+# The state of every pod without claims or DRA-backed extended resources (most pods): nothing in it
+# changes (each point returns at once on its empty claims), so one instance serves them all.
+_NO_CLAIMS = _State()
+
+
 def pod_claims(pod: Pod) -> list[Any]:
     return list(pod.spec.get("resourceClaims") or ())
 
@@ -151,12 +156,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     # ---- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
+        objects = self._objects() if self.handle is not None and pod.requests.scalar else None
+        delegated = extended.delegated_resources(objects, pod)
+        if not delegated and not pod.spec.get("resourceClaims"):
+            state.write(STATE_KEY, _NO_CLAIMS)  # what the later points read: nothing to do
+            return None, Status.skip()
+        objects = self._objects() if self.handle is not None else None
         s = _State()
         state.write(STATE_KEY, s)
-        objects = self._objects() if self.handle is not None else None
-        s.extended = extended.delegated_resources(objects, pod)
-        if not pod_claims(pod) and not s.extended:
-            return None, Status.skip()
+        s.extended = delegated
         try:
             claims = self._pod_claims(pod)
         except ClaimRefError as exc:
