@@ -56,8 +56,8 @@ class PluginMetrics:
         self._sampler = random.Random()
 
     def sample(self) -> bool:
-        """Whether to time the plugins of the cycle about to start."""
-        return self._sampler.randrange(100) < SAMPLE_PERCENT
+        """Whether to time the plugins of the cycle about to start (SAMPLE_PERCENT of them)."""
+        return self._sampler.random() * 100 < SAMPLE_PERCENT
 
     def calls(self, point: str) -> dict[str, int]:
         """plugin -> calls at `point`, for a runner to add to (`calls[name] = calls.get(name, 0) + n`)."""
