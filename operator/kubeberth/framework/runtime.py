@@ -321,7 +321,7 @@ class Framework(ContextHandle):
                 if timed:
                     pm.took(p.name, "ScoreExtensionNormalize", st, time.perf_counter() - t0)
                 raw = out
-            if view is not None and is_zero_scores(raw):
+            if raw.base is not None and view is not None and is_zero_scores(raw):
                 per_plugin[name] = raw  # zero whatever the weight, nothing to add or check
                 continue
             if m:
