@@ -44,14 +44,14 @@ class PrefixCounts:
 
 
 class PluginMetrics:
-    __slots__ = ("_by_point", "_durations", "_prefixes", "_sampler", "evaluations")
+    __slots__ = ("_by_point", "_prefixes", "_sampler", "_timings", "evaluations")
 
     def __init__(self) -> None:
         # (plugin, extension point) -> calls, filled by `flush` from the counts below.
         self.evaluations: Counter[tuple[str, str]] = Counter()
         self._by_point: dict[str, dict[str, int]] = {}  # extension point -> plugin -> calls
         self._prefixes: list[PrefixCounts] = []
-        self._durations: dict[tuple[str, str, str], list[float]] = {}
+        self._timings: list[tuple[str, str, Code, float]] = []  # (plugin, point, code, seconds)
         # Its own generator: drawing from the scheduler's would change which node wins a tie.
         self._sampler = random.Random()
 
@@ -97,13 +97,8 @@ class PluginMetrics:
                     break
 
     def took(self, plugin: str, point: str, status: Status | None, seconds: float) -> None:
-        code = (status.code if status is not None else Code.SUCCESS).upstream_name
-        key = (plugin, point, code)
-        got = self._durations.get(key)
-        if got is None:
-            self._durations[key] = [seconds]
-        else:
-            got.append(seconds)
+        """One timed call (sampled cycles only); grouped per (plugin, point, status) at flush."""
+        self._timings.append((plugin, point, status.code if status is not None else Code.SUCCESS, seconds))
 
     def collect(self) -> Counter[tuple[str, str]]:
         """Move every call noted since the last collect into `evaluations` (and return it)."""
@@ -122,7 +117,14 @@ class PluginMetrics:
         if metrics is not None:
             if evaluations:
                 metrics.plugin_evaluations(profile, evaluations)
-            for (plugin, point, code), seconds in self._durations.items():
-                metrics.plugin_execution_durations(plugin, point, code, seconds)
+            durations: dict[tuple[str, str, Code], list[float]] = {}
+            for plugin, point, code, seconds in self._timings:
+                got = durations.get((plugin, point, code))
+                if got is None:
+                    durations[(plugin, point, code)] = [seconds]
+                else:
+                    got.append(seconds)
+            for (plugin, point, code), observed in durations.items():
+                metrics.plugin_execution_durations(plugin, point, code.upstream_name, observed)
         self.evaluations = Counter()
-        self._durations = {}
+        self._timings = []
