@@ -76,18 +76,24 @@ def shared_rejections(pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], r
     """A drop-in for the vectorised path's `rejected(node_info, row)`: the shared status when the
     first plugin whose mask rejects the row is NodeResourcesFit (and every plugin before it has
     a mask), else `rejected` itself. Costs nothing in a cycle that rejects no node."""
-    setup: list[Any] = []  # [position of NodeResourcesFit or None, the bits per row or None]
+    # [per row whether NodeResourcesFit is the first mask to reject it (a list), or None when
+    # its status never comes from here; the bits per row or None]
+    setup: list[Any] = []
 
     def reject(node_info: NodeInfo, row: int) -> Status:
         if not setup:
             at = next((k for k, (p, _) in enumerate(chain) if p.name == NODE_RESOURCES_FIT), None)
             if at is not None and any(m is None for _, m in chain[:at + 1]):
                 at = None
-            setup.extend((at, None))
-        at = setup[0]
-        if at is None:
-            return rejected(node_info, row)
-        if chain[at][1][row] or any(not m[row] for _, m in chain[:at]):
+            fit_first = None
+            if at is not None:  # one pass over the masks, not a look at each of them per row
+                first = ~chain[at][1]
+                for _, m in chain[:at]:
+                    first &= m
+                fit_first = first.tolist()
+            setup.extend((fit_first, None))
+        fit_first = setup[0]
+        if fit_first is None or not fit_first[row]:
             return rejected(node_info, row)
         if setup[1] is None:
             setup[1] = row_bits(pod.requests, arrays.alloc, arrays.req)
