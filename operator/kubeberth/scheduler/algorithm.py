@@ -248,6 +248,7 @@ def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarra
     node_statuses = diagnosis.node_to_status.statuses
     stops: dict[str, int] = {}
     kinds: dict[tuple[str, Code], Status] = {}  # one status per (plugin, code), for the diagnosis
+    last: tuple[str, Code] | None = None  # rejected rows mostly repeat the row before's (plugin, code)
     for i in head[~ok_head].tolist():
         ni = nodes[i]
         failed = rejected(ni, i)
@@ -257,7 +258,9 @@ def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarra
         node_statuses[ni.name] = failed
         plugin = failed.plugin
         stops[plugin] = stops.get(plugin, 0) + 1
-        kinds.setdefault((plugin, code), failed)
+        if last is None or last[0] is not plugin or last[1] is not code:
+            last = (plugin, code)
+            kinds.setdefault(last, failed)
     for status in kinds.values():
         diagnosis.add_plugin_status(status)
     picked = feasible_idx.tolist()
