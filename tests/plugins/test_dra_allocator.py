@@ -173,3 +173,14 @@ def test_consumable_capacity(claims: list[dict[str, Any]], used: dict[str, int],
     got = [[milli(r["consumedCapacity"]["bandwidth"]) for r in a["devices"]["results"]] for a in result]
     assert got == [[milli(q) for q in shares] for shares in want]
     assert all(r["shareID"] for a in result for r in a["devices"]["results"])
+
+
+def test_the_cel_library_is_imported_only_for_a_selector() -> None:
+    """Its package imports a command-line interface too (~300 modules): a scheduler whose pods
+    name no device selector must not carry them (they lengthen every full garbage collection)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, kubeberth.scheduler, kubeberth.plugins.dynamic_resources.allocator;"
+            "assert 'cel' not in sys.modules, 'imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": ":".join(sys.path)})

@@ -35,10 +35,11 @@ class BindingCycleRunners:
         raise NotImplementedError
 
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        timed = state.record_plugin_metrics
         for p in self.reserve_plugins:
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if timed else 0.0
             s = p.reserve(state, pod, node_name)
-            if state.record_plugin_metrics:
+            if timed:
                 self.plugin_metrics.took(p.name, "Reserve", s, time.perf_counter() - t0)
             if s is not None and not s.is_success():
                 if s.is_rejected():
@@ -52,10 +53,11 @@ class BindingCycleRunners:
 
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
+        timed = state.record_plugin_metrics
         for p in self.permit_plugins:
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if timed else 0.0
             s, timeout = p.permit(state, pod, node_name)
-            if state.record_plugin_metrics:
+            if timed:
                 self.plugin_metrics.took(p.name, "Permit", s, time.perf_counter() - t0)
             if s is None or s.is_success():
                 continue
@@ -114,12 +116,13 @@ class BindingCycleRunners:
 
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         skipped = state.skip_pre_bind_plugins
+        timed = state.record_plugin_metrics
         for p in self.pre_bind_plugins:
             if p.name in skipped:
                 continue
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if timed else 0.0
             s = await p.pre_bind(state, pod, node_name)
-            if state.record_plugin_metrics:
+            if timed:
                 self.plugin_metrics.took(p.name, "PreBind", s, time.perf_counter() - t0)
             if s is not None and not s.is_success():
                 if s.is_rejected():
@@ -130,10 +133,11 @@ class BindingCycleRunners:
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         if not self.bind_plugins:
             return Status.skip()
+        timed = state.record_plugin_metrics
         for p in self.bind_plugins:
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if timed else 0.0
             s = await p.bind(state, pod, node_name)
-            if state.record_plugin_metrics:
+            if timed:
                 self.plugin_metrics.took(p.name, "Bind", s, time.perf_counter() - t0)
             if s is not None and s.is_skip():
                 continue
@@ -145,8 +149,9 @@ class BindingCycleRunners:
         return Status.skip()
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        timed = state.record_plugin_metrics
         for p in self.post_bind_plugins:
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if timed else 0.0
             p.post_bind(state, pod, node_name)
-            if state.record_plugin_metrics:
+            if timed:
                 self.plugin_metrics.took(p.name, "PostBind", None, time.perf_counter() - t0)

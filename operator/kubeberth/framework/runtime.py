@@ -30,7 +30,7 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from .plugin_metrics import PluginMetrics
+from .plugin_metrics import PluginMetrics, PrefixCounts
 from .status import Code, PluginError, Status
 from .types import (
     MAX_NODE_SCORE,
@@ -41,7 +41,7 @@ from .types import (
     PreFilterResult,
     QueuedPodInfo,
 )
-from .vector import NodeView, ScoreTable
+from .vector import NodeView, ScoreTable, is_zero_scores
 
 if TYPE_CHECKING:
     from ..config.models import SchedulingProfileSpec
@@ -74,7 +74,7 @@ class Framework(BindingCycleRunners, ContextHandle):
         self.score_weights: dict[str, int] = {}
         self.extenders: list[Extender] = []
         self.plugin_metrics = PluginMetrics()
-        self._keys_by_point: dict[str, list[tuple[str, str]]] = {}
+        self._prefix_counts: dict[str, PrefixCounts] = {}
 
     def plugin(self, name: str) -> Plugin | None:
         return self.plugins.get(name)
@@ -115,6 +115,7 @@ class Framework(BindingCycleRunners, ContextHandle):
         skipped = 0
         pm = self.plugin_metrics
         timed = state.record_plugin_metrics
+        runs = self._calls_in_order("PreFilter").runs
         called = 0
         for p in self.pre_filter_plugins:
             called += 1
@@ -135,7 +136,7 @@ class Framework(BindingCycleRunners, ContextHandle):
                     involved.add(p.name)
                 elif s.code == Code.ERROR:
                     s.reasons = [f'running PreFilter plugin "{p.name}": {s.message()}']
-                pm.count_each(self._evaluation_keys("PreFilter")[:called])
+                runs[called] += 1
                 self._observe("PreFilter", s, started)
                 return None, s, involved
             if r is not None and not r.all_nodes():
@@ -143,17 +144,18 @@ class Framework(BindingCycleRunners, ContextHandle):
                 result = r if result is None else result.merge(r)
                 if not result.node_names:
                     break
-        pm.count_each(self._evaluation_keys("PreFilter")[:called])
+        runs[called] += 1
         self._observe("PreFilter", None, started)
         return result, None, involved
 
-    def _evaluation_keys(self, point: str) -> list[tuple[str, str]]:
-        """(plugin, point) for the point's plugins in order (they are fixed once built)."""
-        keys = self._keys_by_point.get(point)
-        if keys is None:
+    def _calls_in_order(self, point: str) -> PrefixCounts:
+        """The plugin_evaluation_total counts of PreFilter or PreScore, whose runs call a prefix
+        of the point's plugins (fixed once built)."""
+        counts = self._prefix_counts.get(point)
+        if counts is None:
             plugins = self.pre_filter_plugins if point == "PreFilter" else self.pre_score_plugins
-            keys = self._keys_by_point[point] = [(p.name, point) for p in plugins]
-        return keys
+            counts = self._prefix_counts[point] = self.plugin_metrics.prefix_counts(point, [p.name for p in plugins])
+        return counts
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod,
                                node_info: NodeInfo) -> Status | None:
@@ -254,7 +256,7 @@ class Framework(BindingCycleRunners, ContextHandle):
         started = time.perf_counter()
         pm = self.plugin_metrics
         timed = state.record_plugin_metrics
-        keys = self._evaluation_keys("PreScore")
+        runs = self._calls_in_order("PreScore").runs
         for i, p in enumerate(self.pre_score_plugins):
             t0 = time.perf_counter() if timed else 0.0
             s = p.pre_score(state, pod, nodes)
@@ -265,10 +267,10 @@ class Framework(BindingCycleRunners, ContextHandle):
                 continue
             if s is not None and not s.is_success():
                 status = Status.error(f'running PreScore plugin "{p.name}": {s.message()}', p.name)
-                pm.count_each(keys[:i + 1])
+                runs[i + 1] += 1
                 self._observe("PreScore", status, started)
                 return status
-        pm.count_each(keys)
+        runs[-1] += 1
         self._observe("PreScore", None, started)
         return None
 
@@ -283,11 +285,13 @@ class Framework(BindingCycleRunners, ContextHandle):
         view = nodes if self.vectorise and isinstance(nodes, NodeView) else None
         skip = state.skip_score_plugins
         pm = self.plugin_metrics
+        calls = pm.calls("Score")
         timed = state.record_plugin_metrics
         for p in self.score_plugins:
-            if skip and p.name in skip:
+            name = p.name
+            if skip and name in skip:
                 continue
-            pm.count(p.name, "Score", m)
+            calls[name] = calls.get(name, 0) + m
             t0 = time.perf_counter() if timed else 0.0
             try:
                 raw = p.score_all(state, pod, view) if view is not None else None
@@ -313,6 +317,9 @@ class Framework(BindingCycleRunners, ContextHandle):
                 if timed:
                     pm.took(p.name, "ScoreExtensionNormalize", st, time.perf_counter() - t0)
                 raw = out
+            if raw.base is not None and view is not None and is_zero_scores(raw):
+                per_plugin[name] = raw  # zero whatever the weight, nothing to add or check
+                continue
             if m:
                 bad = (raw > MAX_NODE_SCORE) | (raw < MIN_NODE_SCORE)
                 if bad.any():

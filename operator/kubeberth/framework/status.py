@@ -37,7 +37,8 @@ class Status:
 
     def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "") -> None:
         self.code = code
-        self.reasons: list[str] = [r for r in reasons if r]
+        # Most statuses (Skip, above all) have no reasons: no comprehension to run then.
+        self.reasons: list[str] = [r for r in reasons if r] if reasons else []
         self.plugin = plugin
 
     @classmethod

@@ -119,11 +119,12 @@ def _nominated_nodes(fw: Framework, pod: Pod, among: Sequence[NodeInfo] | None =
     """The nodes where run_filter_with_nominated_pods would add nominated pods for `pod` (a pod
     of equal or higher priority, not `pod` itself); only those `among` a few nodes if given."""
     nominator = fw.nominator
-    if nominator is None:
+    names = nominator.nominated_node_names() if nominator is not None else None
+    if not names:
         return set()
     if among is not None:
         return {ni.name for ni in among if nominated_pods_added_for(nominator, pod, ni.name)}
-    return {name for name in nominator.nominated_node_names() if nominated_pods_added_for(nominator, pod, name)}
+    return {name for name in names if nominated_pods_added_for(nominator, pod, name)}
 
 
 def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis,
@@ -142,6 +143,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
     view_all = AllNodes(nodes, arrays) if arrays is not None else None
     passed = np.ones(n, dtype=bool) if arrays is not None else None
     chain: list[tuple[FilterPlugin, np.ndarray | None]] = []  # in filter order
+    names: list[str] = []  # of chain's plugins
     per_node: list[FilterPlugin] = []
     pm = fw.plugin_metrics
     timed = state.record_plugin_metrics
@@ -153,6 +155,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
         if mask is not None and timed:  # one observation for all the nodes
             pm.took(p.name, "Filter", None, time.perf_counter() - t0)
         chain.append((p, mask))
+        names.append(p.name)
         if mask is None:
             per_node.append(p)
         else:
@@ -189,7 +192,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
         if not per_node and not special.any():
             view, processed, rejected_by = _pass_masks(nodes, arrays, passed, to_find, start, diagnosis, rejected)
             extra = vec_rows.extra_calls(view.idx) if vec_rows is not None else 0
-            pm.count_filter_calls((p.name for p, _ in chain), rejected_by, len(view) + extra)
+            pm.count_filter_calls(names, rejected_by, len(view) + extra)
             return view, processed
         passed_l: list[bool] | None = passed.tolist()
         special_l: list[bool] = special.tolist()
@@ -230,7 +233,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             _record(diagnosis, ni.name, status)
             if not counted:
                 stops[status.plugin] = stops.get(status.plugin, 0) + 1
-    pm.count_filter_calls((p.name for p, _ in chain), stops, plain_passed)
+    pm.count_filter_calls(names, stops, plain_passed)
     if arrays is None:
         return feasible, processed
     return NodeView(feasible, arrays, np.asarray(feasible_pos, dtype=np.intp)), processed

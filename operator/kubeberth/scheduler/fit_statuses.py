@@ -79,7 +79,7 @@ class SharedRejections:
     a mask), else `rejected` itself. Costs nothing in a cycle that rejects no node. `many(rows)`
     gives the shared statuses of many rows at once (None where `rejected` must answer)."""
 
-    __slots__ = ("_arrays", "_at", "_bits", "_chain", "_pod", "_ready", "_rejected")
+    __slots__ = ("_arrays", "_at", "_bits", "_chain", "_fit_first", "_pod", "_ready", "_rejected")
 
     def __init__(self, pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> None:
         self._pod = pod
@@ -89,6 +89,7 @@ class SharedRejections:
         self._ready = False
         self._at: int | None = None   # position of NodeResourcesFit in the chain, if it applies
         self._bits: np.ndarray | None = None
+        self._fit_first: list[bool] | None = None  # per row: NodeResourcesFit is its first rejecting mask
 
     def _setup(self) -> None:
         chain = self._chain
@@ -109,8 +110,13 @@ class SharedRejections:
         at = self._at
         if at is None:
             return self._rejected(node_info, row)
-        chain = self._chain
-        if chain[at][1][row] or any(not m[row] for _, m in chain[:at]):
+        fit_first = self._fit_first
+        if fit_first is None:  # one pass over the masks, not a look at each of them per row
+            first = ~self._chain[at][1]
+            for _, m in self._chain[:at]:
+                first &= m
+            fit_first = self._fit_first = first.tolist()
+        if not fit_first[row]:
             return self._rejected(node_info, row)
         status = status_of(int(self._row_bits()[row]))
         return status if status is not None else self._rejected(node_info, row)

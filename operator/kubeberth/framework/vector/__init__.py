@@ -7,7 +7,8 @@ A plugin may implement, next to its per-node methods:
   pod; the runner then calls `filter` per node). Statuses are never built here: for the nodes
   that fail, the runner calls `filter` to get the exact status upstream reports.
 - `score_all(state, pod, nodes: NodeView) -> np.ndarray | None`: the raw `score` of every node
-  (int64), or None for the per-node path.
+  (int64), or None for the per-node path; `zero_scores(len(nodes))` when all are 0 for this
+  pod (the runner then skips the plugin's column, after its `normalize_all` kept it as it is).
 - `normalize_all(state, pod, nodes: NodeView, scores: np.ndarray) -> np.ndarray | None`: what
   `normalize_score` would make of `scores`, or None to go through `normalize_score`.
 
@@ -30,7 +31,7 @@ from .masks import (
     term_mask,
     untolerated_free_mask,
 )
-from .scores import default_normalize_all, select_index
+from .scores import default_normalize_all, is_zero_scores, select_index, zero_scores
 from .views import AllNodes, NodeView, ScoreTable, arrays_for, snapshot_arrays
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "ScoreTable",
     "arrays_for",
     "default_normalize_all",
+    "is_zero_scores",
     "label_selector_key",
     "labels_mask",
     "name_field_mask",
@@ -55,4 +57,5 @@ __all__ = [
     "term_key",
     "term_mask",
     "untolerated_free_mask",
+    "zero_scores",
 ]

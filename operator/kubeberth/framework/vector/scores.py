@@ -7,9 +7,30 @@ from typing import Any
 
 import numpy as np
 
+_ZERO_BASE = np.zeros(0, dtype=np.int64)
+
+
+def zero_scores(m: int) -> np.ndarray:
+    """m zero scores, read-only: what `score_all` returns when the plugin has nothing to score
+    for the pod (DynamicResources for a pod without claims; upstream still calls it for every
+    node). The Score runner then adds nothing and checks nothing (see is_zero_scores)."""
+    global _ZERO_BASE
+    if _ZERO_BASE.shape[0] < m:
+        base = np.zeros(max(m, 2 * _ZERO_BASE.shape[0], 1024), dtype=np.int64)
+        base.flags.writeable = False
+        _ZERO_BASE = base
+    return _ZERO_BASE[:m]
+
+
+def is_zero_scores(scores: np.ndarray) -> bool:
+    """Whether `scores` came from zero_scores (all zero: no need to look)."""
+    return scores.base is _ZERO_BASE
+
 
 def default_normalize_all(max_priority: int, reverse: bool, scores: np.ndarray) -> np.ndarray:
     """plugins/_helper.default_normalize_score on an array."""
+    if is_zero_scores(scores):
+        return np.full(scores.shape, max_priority, dtype=np.int64) if reverse else scores
     max_count = int(scores.max()) if scores.size else 0
     if max_count <= 0:
         if reverse:

@@ -7,6 +7,10 @@ map, as upstream's. Quantities and semantic versions are maps tagged with one re
 Kubernetes functions DRA expressions use (`quantity`, `semver`, `compareTo`, `isGreaterThan`,
 `isLessThan`, ...) are Python functions registered once. Each expression is compiled once per
 process and the result of a selector on a device is memoised on the parsed device.
+
+The library is imported on first use: its package also imports its command-line interface (typer,
+rich, prompt_toolkit: some 300 modules), which only clusters with device selectors need. Imported
+with the scheduler, they made every full garbage collection of a scheduling loop a third longer.
 """
 
 from __future__ import annotations
@@ -14,10 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
-
-import cel
 
 from ...model.quantity import QuantityError, parse_quantity
 
@@ -119,7 +121,14 @@ FUNCTIONS = {
     "asInteger": _as_integer, "asApproximateFloat": lambda a: float(Decimal(_q(a)) / 1000),
     "add": _add, "sub": _sub, "major": _version_part(0), "minor": _version_part(1), "patch": _version_part(2),
 }
-_CONTEXT = cel.Context(functions=FUNCTIONS)
+
+
+@cache
+def _context() -> Any:
+    """The evaluation context with FUNCTIONS registered (the library imported here, once)."""
+    import cel
+
+    return cel.Context(functions=FUNCTIONS)
 
 
 def attribute_value(raw: Mapping[str, Any]) -> Any:
@@ -160,6 +169,8 @@ class Selector:
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
+        import cel
+
         try:
             self.program = cel.compile(expression)
         except Exception as exc:  # the library raises its own parse errors
@@ -170,9 +181,10 @@ class Selector:
         for field, domain in self.domains:
             if domain not in device[field]:
                 device = {**device, field: {**device[field], domain: {}}}
-        _CONTEXT.add_variable("device", device)
+        context = _context()
+        context.add_variable("device", device)
         try:
-            out = self.program.execute(_CONTEXT)
+            out = self.program.execute(context)
         except KeyError as exc:
             raise CelError(f"no such key: {exc.args[0] if exc.args else exc}. consider using CEL optional chaining "
                            "(.? followed by orValue()) or guarding the check with has() for optional fields") from exc

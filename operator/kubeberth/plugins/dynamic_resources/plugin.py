@@ -37,7 +37,7 @@ from ...framework.interfaces import (
 )
 from ...framework.status import Code, PluginError, Status
 from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
-from ...framework.vector import NodeView, default_normalize_all
+from ...framework.vector import NodeView, default_normalize_all, zero_scores
 from ...model import NodeInfo, Pod
 from ...model.selectors import NodeSelector
 from .._helper import default_normalize_score
@@ -91,8 +91,9 @@ class _State:
         return self
 
 
-def pod_claims(pod: Pod) -> list[Any]:
-    return list(pod.spec.get("resourceClaims") or ())
+# The state of every pod without claims or DRA-backed extended resources (most pods): nothing in it
+# changes (each point returns at once on its empty claims), so one instance serves them all.
+_NO_CLAIMS = _State()
 
 
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
@@ -140,7 +141,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return out
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
-        if not pod_claims(pod):
+        if not pod.spec.get("resourceClaims"):
             return None
         try:
             self._pod_claims(pod)
@@ -151,12 +152,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     # ---- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
+        objects = self._objects() if self.handle is not None and pod.requests.scalar else None
+        delegated = extended.delegated_resources(objects, pod)
+        if not delegated and not pod.spec.get("resourceClaims"):
+            state.write(STATE_KEY, _NO_CLAIMS)  # what the later points read: nothing to do
+            return None, Status.skip()
+        objects = self._objects() if self.handle is not None else None
         s = _State()
         state.write(STATE_KEY, s)
-        objects = self._objects() if self.handle is not None else None
-        s.extended = extended.delegated_resources(objects, pod)
-        if not pod_claims(pod) and not s.extended:
-            return None, Status.skip()
+        s.extended = delegated
         try:
             claims = self._pod_claims(pod)
         except ClaimRefError as exc:
@@ -300,7 +304,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         s = state.get(STATE_KEY)
         if isinstance(s, _State) and s.claims:
             return None
-        return np.zeros(len(nodes), dtype=np.int64)
+        return zero_scores(len(nodes))
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(100, False, scores)

@@ -126,16 +126,17 @@ class SpreadVectors:
                     counts: Sequence[dict[str, int]], min_match: Callable[[int], int]) -> np.ndarray:
         """PodTopologySpread.filter for every node: present, each constraint's topology label
         present, and its domain's count within `skew_limit`."""
-        facts = ArrayFacts(arrays, pod, self.affinity_masks)
-        ok = facts.present()
+        ok = ArrayFacts(arrays, pod, self.affinity_masks).present()
         for i, c in enumerate(constraints):
             key = c.topology_key
             limit = skew_limit(c, pod.labels, min_match(i))
-            # Matching pods per label value (code); values nobody counted hold 0.
-            held = np.zeros(len(arrays.label_values(key)), dtype=np.int64)
+            # Per label value (code), whether its domain's count is within the limit (values
+            # nobody counted hold 0); code 0, no such label, never passes. One lookup per node.
+            passes = np.full(len(arrays.label_values(key)), 0 <= limit, dtype=bool)
             for value, n in counts[i].items():
                 code = arrays.label_code_of(key, value)
                 if code:
-                    held[code] = n
-            ok &= facts.has_label(key) & (held[arrays.label_codes(key)] <= limit)
+                    passes[code] = n <= limit
+            passes[0] = False
+            ok &= passes[arrays.label_codes(key)]
         return ok

@@ -177,8 +177,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return Status.skip()
         # Upstream scores every pod with the gate on; a node without volumes to weigh scores 0,
         # so when no node has any the plugin is skipped: the same ranking, less work.
-        if not any(v.static_bindings or any(p.node_capacity is not None for p in v.dynamic_provisions)
-                   for v in s.pod_volumes_by_node.values()):
+        if not s.pod_volumes_by_node or not any(
+                v.static_bindings or any(p.node_capacity is not None for p in v.dynamic_provisions)
+                for v in s.pod_volumes_by_node.values()):
             return Status.skip()
         return None
 
