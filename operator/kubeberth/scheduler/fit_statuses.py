@@ -147,6 +147,9 @@ def shared_rejections(pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], r
     return SharedRejections(pod, arrays, chain, rejected)
 
 
+BULK_ROWS = 32
+
+
 def record_rejections(nodes: Sequence[NodeInfo], names: Sequence[str], rows: np.ndarray, rejected: Rejected,
                       diagnosis: Any) -> tuple[dict[str, int], Status | None]:
     """The masks-only walk's rejected rows, in walk order: each row's status into the diagnosis
@@ -154,8 +157,12 @@ def record_rejections(nodes: Sequence[NodeInfo], names: Sequence[str], rows: np.
     the first Error status met (nothing recorded then). `rejected.many`, when there, gives
     the statuses of many rows at once."""
     many = getattr(rejected, "many", None)
-    statuses: list[Status | None] = many(rows) if many is not None else [None] * len(rows)
     row_list = rows.tolist()
+    if not row_list:
+        return {}, None
+    # Asking row by row costs less than the bulk look-up's set-up for a handful of rows.
+    statuses: list[Status | None] = (many(rows) if many is not None and len(row_list) > BULK_ROWS
+                                     else [None] * len(row_list))
     for k, status in enumerate(statuses):
         if status is None:
             i = row_list[k]

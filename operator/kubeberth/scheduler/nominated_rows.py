@@ -146,8 +146,9 @@ def vector_nominated_rows(fw: Framework, state: CycleState, pod: Pod, arrays: No
     """The rows with nominated pods over the arrays, or None when this cycle needs the per-row
     pass (nominated_pass) or the per-node two-pass filter."""
     nominator = fw.ctx.nominator
-    if nominator is None or arrays is None or not chain or arrays.missing.any():
-        return None
+    if nominator is None or arrays is None or not chain or not nominator.nominated_node_names() \
+            or arrays.missing.any():
+        return None  # (nobody nominated: the plain masked walk, which the caller takes then)
     for p, mask in chain:
         if mask is None or (p.name not in NODE_ONLY_FILTERS and p.name != NODE_RESOURCES_FIT):
             return None

@@ -52,5 +52,7 @@ class LoggedNominator(Nominator):
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         before = self.nominated_node_for(pod)
+        if not before:
+            return  # not nominated: nothing changes (every assumed pod comes here)
         super().delete_nominated_pod_if_exists(pod)
         self._note(before)
