@@ -202,21 +202,16 @@ class ArithmeticDryRun:
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[Pod] = []
         num_violating = 0
-        for p in violating:
-            r = p.requests
-            c, m, e, k = cpu + r.milli_cpu, mem + r.memory, eph + r.ephemeral_storage, count + 1
-            if fits(c, m, e, k):
-                cpu, mem, eph, count = c, m, e, k
-            else:
-                victims.append(p)
-                num_violating += 1
-        for p in non_violating:
-            r = p.requests
-            c, m, e, k = cpu + r.milli_cpu, mem + r.memory, eph + r.ephemeral_storage, count + 1
-            if fits(c, m, e, k):
-                cpu, mem, eph, count = c, m, e, k
-            else:
-                victims.append(p)
+        # Reprieve the PDB-violating pods first, then the others, each from the most important.
+        for group, violates in ((violating, 1), (non_violating, 0)):
+            for p in group:
+                r = p.requests
+                c, m, e, k = cpu + r.milli_cpu, mem + r.memory, eph + r.ephemeral_storage, count + 1
+                if fits(c, m, e, k):
+                    cpu, mem, eph, count = c, m, e, k
+                else:
+                    victims.append(p)
+                    num_violating += violates
         if violating and non_violating:
             victims.sort(key=key)
         return victims, num_violating

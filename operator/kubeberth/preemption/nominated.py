@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -15,9 +15,14 @@ from ..model import Pod
 def nominated_requests(nominator: Nominator | None, pod: Pod, node_name: str) -> tuple[int, int, int, int]:
     """(milli-CPU, memory, ephemeral storage, pods) of the pods nominated to `node_name` that
     run_filter_with_nominated_pods would add for `pod`: equal or higher priority, not `pod`."""
+    return _summed_requests(nominated_pods_added_for(nominator, pod, node_name))
+
+
+def _summed_requests(pods: Iterable[Pod]) -> tuple[int, int, int, int]:
+    """(milli-CPU, memory, ephemeral storage, count) of the pods' requests."""
     cpu = mem = eph = count = 0
-    for nom in nominated_pods_added_for(nominator, pod, node_name):
-        r = nom.requests
+    for p in pods:
+        r = p.requests
         cpu += r.milli_cpu
         mem += r.memory
         eph += r.ephemeral_storage
@@ -73,15 +78,7 @@ _CACHE_LIMIT = 8
 
 
 def _node_usage(nominator: ChangeLog, priority: int, node_name: str) -> tuple[int, int, int, int]:
-    cpu = mem = eph = count = 0
-    for nom in nominator.nominated_pods_for_node(node_name):
-        if nom.priority >= priority:
-            r = nom.requests
-            cpu += r.milli_cpu
-            mem += r.memory
-            eph += r.ephemeral_storage
-            count += 1
-    return cpu, mem, eph, count
+    return _summed_requests(nom for nom in nominator.nominated_pods_for_node(node_name) if nom.priority >= priority)
 
 
 def _usage_at_priority(nominator: ChangeLog, priority: int, arrays: NodeArrays) -> np.ndarray:
