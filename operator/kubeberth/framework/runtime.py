@@ -31,7 +31,7 @@ from .interfaces import (
     ScorePlugin,
 )
 from .plugin_metrics import PluginMetrics, PrefixCounts
-from .status import Code, PluginError, Status
+from .status import Code, PluginError, Status, filter_failure
 from .types import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -203,9 +203,7 @@ class Framework(BindingCycleRunners, ContextHandle):
             else:
                 s = p.filter(state, pod, node_info)
             if s is not None and s.code != Code.SUCCESS:
-                if s.code == Code.ERROR:
-                    return Status.error(f'running "{p.name}" filter plugin: {s.message()}', p.name)
-                return s.with_plugin(p.name)
+                return filter_failure(p.name, s)
         return None
 
     def run_filter_with_nominated_pods(self, state: CycleState, pod: Pod,

@@ -93,6 +93,14 @@ class Status:
         return f"Status({self.code.upstream_name}{plugin}: {self.message()!r})"
 
 
+def filter_failure(plugin: str, status: Status) -> Status:
+    """A Filter plugin's non-success status as the framework reports it: an error wrapped with
+    the plugin's name (upstream's `running %q filter plugin`), a rejection marked as the plugin's."""
+    if status.code == Code.ERROR:
+        return Status.error(f'running "{plugin}" filter plugin: {status.message()}', plugin)
+    return status.with_plugin(plugin)
+
+
 def is_success(status: Status | None) -> bool:
     return status is None or status.code == Code.SUCCESS
 

@@ -26,7 +26,7 @@ from ..framework import (
     Status,
 )
 from ..framework.context import nominated_pods_added_for
-from ..framework.status import Code, PluginError
+from ..framework.status import Code, PluginError, filter_failure
 from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index, snapshot_arrays
 from ..model import NodeInfo, Pod
 from .explain import explanation_of
@@ -171,9 +171,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
                 continue
             st = p.filter(state, pod, ni)
             if st is not None and st.code != Code.SUCCESS:
-                if st.code == Code.ERROR:
-                    return Status.error(f'running "{p.name}" filter plugin: {st.message()}', p.name)
-                return st.with_plugin(p.name)
+                return filter_failure(p.name, st)
             if mask is not None:
                 break
         raise SchedulingError(Status.error(

@@ -22,7 +22,7 @@ from typing import Any
 from ..framework.context import nominated_pods_added_for
 from ..framework.cycle_state import CycleState
 from ..framework.runtime import Framework
-from ..framework.status import Code, Status
+from ..framework.status import Code, Status, filter_failure
 from ..model import NodeInfo, Pod
 from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
 from .fit_statuses import bits_of, status_of
@@ -91,9 +91,8 @@ def nominated_filter(fw: Framework, state: CycleState, pod: Pod, arrays: Any,
             else:
                 status = plugin.filter(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
-                if status.code == Code.ERROR:
-                    return Status.error(f'running "{plugin.name}" filter plugin: {status.message()}', plugin.name)
-                return counted(status.with_plugin(plugin.name))
+                failure = filter_failure(plugin.name, status)
+                return failure if failure.code == Code.ERROR else counted(failure)
         counted(None)
         return counted(_second_pass(chain, row, node_info, rejected))
 

@@ -25,7 +25,7 @@ import numpy as np
 from ..cache.node_arrays import NodeArrays
 from ..framework.cycle_state import CycleState
 from ..framework.runtime import Framework
-from ..framework.status import Code, Status
+from ..framework.status import Code, Status, filter_failure
 from ..model import NodeInfo, Pod
 from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
 from ..preemption.nominated import nominated_rows, nominated_usage
@@ -127,9 +127,7 @@ class NominatedRows:
             else:
                 status = plugin.filter(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
-                if status.code == Code.ERROR:
-                    return Status.error(f'running "{plugin.name}" filter plugin: {status.message()}', plugin.name)
-                return status.with_plugin(plugin.name)
+                return filter_failure(plugin.name, status)
         return None
 
     def extra_calls(self, feasible_rows: np.ndarray | None) -> int:
