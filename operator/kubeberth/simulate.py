@@ -79,22 +79,25 @@ class InMemoryClient:
         self.events: list[tuple[str, str, str, str]] = []
         self._created = 0
 
-    def _latest_raw(self, pod: Pod) -> dict[str, Any]:
-        latest = self.scheduler.pending_pod(pod.uid)
-        return copy.deepcopy(dict((latest or pod).raw))
+    def _latest_raw(self, pod: Pod, section: str) -> dict[str, Any]:
+        """The pod's latest raw object with its own copy of `section` to change. Raw objects are
+        never changed in place (a change copies what it changes), so the rest can be shared."""
+        raw = dict((self.scheduler.pending_pod(pod.uid) or pod).raw)
+        raw[section] = dict(raw.get(section) or {})
+        return raw
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         if self.scheduler.pending_pod(pod.uid) is None:
             raise BindConflict(f"pod {pod.key} is gone or already bound")
-        raw = self._latest_raw(pod)
-        raw.setdefault("spec", {})["nodeName"] = node_name
+        raw = self._latest_raw(pod, "spec")
+        raw["spec"]["nodeName"] = node_name
         self.scheduler.on_pod_update(raw)
 
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
         if self.scheduler.pending_pod(pod.uid) is None:
             return
-        raw = self._latest_raw(pod)
-        status = raw.setdefault("status", {})
+        raw = self._latest_raw(pod, "status")
+        status = raw["status"]
         if node_name:
             status["nominatedNodeName"] = node_name
         else:
@@ -120,8 +123,8 @@ class InMemoryClient:
     async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         if self.scheduler.pending_pod(pod.uid) is None:
             return
-        raw = self._latest_raw(pod)
-        raw.setdefault("status", {})["extendedResourceClaimStatus"] = copy.deepcopy(status)
+        raw = self._latest_raw(pod, "status")
+        raw["status"]["extendedResourceClaimStatus"] = copy.deepcopy(status)
         self.scheduler.on_pod_update(raw)
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
