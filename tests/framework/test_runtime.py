@@ -193,6 +193,18 @@ class TestScoring:
         assert len(picks) > 1
         assert select_host(scores, random.Random(3)) == select_host(scores, random.Random(3))
 
+    def test_tie_break_draws_once_among_the_top_nodes_only(self) -> None:
+        scores = [NodePluginScores("a", total=9), NodePluginScores("b", total=5),
+                  NodePluginScores("c", total=9), NodePluginScores("d", total=9)]
+        for seed in range(20):
+            rng, ref = random.Random(seed), random.Random(seed)
+            assert select_host(scores, rng) == ["a", "c", "d"][ref.randrange(3)]
+            assert rng.random() == ref.random()
+        alone = [NodePluginScores("a", total=1), NodePluginScores("b", total=7)]
+        rng, ref = random.Random(5), random.Random(5)
+        assert select_host(alone, rng) == "b"
+        assert rng.random() == ref.random()  # no draw when one node leads
+
     def test_tie_break_is_roughly_uniform(self) -> None:
         scores = [NodePluginScores("a", total=5), NodePluginScores("b", total=9),
                   NodePluginScores("c", total=9), NodePluginScores("d", total=9)]

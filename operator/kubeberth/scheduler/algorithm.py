@@ -323,22 +323,17 @@ async def prioritize_nodes(fw: Framework, state: CycleState, pod: Pod,
 
 
 def select_host(scores: list[NodePluginScores] | ScoreTable, rng: random.Random) -> str:
-    """The highest total; ties broken uniformly at random (reservoir sampling). The cycle passes
-    a ScoreTable (select_index draws as the loop below would); the list form is the reference."""
+    """The highest total; ties broken uniformly at random, as upstream's reservoir sampling over
+    the nodes with the highest score: one draw, `rng.randrange(count)`, names the winner among
+    them in node order (no draw when one node leads). The cycle passes a ScoreTable; the list
+    form is the reference."""
     if not len(scores):
         raise SchedulingError(Status.error("empty priorityList"))
     if isinstance(scores, ScoreTable):
         return scores.name(select_index(scores.totals, rng))
-    best = scores[0]
-    ties = 1
-    for s in scores[1:]:
-        if s.total > best.total:
-            best, ties = s, 1
-        elif s.total == best.total:
-            ties += 1
-            if rng.randrange(ties) == 0:
-                best = s
-    return best.name
+    best = max(s.total for s in scores)
+    top = [s for s in scores if s.total == best]
+    return top[0].name if len(top) == 1 else top[rng.randrange(len(top))].name
 
 
 async def schedule_pod(fw: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
