@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -377,6 +378,58 @@ def test_vectorised_path_counts_and_decides_as_the_per_node_one(incoming: Pod, p
     mask = pl.filter_all(vectorised, incoming, AllNodes(snap.node_infos, snap.arrays()))
     assert mask is not None
     assert mask.tolist() == [pl.filter(per_node, incoming, ni) is None for ni in snap.node_infos]
+
+
+def test_vectorised_filter_after_add_pod_uses_the_updated_counts() -> None:
+    """The counts by label code that the vectorised PreFilter keeps for Filter are dropped by
+    AddPod/RemovePod (a preemption dry run, the nominated pods), in the clone only."""
+    incoming = pod("foo", constraints=NODE_FOO)
+    pl = plugin(FOUR, pods_on({"node-a": 1, "node-b": 1, "node-x": 1}, "foo"))
+    snap = pl.handle.snapshot
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    cs = CycleState()
+    assert pl.pre_filter(cs, incoming, snap.node_infos) == (None, None)
+    view = AllNodes(snap.node_infos, snap.arrays())
+    before = pl.filter_all(cs, incoming, view)
+    assert before is not None and before.tolist() == [False, False, False, True]  # only node-y is at the minimum
+    dry = cs.clone()
+    pl.add_pod(dry, incoming, pod("foo", node="node-y"), snap.get("node-y"))
+    after = pl.filter_all(dry, incoming, view)
+    assert after is not None
+    assert after.tolist() == [pl.filter(dry, incoming, ni) is None for ni in snap.node_infos] == [True] * 4
+    assert dry.read(PRE_FILTER_KEY).by_code[0] is None and cs.read(PRE_FILTER_KEY).by_code[0] is not None
+    again = pl.filter_all(cs, incoming, view)
+    assert again is not None and again.tolist() == before.tolist()
+
+
+@pytest.mark.parametrize(("incoming", "pods", "nodes"), [c[1:] for c in VECTOR_CASES],
+                         ids=[c[0] for c in VECTOR_CASES])
+def test_filter_statuses_are_filters_for_the_rejected_rows(incoming: Pod, pods: list[Pod],
+                                                          nodes: list[Node]) -> None:
+    pl = plugin(nodes, pods, defaultingType="List")
+    snap = pl.handle.snapshot
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    cs = CycleState()
+    assert pl.pre_filter(cs, incoming, snap.node_infos) == (None, None)
+    arrays = snap.arrays()
+    mask = pl.filter_all(cs, incoming, AllNodes(snap.node_infos, arrays))
+    assert mask is not None
+    rows = np.flatnonzero(~mask)
+    got = pl.filter_statuses(cs, incoming, arrays, rows)
+    assert got is not None
+    want = [pl.filter(cs, incoming, snap.node_infos[i]) for i in rows.tolist()]
+    assert [(st.code, st.reasons) for st in got] == [(st.code, st.reasons) for st in want if st is not None]
+    assert len(want) == len(got)
+
+
+def test_filter_statuses_leaves_rows_that_pass_to_filter() -> None:
+    incoming = pod("foo", constraints=NODE_FOO)
+    pl = plugin(FOUR, pods_on({"node-a": 1}, "foo"))
+    snap = pl.handle.snapshot
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    cs = CycleState()
+    pl.pre_filter(cs, incoming, snap.node_infos)
+    assert pl.filter_statuses(cs, incoming, snap.arrays(), np.array([0, 1])) is None  # node-b passes
 
 
 # ---- AddPod / RemovePod -------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubeberth.framework import Code, Status
@@ -136,3 +137,22 @@ def test_pre_score_without_nodes() -> None:
     state = CycleState()
     assert TaintToleration(None, None).pre_score(state, make_pod("p"), []) is None
     assert "PreScoreTaintToleration" not in state
+
+
+def test_filter_statuses_are_filters_for_the_rejected_rows() -> None:
+    from kubeberth.cache.snapshot import Snapshot
+    from kubeberth.framework.vector import AllNodes
+
+    nodes = [make_node("clean"), make_node("gpu", taints=[taint("gpu", "yes", "NoSchedule")]),
+             make_node("tolerated", taints=[taint("dedicated", "a", "NoSchedule")]),
+             make_node("drained", taints=[taint("maintenance", "", "NoExecute")])]
+    pod = make_pod("p", tolerations=[tol("dedicated", "a", "NoSchedule")])
+    snap = Snapshot.from_objects(nodes, [])
+    pl = TaintToleration()
+    arrays = snap.arrays()
+    mask = pl.filter_all(None, pod, AllNodes(snap.node_infos, arrays))  # type: ignore[arg-type]
+    rows = np.flatnonzero(~mask)
+    assert rows.tolist() == [1, 3]
+    got = pl.filter_statuses(None, pod, arrays, rows)  # type: ignore[arg-type]
+    want = [pl.filter(None, pod, snap.node_infos[i]) for i in rows.tolist()]  # type: ignore[arg-type]
+    assert got == want

@@ -24,6 +24,7 @@ from .types import NodeScore, PostFilterResult, PreFilterResult, QueuedPodInfo
 from .vector import AllNodes, NodeView
 
 if TYPE_CHECKING:
+    from ..cache.node_arrays import NodeArrays
     from .types import NodeToStatus
 
 
@@ -74,6 +75,12 @@ class FilterPlugin(Plugin):
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         raise NotImplementedError
+
+    def filter_statuses(self, state: CycleState, pod: Pod, arrays: NodeArrays,
+                        rows: np.ndarray) -> list[Status] | None:
+        """What `filter` returns for each of `rows` (rows of `arrays` that `filter_all` rejected),
+        all at once; None: ask `filter` row by row. Rows with the same status may share one."""
+        return None
 
 
 class PostFilterPlugin(Plugin):

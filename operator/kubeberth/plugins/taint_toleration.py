@@ -79,6 +79,13 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         a = nodes.arrays
         return nodes.take(~a.missing & untolerated_free_mask(a, pod.tolerations))
 
+    def filter_statuses(self, state: CycleState, pod: Pod, arrays: Any, rows: np.ndarray) -> list[Status] | None:
+        """One status for every rejected node (the reason names no taint); rows without a node
+        are `filter`'s error."""
+        if arrays.missing[rows].any():
+            return None
+        return [Status.unresolvable(ERR_REASON_UNTOLERATED)] * len(rows)
+
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         if not nodes:
             return None

@@ -178,7 +178,7 @@ def _run_filters(fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosi
             f"filter plugins disagree on node {ni.name!r}: vectorised filters rejected it"))
 
     if arrays is not None:
-        rejected = shared_rejections(pod, arrays, chain, rejected)  # type: ignore[assignment]
+        rejected = shared_rejections(state, pod, arrays, chain, rejected)  # type: ignore[assignment]
     if vec_rows is not None and passed is not None:
         passed, rejected = vec_rows.apply(passed, rejected)  # type: ignore[assignment]
 

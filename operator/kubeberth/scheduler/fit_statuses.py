@@ -23,7 +23,8 @@ from ..cache.node_arrays import CPU as COL_CPU
 from ..cache.node_arrays import EPH as COL_EPH
 from ..cache.node_arrays import MEM as COL_MEM
 from ..cache.node_arrays import PODS as COL_PODS
-from ..framework.status import Code, Status
+from ..framework.cycle_state import CycleState
+from ..framework.status import Code, Status, filter_failure
 from ..model import NodeInfo, Pod, Resource
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
@@ -77,11 +78,14 @@ class SharedRejections:
     """A drop-in for the vectorised path's `rejected(node_info, row)`: the shared status when the
     first plugin whose mask rejects the row is NodeResourcesFit (and every plugin before it has
     a mask), else `rejected` itself. Costs nothing in a cycle that rejects no node. `many(rows)`
-    gives the shared statuses of many rows at once (None where `rejected` must answer)."""
+    gives the statuses of many rows at once: NodeResourcesFit's shared ones, and those of the
+    plugins that answer `filter_statuses` (None where `rejected` must answer)."""
 
-    __slots__ = ("_arrays", "_at", "_bits", "_chain", "_fit_first", "_pod", "_ready", "_rejected")
+    __slots__ = ("_arrays", "_at", "_bits", "_chain", "_fit_first", "_pod", "_ready", "_rejected", "_state")
 
-    def __init__(self, pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> None:
+    def __init__(self, state: CycleState, pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]],
+                 rejected: Rejected) -> None:
+        self._state = state
         self._pod = pod
         self._arrays = arrays
         self._chain = chain
@@ -122,17 +126,32 @@ class SharedRejections:
         return status if status is not None else self._rejected(node_info, row)
 
     def many(self, rows: np.ndarray) -> list[Status | None]:
-        """The shared status of each row (None: ask `self(node_info, row)`)."""
-        if not self._ready:
-            self._setup()
-        at = self._at
-        if at is None or not len(rows):
-            return [None] * len(rows)
-        chain = self._chain
-        ours = ~chain[at][1][rows]
-        for _, m in chain[:at]:
-            ours &= m[rows]
-        return shared_statuses(np.where(ours, self._row_bits()[rows], -1))
+        """The status of each row that its first rejecting plugin gives in bulk (None: ask
+        `self(node_info, row)`). Only plugins with a mask before any without one are asked."""
+        out: list[Status | None] = [None] * len(rows)
+        if not len(rows):
+            return out
+        undecided = np.ones(len(rows), dtype=bool)
+        for p, mask in self._chain:
+            if mask is None:
+                break
+            first = undecided & ~mask[rows]
+            if not first.any():
+                continue
+            undecided &= ~first
+            at = np.flatnonzero(first)
+            if p.name == NODE_RESOURCES_FIT:
+                statuses = shared_statuses(self._row_bits()[rows[at]])
+            else:
+                statuses = p.filter_statuses(self._state, self._pod, self._arrays, rows[at])
+                if statuses is None:
+                    continue
+                statuses = [filter_failure(p.name, st) for st in statuses]
+            for k, st in zip(at.tolist(), statuses):
+                out[k] = st
+            if not undecided.any():
+                break
+        return out
 
 
 def shared_statuses(bits: np.ndarray) -> list[Status | None]:
@@ -142,9 +161,10 @@ def shared_statuses(bits: np.ndarray) -> list[Status | None]:
     return table[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
 
 
-def shared_rejections(pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]], rejected: Rejected) -> Rejected:
+def shared_rejections(state: CycleState, pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]],
+                      rejected: Rejected) -> Rejected:
     """SharedRejections (kept as a function for its callers)."""
-    return SharedRejections(pod, arrays, chain, rejected)
+    return SharedRejections(state, pod, arrays, chain, rejected)
 
 
 BULK_ROWS = 32

@@ -38,22 +38,28 @@ from .common import (
     passes_inclusion_policies,
     skew_limit,
 )
-from .vector import SpreadVectors
+from .vector import LABEL_MISSING, PASSES, SpreadVectors
 
 
 class PreFilterState:
-    """Per hard constraint: matching pods per eligible domain, and the global minimum."""
+    """Per hard constraint: matching pods per eligible domain, and the global minimum. The
+    vectorised PreFilter also keeps each constraint's counts by label code of its node arrays
+    (`by_code`, for Filter's mask); an update drops that constraint's array."""
 
-    __slots__ = ("_mins", "constraints", "counts")
+    __slots__ = ("_mins", "arrays", "by_code", "constraints", "counts")
 
     def __init__(self, constraints: list[Constraint], counts: list[dict[str, int]],
-                 mins: list[int | None] | None = None) -> None:
+                 mins: list[int | None] | None = None, *, arrays: Any = None,
+                 by_code: list[np.ndarray | None] | None = None) -> None:
         self.constraints = constraints
         self.counts = counts
         self._mins: list[int | None] = mins if mins is not None else [None] * len(constraints)
+        self.arrays = arrays
+        self.by_code: list[np.ndarray | None] = by_code if by_code is not None else [None] * len(constraints)
 
     def clone(self) -> PreFilterState:
-        return PreFilterState(self.constraints, [dict(c) for c in self.counts], list(self._mins))
+        return PreFilterState(self.constraints, [dict(c) for c in self.counts], list(self._mins),
+                              arrays=self.arrays, by_code=list(self.by_code))
 
     def min_match_num(self, i: int) -> int:
         """The global minimum of matching pods over the eligible domains of constraint i (the
@@ -69,6 +75,7 @@ class PreFilterState:
         return m
 
     def update(self, i: int, value: str, delta: int) -> None:
+        self.by_code[i] = None
         counts = self.counts[i]
         old = counts.get(value, 0)
         new = counts[value] = old + delta
@@ -154,10 +161,10 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         index = index_for(self.handle)
         arrays = arrays_for(self.handle, nodes)
         if arrays is not None:
-            counts = self._vectors.domain_counts(arrays, pod, constraints, index)
+            counts, by_code = self._vectors.domain_counts(arrays, pod, constraints, index)
+            state.write(PRE_FILTER_KEY, PreFilterState(constraints, counts, arrays=arrays, by_code=[*by_code]))
         else:
-            counts = domain_counts(nodes, pod, constraints, index)
-        state.write(PRE_FILTER_KEY, PreFilterState(constraints, counts))
+            state.write(PRE_FILTER_KEY, PreFilterState(constraints, domain_counts(nodes, pod, constraints, index)))
         return None, None
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
@@ -197,5 +204,19 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
             return None
         if not s.constraints:
             return np.ones(len(nodes), dtype=bool)
-        return nodes.take(self._vectors.filter_mask(nodes.arrays, pod, s.constraints, s.counts,
-                                                    s.min_match_num))
+        arrays = nodes.arrays
+        by_code = s.by_code if s.arrays is arrays else None
+        return nodes.take(self._vectors.filter_mask(arrays, pod, s.constraints, s.counts, s.min_match_num, by_code))
+
+    def filter_statuses(self, state: CycleState, pod: Pod, arrays: Any, rows: np.ndarray) -> list[Status] | None:
+        """`filter`'s two rejections, one shared status each, for rows `filter_all` rejected."""
+        s: PreFilterState | None = state.get(PRE_FILTER_KEY)
+        if s is None or not s.constraints or arrays.missing[rows].any():
+            return None
+        by_code = s.by_code if s.arrays is arrays else None
+        kinds = self._vectors.rejection_kinds(arrays, pod, s.constraints, s.counts, s.min_match_num, by_code, rows)
+        if (kinds == PASSES).any():
+            return None  # the mask and this disagree: `filter` row by row tells
+        missing = Status.unresolvable(ERR_NODE_LABEL_NOT_MATCH)
+        over = Status.unschedulable(ERR_CONSTRAINTS_NOT_MATCH)
+        return [missing if k == LABEL_MISSING else over for k in kinds.tolist()]

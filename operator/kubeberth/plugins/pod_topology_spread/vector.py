@@ -71,23 +71,27 @@ class SpreadVectors:
         self.affinity_masks = MaskCache()
 
     def domain_counts(self, arrays: NodeArrays, pod: Pod, constraints: Sequence[Constraint],
-                      index: PodIndex) -> list[dict[str, int]]:
+                      index: PodIndex) -> tuple[list[dict[str, int]], list[np.ndarray]]:
         """PreFilter's counts: per constraint, {domain: matching pods} over the nodes it counts;
-        every domain of such a node appears, with the pods on those nodes."""
+        every domain of such a node appears, with the pods on those nodes. Also, per constraint,
+        the same counts by label code of `arrays` (0 for the domains it does not count)."""
         facts = ArrayFacts(arrays, pod, self.affinity_masks)
         with_keys = carries_all_keys(facts, constraints)
         out: list[dict[str, int]] = []
+        by_code: list[np.ndarray] = []
         for c in constraints:
             eligible = passes_inclusion_policies(facts, c, with_keys)
             per_node = self.matching_per_node(arrays, CountedPods(c.selector, pod.namespace), index)
             codes = arrays.label_codes(c.topology_key)[eligible]
+            values = arrays.label_values(c.topology_key)
+            sums = np.bincount(codes, weights=per_node[eligible], minlength=len(values)).astype(np.int64)
+            by_code.append(sums)
             if codes.size == 0:
                 out.append({})
                 continue
-            values = arrays.label_values(c.topology_key)
-            sums = np.bincount(codes, weights=per_node[eligible], minlength=len(values))
-            out.append({values[code]: int(sums[code]) for code in np.unique(codes).tolist()})
-        return out
+            counted = np.flatnonzero(np.bincount(codes, minlength=len(values))).tolist()
+            out.append(dict(zip([values[code] for code in counted], sums[counted].tolist())))
+        return out, by_code
 
     def names_left_out(self, arrays: NodeArrays, pod: Pod,
                        constraints: Sequence[Constraint]) -> tuple[set[str], list[set[str]]]:
@@ -123,20 +127,57 @@ class SpreadVectors:
         return values
 
     def filter_mask(self, arrays: NodeArrays, pod: Pod, constraints: Sequence[Constraint],
-                    counts: Sequence[dict[str, int]], min_match: Callable[[int], int]) -> np.ndarray:
+                    counts: Sequence[dict[str, int]], min_match: Callable[[int], int],
+                    by_code: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
         """PodTopologySpread.filter for every node: present, each constraint's topology label
-        present, and its domain's count within `skew_limit`."""
+        present, and its domain's count within `skew_limit`. `by_code[i]`, when given, holds
+        constraint i's counts by label code of these arrays (PreFilter's, not changed since)."""
         ok = ArrayFacts(arrays, pod, self.affinity_masks).present()
         for i, c in enumerate(constraints):
-            key = c.topology_key
-            limit = skew_limit(c, pod.labels, min_match(i))
-            # Per label value (code), whether its domain's count is within the limit (values
-            # nobody counted hold 0); code 0, no such label, never passes. One lookup per node.
-            passes = np.full(len(arrays.label_values(key)), 0 <= limit, dtype=bool)
-            for value, n in counts[i].items():
+            passes = self._passing_codes(arrays, pod, c, counts[i], min_match(i),
+                                         by_code[i] if by_code is not None else None)
+            ok &= passes[arrays.label_codes(c.topology_key)]
+        return ok
+
+    def rejection_kinds(self, arrays: NodeArrays, pod: Pod, constraints: Sequence[Constraint],
+                        counts: Sequence[dict[str, int]], min_match: Callable[[int], int],
+                        by_code: Sequence[np.ndarray | None] | None, rows: np.ndarray) -> np.ndarray:
+        """Per row, what `filter` says of it: the first constraint, in order, whose topology label
+        the node lacks (LABEL_MISSING) or whose domain is over the skew (OVER_SKEW); PASSES
+        when none is."""
+        kinds = np.full(len(rows), PASSES, dtype=np.int8)
+        undecided = np.ones(len(rows), dtype=bool)
+        for i, c in enumerate(constraints):
+            codes = arrays.label_codes(c.topology_key)[rows]
+            passes = self._passing_codes(arrays, pod, c, counts[i], min_match(i),
+                                         by_code[i] if by_code is not None else None)
+            missing = undecided & (codes == 0)
+            over = undecided & ~missing & ~passes[codes]
+            kinds[missing] = LABEL_MISSING
+            kinds[over] = OVER_SKEW
+            undecided &= ~(missing | over)
+        return kinds
+
+    @staticmethod
+    def _passing_codes(arrays: NodeArrays, pod: Pod, c: Constraint, counts: dict[str, int], min_match: int,
+                       known: np.ndarray | None) -> np.ndarray:
+        """Per label code of c's topology key, whether that domain's count is within the limit
+        (code 0, no such label, never passes)."""
+        key = c.topology_key
+        limit = skew_limit(c, pod.labels, min_match)
+        size = len(arrays.label_values(key))
+        if known is not None and known.shape[0] == size:
+            # Domains nobody counted hold 0 there, as in the dict.
+            passes = known <= limit
+        else:
+            # Values nobody counted hold 0; one lookup per counted domain.
+            passes = np.full(size, 0 <= limit, dtype=bool)
+            for value, n in counts.items():
                 code = arrays.label_code_of(key, value)
                 if code:
                     passes[code] = n <= limit
-            passes[0] = False
-            ok &= passes[arrays.label_codes(key)]
-        return ok
+        passes[0] = False
+        return passes
+
+
+PASSES, LABEL_MISSING, OVER_SKEW = 0, 1, 2
