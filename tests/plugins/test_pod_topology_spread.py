@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubeberth.framework import Code, CycleState, NodeScore, Status
-from kubeberth.framework.vector import AllNodes
+from kubeberth.framework.vector import AllNodes, NodeView
 from kubeberth.model import Node, Pod
 from kubeberth.plugins.pod_topology_spread import (
     ERR_CONSTRAINTS_NOT_MATCH,
@@ -693,6 +693,48 @@ def test_pod_topology_spread_score(incoming: Pod, pods: list[Pod], nodes: list[N
     st, got = run_score(pl, incoming, [n.name for n in nodes[:candidates]])
     assert st is None
     assert got == want
+
+
+@pytest.mark.parametrize(("incoming", "pods", "nodes", "candidates", "want"), [c[1:] for c in SCORE],
+                         ids=[c[0] for c in SCORE])
+def test_vectorised_score_is_the_per_node_one(incoming: Pod, pods: list[Pod], nodes: list[Node], candidates: int,
+                                              want: list[int]) -> None:
+    pl = plugin(nodes, pods)
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    snap = pl.handle.snapshot
+    infos = [snap.get(n.name) for n in nodes[:candidates]]
+    cs = CycleState()
+    assert pl.pre_score(cs, incoming, infos) is None
+    arrays = snap.arrays()
+    view = NodeView(infos, arrays, np.asarray([arrays.pos[ni.name] for ni in infos], dtype=np.intp))
+    raw = pl.score_all(cs, incoming, view)
+    assert raw is not None
+    assert raw.tolist() == [pl.score(cs, incoming, ni) for ni in infos]
+    out = pl.normalize_all(cs, incoming, view, raw)
+    assert out is not None and out.tolist() == want
+
+
+def test_vectorised_score_of_nodes_pre_score_ignores() -> None:
+    """node-c lacks the zone: PreScore ignores it, Score gives 0 and NormalizeScore 0, whatever
+    its hostname count; both paths agree."""
+    nodes = [hn("node-a", zone="zone1"), hn("node-b", zone="zone1"), hn("node-c"), hn("node-x", zone="zone2")]
+    incoming = pod("foo", constraints=[sc(1, "zone", SA, FOO), sc(2, HOST, SA, FOO)])
+    pl = plugin(nodes, pods_on({"node-a": 2, "node-c": 1, "node-x": 1}, "foo"))
+    names = [n.name for n in nodes]
+    st, per_node = run_score(pl, incoming, names)
+    assert st is None and per_node is not None and per_node[2] == 0
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    snap = pl.handle.snapshot
+    infos = [snap.get(n) for n in names]
+    cs = CycleState()
+    assert pl.pre_score(cs, incoming, infos) is None
+    arrays = snap.arrays()
+    view = NodeView(infos, arrays, np.asarray([arrays.pos[n] for n in names], dtype=np.intp))
+    raw = pl.score_all(cs, incoming, view)
+    assert raw is not None and raw.tolist() == [pl.score(cs, incoming, ni) for ni in infos]
+    assert raw[2] == 0 and raw[0] > 0
+    out = pl.normalize_all(cs, incoming, view, raw)
+    assert out is not None and out.tolist() == per_node
 
 
 def test_system_defaulting_without_zone_labels_spreads_by_hostname() -> None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from ...framework.cycle_state import CycleState
 from ...framework.handle import Handle
 from ...framework.interfaces import PreScorePlugin, ScorePlugin
 from ...framework.status import PluginError, Status
 from ...framework.types import MAX_NODE_SCORE, NodeScore
-from ...framework.vector import snapshot_arrays
+from ...framework.vector import NodeView, snapshot_arrays
 from ...model import Node, NodeInfo, Pod
 from .._pod_index import PodIndex, index_for
 from .common import (
@@ -171,6 +173,61 @@ class Scoring(PreScorePlugin, ScorePlugin):
                 cnt = s.pair_counts[i].get(value, 0)
             total += score_for_count(cnt, c.max_skew, s.weights[i])
         return _round_half_away(total)
+
+    def score_all(self, state: CycleState, pod: Pod, nodes: NodeView) -> np.ndarray | None:
+        """`score` for every node of a NodeView: the same float sums, constraint by constraint,
+        and the same rounding."""
+        s: PreScoreState | None = state.get(PRE_SCORE_KEY)
+        if s is None:
+            return None
+        arrays = nodes.arrays
+        total = np.zeros(len(nodes), dtype=np.float64)
+        for i, c in enumerate(s.constraints):
+            key = c.topology_key
+            codes = nodes.take(arrays.label_codes(key))
+            if key == LABEL_HOSTNAME:
+                per_node = self._vectors.matching_per_node(arrays, CountedPods(c.selector, pod.namespace),
+                                                           index_for(self.handle))
+                counts = nodes.take(per_node)
+            else:
+                by_code = np.zeros(len(arrays.label_values(key)), dtype=np.int64)
+                for value, n in s.pair_counts[i].items():
+                    code = arrays.label_code_of(key, value)
+                    if code:
+                        by_code[code] = n
+                counts = by_code[codes]
+            # A node without the label adds nothing (x + 0.0 is x).
+            total += np.where(codes != 0, counts * s.weights[i] + (c.max_skew - 1), 0.0)
+        floor = np.floor(total)
+        out = (floor + (total - floor >= 0.5)).astype(np.int64)
+        out[nodes.take(arrays.missing) | self._ignored(s, nodes)] = 0
+        return out
+
+    def normalize_all(self, state: CycleState, pod: Pod, nodes: NodeView,
+                      scores: np.ndarray) -> np.ndarray | None:
+        """`normalize_score` on an array."""
+        s: PreScoreState | None = state.get(PRE_SCORE_KEY)
+        if s is None:
+            return None
+        ignored = self._ignored(s, nodes)
+        counted = scores[~ignored]
+        if not counted.size:
+            return np.zeros(scores.shape, dtype=np.int64)
+        lo, hi = int(counted.min()), max(0, int(counted.max()))
+        if hi == 0:
+            out = np.full(scores.shape, MAX_NODE_SCORE, dtype=np.int64)
+        else:
+            out = MAX_NODE_SCORE * (hi + lo - scores) // hi
+        out[ignored] = 0
+        return out
+
+    @staticmethod
+    def _ignored(s: PreScoreState, nodes: NodeView) -> np.ndarray:
+        """Per node of the view, whether PreScore left it out (it lacks a topology key)."""
+        ignored = s.ignored_nodes
+        if not ignored:
+            return np.zeros(len(nodes), dtype=bool)
+        return np.fromiter((ni.name in ignored for ni in nodes), dtype=bool, count=len(nodes))
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         s: PreScoreState | None = state.get(PRE_SCORE_KEY)
