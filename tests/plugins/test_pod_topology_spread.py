@@ -368,6 +368,7 @@ VECTOR_CASES = [c[:4] for c in [*PRE_FILTER, *SINGLE, *MULTI]]
                          ids=[c[0] for c in VECTOR_CASES])
 def test_vectorised_path_counts_and_decides_as_the_per_node_one(incoming: Pod, pods: list[Pod],
                                                                 nodes: list[Node]) -> None:
+    """Counts, the mask, and the statuses of the rejected rows (filter_statuses), as `filter`'s."""
     pl = plugin(nodes, pods, defaultingType="List")
     snap = pl.handle.snapshot
     per_node, vectorised = CycleState(), CycleState()
@@ -375,9 +376,14 @@ def test_vectorised_path_counts_and_decides_as_the_per_node_one(incoming: Pod, p
     pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
     assert pl.pre_filter(vectorised, incoming, snap.node_infos) == (None, None)
     assert vectorised.read(PRE_FILTER_KEY).counts == per_node.read(PRE_FILTER_KEY).counts
-    mask = pl.filter_all(vectorised, incoming, AllNodes(snap.node_infos, snap.arrays()))
+    arrays = snap.arrays()
+    mask = pl.filter_all(vectorised, incoming, AllNodes(snap.node_infos, arrays))
     assert mask is not None
-    assert mask.tolist() == [pl.filter(per_node, incoming, ni) is None for ni in snap.node_infos]
+    want = [pl.filter(per_node, incoming, ni) for ni in snap.node_infos]
+    assert mask.tolist() == [st is None for st in want]
+    got = pl.filter_statuses(vectorised, incoming, arrays, np.flatnonzero(~mask))
+    assert got is not None
+    assert [(st.code, st.reasons) for st in got] == [(st.code, st.reasons) for st in want if st is not None]
 
 
 def test_vectorised_filter_after_add_pod_uses_the_updated_counts() -> None:
@@ -400,26 +406,6 @@ def test_vectorised_filter_after_add_pod_uses_the_updated_counts() -> None:
     assert dry.read(PRE_FILTER_KEY).by_code[0] is None and cs.read(PRE_FILTER_KEY).by_code[0] is not None
     again = pl.filter_all(cs, incoming, view)
     assert again is not None and again.tolist() == before.tolist()
-
-
-@pytest.mark.parametrize(("incoming", "pods", "nodes"), [c[1:] for c in VECTOR_CASES],
-                         ids=[c[0] for c in VECTOR_CASES])
-def test_filter_statuses_are_filters_for_the_rejected_rows(incoming: Pod, pods: list[Pod],
-                                                          nodes: list[Node]) -> None:
-    pl = plugin(nodes, pods, defaultingType="List")
-    snap = pl.handle.snapshot
-    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
-    cs = CycleState()
-    assert pl.pre_filter(cs, incoming, snap.node_infos) == (None, None)
-    arrays = snap.arrays()
-    mask = pl.filter_all(cs, incoming, AllNodes(snap.node_infos, arrays))
-    assert mask is not None
-    rows = np.flatnonzero(~mask)
-    got = pl.filter_statuses(cs, incoming, arrays, rows)
-    assert got is not None
-    want = [pl.filter(cs, incoming, snap.node_infos[i]) for i in rows.tolist()]
-    assert [(st.code, st.reasons) for st in got] == [(st.code, st.reasons) for st in want if st is not None]
-    assert len(want) == len(got)
 
 
 def test_filter_statuses_leaves_rows_that_pass_to_filter() -> None:
