@@ -8,7 +8,8 @@ the nodes with the same bits share one Status with upstream's reasons in upstrea
 ones NodeResourcesFit.filter writes). Statuses are never changed once recorded in a Diagnosis.
 
 This applies when the pod requests no extended resource that NodeResourcesFit checks (its
-`filter_all` then gives a mask); otherwise the plugin's own per-node filter runs.
+`filter_all` then gives a mask); otherwise the plugin's own per-node filter runs. Other plugins
+give their rejected rows' statuses in bulk through `FilterPlugin.filter_statuses`.
 """
 
 from __future__ import annotations
