@@ -61,6 +61,10 @@ class PreFilterState:
         return PreFilterState(self.constraints, [dict(c) for c in self.counts], list(self._mins),
                               arrays=self.arrays, by_code=list(self.by_code))
 
+    def by_code_for(self, arrays: Any) -> list[np.ndarray | None] | None:
+        """`by_code` when it was counted over `arrays`, else None."""
+        return self.by_code if self.arrays is arrays else None
+
     def min_match_num(self, i: int) -> int:
         """The global minimum of matching pods over the eligible domains of constraint i (the
         minDomains rule, for both paths)."""
@@ -205,16 +209,16 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         if not s.constraints:
             return np.ones(len(nodes), dtype=bool)
         arrays = nodes.arrays
-        by_code = s.by_code if s.arrays is arrays else None
-        return nodes.take(self._vectors.filter_mask(arrays, pod, s.constraints, s.counts, s.min_match_num, by_code))
+        return nodes.take(self._vectors.filter_mask(arrays, pod, s.constraints, s.counts, s.min_match_num,
+                                                    s.by_code_for(arrays)))
 
     def filter_statuses(self, state: CycleState, pod: Pod, arrays: Any, rows: np.ndarray) -> list[Status] | None:
         """`filter`'s two rejections, one shared status each, for rows `filter_all` rejected."""
         s: PreFilterState | None = state.get(PRE_FILTER_KEY)
         if s is None or not s.constraints or arrays.missing[rows].any():
             return None
-        by_code = s.by_code if s.arrays is arrays else None
-        kinds = self._vectors.rejection_kinds(arrays, pod, s.constraints, s.counts, s.min_match_num, by_code, rows)
+        kinds = self._vectors.rejection_kinds(arrays, pod, s.constraints, s.counts, s.min_match_num,
+                                              s.by_code_for(arrays), rows)
         if (kinds == PASSES).any():
             return None  # the mask and this disagree: `filter` row by row tells
         missing = Status.unresolvable(ERR_NODE_LABEL_NOT_MATCH)

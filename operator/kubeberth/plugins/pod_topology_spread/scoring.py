@@ -33,7 +33,7 @@ from .common import (
     carries_all_keys,
     passes_inclusion_policies,
 )
-from .vector import SpreadVectors
+from .vector import SpreadVectors, counts_by_code
 
 _INVALID_SCORE = -1
 
@@ -190,12 +190,7 @@ class Scoring(PreScorePlugin, ScorePlugin):
                                                            index_for(self.handle))
                 counts = nodes.take(per_node)
             else:
-                by_code = np.zeros(len(arrays.label_values(key)), dtype=np.int64)
-                for value, n in s.pair_counts[i].items():
-                    code = arrays.label_code_of(key, value)
-                    if code:
-                        by_code[code] = n
-                counts = by_code[codes]
+                counts = counts_by_code(arrays, key, s.pair_counts[i])[codes]
             # A node without the label adds nothing (x + 0.0 is x).
             total += np.where(codes != 0, counts * s.weights[i] + (c.max_skew - 1), 0.0)
         floor = np.floor(total)

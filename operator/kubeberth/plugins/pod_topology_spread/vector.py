@@ -162,22 +162,24 @@ class SpreadVectors:
     def _passing_codes(arrays: NodeArrays, pod: Pod, c: Constraint, counts: dict[str, int], min_match: int,
                        known: np.ndarray | None) -> np.ndarray:
         """Per label code of c's topology key, whether that domain's count is within the limit
-        (code 0, no such label, never passes)."""
+        (code 0, no such label, never passes). `known`: the counts by code, if still valid."""
         key = c.topology_key
-        limit = skew_limit(c, pod.labels, min_match)
-        size = len(arrays.label_values(key))
-        if known is not None and known.shape[0] == size:
-            # Domains nobody counted hold 0 there, as in the dict.
-            passes = known <= limit
-        else:
-            # Values nobody counted hold 0; one lookup per counted domain.
-            passes = np.full(size, 0 <= limit, dtype=bool)
-            for value, n in counts.items():
-                code = arrays.label_code_of(key, value)
-                if code:
-                    passes[code] = n <= limit
+        if known is None or known.shape[0] != len(arrays.label_values(key)):
+            known = counts_by_code(arrays, key, counts)
+        passes = known <= skew_limit(c, pod.labels, min_match)
         passes[0] = False
         return passes
+
+
+def counts_by_code(arrays: NodeArrays, key: str, counts: dict[str, int]) -> np.ndarray:
+    """{domain: count} of topology key `key` as an array by label code of `arrays` (0 for the
+    domains not in `counts`, and for those no node has)."""
+    out = np.zeros(len(arrays.label_values(key)), dtype=np.int64)
+    for value, n in counts.items():
+        code = arrays.label_code_of(key, value)
+        if code:
+            out[code] = n
+    return out
 
 
 PASSES, LABEL_MISSING, OVER_SKEW = 0, 1, 2
