@@ -54,7 +54,8 @@ def _sim_input(args: argparse.Namespace) -> SimInput:
     if len(configs) > 1:
         raise sim_io.InputError("--config: give one configuration (two only with --compare)")
     config = load_config(configs[0], sys.stderr) if len(configs) == 1 else None
-    return prepare(sim_io.load_files(args.files), sys.stderr, config)
+    origins = sim_io.Origins()
+    return prepare(sim_io.load_files(args.files, origins), sys.stderr, config, origins=origins)
 
 
 def _percentage(args: argparse.Namespace, sim_input: SimInput) -> int:
@@ -89,19 +90,23 @@ def _test(args: argparse.Namespace) -> int:
 def _profile_export(args: argparse.Namespace) -> int:
     import yaml
 
-    from .config import ConfigError, parse_profile_object
+    from .config import ConfigError
     from .config.kube_config import export_config
-    from .sim_config import load_profile_specs
+    from .config.models import SHADOW
+    from .sim_config import check_profile, check_served, load_profile_specs, profile_label
 
     try:
-        specs = []
-        for obj in load_profile_specs(args.files):
-            name = (obj.get("metadata") or {}).get("name")
-            try:
-                specs.append(parse_profile_object(obj)[1])
-            except ConfigError as exc:
-                raise sim_io.InputError(f"SchedulingProfile {name}: {exc}") from None
-        doc = export_config(specs)
+        # validated as the operator validates a profile before it runs it (the framework built
+        # from the registry), so that what is exported is what kube-scheduler could run
+        origins = sim_io.Origins()
+        checked = [check_profile(obj, origins.of(obj)) for obj in load_profile_specs(args.files, origins)]
+        for prof in checked:
+            if prof.spec.mode == SHADOW:
+                raise sim_io.InputError(f"{prof.where}: {profile_label(prof.obj)}: spec.mode: a Shadow profile has "
+                                        "no KubeSchedulerConfiguration form (kube-scheduler binds every pod it "
+                                        "schedules)")
+        check_served(checked)
+        doc = export_config([p.spec for p in checked])
     except (sim_io.InputError, ConfigError) as exc:
         print(f"kubeberth profile export: {exc}", file=sys.stderr)
         return 2

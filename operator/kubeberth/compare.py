@@ -14,8 +14,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from .sim_config import READ_KINDS, SimInput, load_config, load_profile_specs, prepare
-from .sim_io import InputError, PodOutcome, load_files
+from .sim_config import READ_KINDS, SimInput, load_config, prepare, profile_config
+from .sim_io import InputError, Origins, PodOutcome, load_files
 from .simulate import report_data, run_simulation
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -118,21 +118,25 @@ def _cluster_only(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def sides_from_args(args: argparse.Namespace, warn: TextIO) -> tuple[tuple[SimInput, str], tuple[SimInput, str]]:
-    """The two sides of --compare: two SchedulingProfile files, or two --config files."""
+    """The two sides of --compare: two SchedulingProfile files, or two --config files. Each side's
+    profiles replace the input's profiles serving the same schedulerNames; every profile, the
+    input's included, must be one the operator would run (InputError naming it otherwise)."""
     profiles = args.compare or []
     configs = args.config or []
     if len(profiles) == 2 and not configs:
-        base = load_files(args.files)
+        origins = Origins()
+        base = load_files(args.files, origins)
+        prepare(base, warn, origins=origins)  # the input's own warnings (and errors), once
         out = []
         for path in profiles:
-            sim = prepare(list(base) + load_profile_specs([path]), io.StringIO())
+            sim = prepare(base, io.StringIO(), profile_config(path, origins), origins=origins)
             out.append((sim, path))
-        prepare(base, warn)  # the input's own warnings, once
         return out[0], out[1]
     if not profiles and len(configs) == 2:
-        base = load_files(args.files)
-        first = prepare(base, warn, load_config(configs[0], warn))
-        second = prepare(base, io.StringIO(), load_config(configs[1], warn))
+        origins = Origins()
+        base = load_files(args.files, origins)
+        first = prepare(base, warn, load_config(configs[0], warn), origins=origins)
+        second = prepare(base, io.StringIO(), load_config(configs[1], warn), origins=origins)
         return (first, configs[0]), (second, configs[1])
     raise InputError("--compare: give two SchedulingProfile files (--compare A.yaml B.yaml) "
                      "or two --config files and a bare --compare")

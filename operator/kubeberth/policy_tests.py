@@ -19,10 +19,14 @@ from typing import Any, TextIO
 import yaml
 
 from .config import KIND as PROFILE_KIND
-from .config import VERSION
+from .config import VERSION, ConfigError, parse_profile_object
+from .config.kube_config import KSC_KIND, ImportedConfig
+from .config.models import SHADOW
 from .config.profile import GROUP
-from .sim_config import prepare
-from .sim_io import InputError, PodOutcome
+from .plugins import in_tree_registry
+from .profile import check_buildable
+from .sim_config import CheckedProfile, SimInput, check_profile, config_document, prepare, profile_label
+from .sim_io import InputError, Origins, PodOutcome
 from .simulate import simulate
 
 CASE_KEYS = {"name", "description", "seed", "objects", "profile", "expect"}
@@ -39,6 +43,10 @@ class Case:
     expect: list[dict[str, Any]]
     seed: int = 0
     description: str = ""
+    # The case's `profile`, validated: its profiles replace those of `objects` serving the same
+    # schedulerNames (as a --config file's do).
+    profile: ImportedConfig | None = None
+    origins: Origins = field(default_factory=Origins)  # "FILE (case N).objects[i]" of each object
 
 
 @dataclass
@@ -52,13 +60,33 @@ class CaseResult:
         return not self.problems
 
 
-def _profile_objects(profile: Any, where: str) -> list[dict[str, Any]]:
+def _case_profile(profile: Any, where: str) -> ImportedConfig:
+    """The case's `profile` (a SchedulingProfile, its bare spec or a KubeSchedulerConfiguration),
+    validated as the operator validates a profile: InputError naming the field otherwise."""
+    where = f"{where}.profile"
     if not isinstance(profile, Mapping):
-        raise InputError(f"{where}.profile: must be a SchedulingProfile, its spec or a KubeSchedulerConfiguration")
-    if "kind" in profile:
-        return [dict(profile)]
-    return [{"apiVersion": f"{GROUP}/{VERSION}", "kind": PROFILE_KIND, "metadata": {"name": "case-profile"},
-             "spec": dict(profile)}]
+        raise InputError(f"{where}: must be a SchedulingProfile, its spec or a KubeSchedulerConfiguration")
+    kind = profile.get("kind")
+    if kind == KSC_KIND:
+        return config_document(dict(profile), where, io.StringIO())
+    if kind is None:
+        obj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": PROFILE_KIND, "metadata": {"name": "case-profile"},
+               "spec": dict(profile)}
+        try:
+            spec = parse_profile_object(obj)[1]
+            check_buildable(spec, in_tree_registry())
+        except ConfigError as exc:  # the bare spec's fields, as the case file names them
+            raise InputError(f"{where}{exc.path.removeprefix('spec')}: {exc.detail}") from None
+        checked, field = CheckedProfile(obj, spec, where), f"{where}.mode"
+    elif kind == PROFILE_KIND:
+        checked, field = check_profile(dict(profile), where), f"{where}: {profile_label(profile)}: spec.mode"
+    else:
+        raise InputError(f"{where}: must be a SchedulingProfile, its spec or a KubeSchedulerConfiguration, "
+                         f"not a {kind}")
+    if checked.spec.mode == SHADOW:
+        raise InputError(f"{field}: a Shadow profile schedules nothing, so the case would test the default "
+                         "policy; set mode: Active to test its policy")
+    return ImportedConfig(profiles=[checked.obj])
 
 
 def parse_case(doc: Any, source: str, index: int = 0) -> Case:
@@ -87,11 +115,13 @@ def parse_case(doc: Any, source: str, index: int = 0) -> Case:
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise InputError(f"{where}.seed: must be a whole number")
     objs = [dict(o) for o in objects]
-    if doc.get("profile") is not None:
-        objs += _profile_objects(doc["profile"], where)
+    origins = Origins()
+    for i, obj in enumerate(objs):
+        origins.note(obj, f"{where}.objects[{i}]")
+    profile = _case_profile(doc["profile"], where) if doc.get("profile") is not None else None
     name = str(doc.get("name") or Path(source).stem)
     return Case(name=name, source=source, objects=objs, expect=[dict(e) for e in expect], seed=seed,
-                description=str(doc.get("description") or ""))
+                description=str(doc.get("description") or ""), profile=profile, origins=origins)
 
 
 def load_cases(paths: Iterable[str | Path]) -> list[Case]:
@@ -163,9 +193,15 @@ def problems(expect: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
     return found
 
 
+def prepare_case(case: Case, warn: TextIO) -> SimInput:
+    """The case's objects with its profile in force; InputError for a profile the operator would
+    refuse, wherever in the case it is."""
+    return prepare(case.objects, warn, case.profile, source=case.source, origins=case.origins)
+
+
 def run_case(case: Case) -> CaseResult:
     warn = io.StringIO()
-    sim = prepare(case.objects, warn, source=case.source)
+    sim = prepare_case(case, warn)
     outcomes = simulate(sim.objects, seed=case.seed, warn=warn,
                         percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
     return CaseResult(case, problems(case.expect, outcomes), warn.getvalue())
@@ -190,7 +226,11 @@ def report(results: Sequence[CaseResult], out: TextIO, *, verbose: bool = False)
 
 
 def run_tests(paths: Sequence[str], out: TextIO, *, verbose: bool = False) -> int:
-    """0: every case passed; 1: some failed; raises InputError for a malformed case."""
-    results = [run_case(c) for c in load_cases(paths)]
+    """0: every case passed; 1: some failed; raises InputError for a malformed case (a profile the
+    operator would refuse included), before any case runs."""
+    cases = load_cases(paths)
+    for case in cases:
+        prepare_case(case, io.StringIO())
+    results = [run_case(c) for c in cases]
     report(results, out, verbose=verbose)
     return 0 if all(r.passed for r in results) else 1

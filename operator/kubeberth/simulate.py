@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from .client import BindConflict, UpdateRefused
 from .clock import FakeClock
 from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_profile_object
-from .config.models import SchedulingProfileSpec
+from .config.models import SHADOW, SchedulingProfileSpec
 from .framework import Framework, SchedulerContext
 from .framework.registry import Registry
 from .model import ModelError, Node, Pod
@@ -23,7 +23,7 @@ from .model.pod import parse_time
 from .plugins import in_tree_registry
 from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
 from .plugins.dynamic_resources.claims import claim_from_template
-from .profile import build_framework
+from .profile import build_framework, check_buildable
 from .scheduler import (
     DELETED,
     EVICTED,
@@ -36,7 +36,7 @@ from .scheduler import (
     Scheduler,
 )
 from .scheduler.watched import OBJECT_KINDS
-from .sim_io import PodOutcome, outcome_dict
+from .sim_io import InputError, PodOutcome, outcome_dict
 from .sim_volumes import bind_claimed_volume, provision_claim
 
 
@@ -45,26 +45,33 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
 
 
-def build_profiles(objects: list[dict[str, Any]], ctx: SchedulerContext, registry: Registry,
-                   warn: TextIO) -> dict[str, Framework]:
-    """One framework per schedulerName; an invalid profile is reported and left out
-    (for default-scheduler the upstream default then applies)."""
+def build_profiles(objects: list[dict[str, Any]], ctx: SchedulerContext, registry: Registry) -> dict[str, Framework]:
+    """One framework per schedulerName served by an Active profile (for default-scheduler without
+    one, upstream's default profile). A profile the operator would refuse (invalid, or a second one
+    serving a schedulerName) is an InputError naming it and the field: nothing is simulated under a
+    policy that was not asked for. Shadow profiles schedule nothing: checked, then left out."""
     specs: dict[str, tuple[str, SchedulingProfileSpec]] = {}
     for obj in objects:
         if obj.get("kind") != "SchedulingProfile":
             continue
+        label = f"SchedulingProfile {(obj.get('metadata') or {}).get('name')}"
         try:
             name, spec = parse_profile_object(obj)
+            if spec.mode == SHADOW:
+                check_buildable(spec, registry)
+                continue
         except ConfigError as exc:
-            warn.write(f"SchedulingProfile {(obj.get('metadata') or {}).get('name')}: rejected: {exc}\n")
-            continue
+            raise InputError(f"{label}: {exc}") from None
+        if spec.schedulerName in specs:
+            raise InputError(f"{label}: spec.schedulerName: {spec.schedulerName} is already served by "
+                             f"SchedulingProfile {specs[spec.schedulerName][0]}")
         specs[spec.schedulerName] = (name, spec)
     frameworks: dict[str, Framework] = {}
     for scheduler_name, (name, spec) in specs.items():
         try:
             frameworks[scheduler_name] = build_framework(spec, registry, ctx, profile_name=scheduler_name)
         except ConfigError as exc:
-            warn.write(f"SchedulingProfile {name}: rejected: {exc}\n")
+            raise InputError(f"SchedulingProfile {name}: {exc}") from None
     if DEFAULT_SCHEDULER_NAME not in frameworks:
         frameworks[DEFAULT_SCHEDULER_NAME] = build_framework(default_spec(), registry, ctx)
     return frameworks
@@ -290,7 +297,8 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
     `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own).
     `explain`: pods to explain (NAMESPACE/NAME or NAME; empty: every pod; None: none); their
     outcomes carry the explanation of each attempt (the first and the latest ones,
-    records.KEPT_EXPLANATIONS in all). Raises UnknownPods for a name that matches no pod."""
+    records.KEPT_EXPLANATIONS in all). Raises UnknownPods for a name that matches no pod, InputError
+    for a SchedulingProfile the operator would refuse."""
     return run_simulation(objects, seed=seed, warn=warn, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
                           explain=explain)[0]
 
@@ -308,7 +316,7 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     client = InMemoryClient(sched)
     sched.ctx.client = client
     end_terminating_victims_at_once(sched)
-    for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
+    for fw in build_profiles(objects, sched.ctx, in_tree_registry()).values():
         sched.set_profile(fw)
     objects = with_template_claims(objects)
     for obj in objects:

@@ -152,7 +152,7 @@ def test_simulate_refuses_a_config_whose_profile_cannot_run(tmp_path: Path,
                                                  "plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}])))
     assert main(["simulate", str(cluster), "--config", str(bad)]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"kubeberth simulate: {bad}: profile x: spec.plugins.filter.enabled[0].name: plugin 'Nope' does not exist")
+        f"kubeberth simulate: {bad}: profiles[0].plugins.filter.enabled[0].name: plugin 'Nope' does not exist")
 
 
 def test_run_config_profiles_are_in_force_without_a_status_to_write(tmp_path: Path) -> None:
