@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from .scheduler.watched import POD, WATCHED, WatchedKind
+from .scheduler.watched import POD, SCHEDULING_PROFILE, WATCHED, WatchedKind
 
 DEFAULT_PAGE_SIZE = 500
 # Status fields the scheduler reads, per kind; other kinds keep their whole status (PV/PVC phase...).
@@ -108,7 +108,33 @@ async def take(rest: Any, *, namespace: str | None = None, selector: str | None 
         out += [clean(o, kind) for o in items]
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     progress.write(f"snapshot: {summary or 'nothing'}\n")
+    for line in refused_profiles(out):
+        progress.write(f"warning: {line}; simulate refuses this snapshot until the profile is fixed or left out\n")
     return out
+
+
+def refused_profiles(objects: list[dict[str, Any]]) -> list[str]:
+    """What simulate will say of each SchedulingProfile of the snapshot it refuses (validated as
+    the operator validates one), and whether the cluster's kubeberth refused it too."""
+    from .sim_config import CheckedProfile, check_profile, check_served
+    from .sim_io import InputError
+
+    lines = []
+    checked: list[CheckedProfile] = []
+    for obj in objects:
+        if obj.get("kind") != SCHEDULING_PROFILE:
+            continue
+        try:
+            checked.append(check_profile(obj, None))
+        except InputError as exc:
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            refused = any(c.get("type") == "Accepted" and c.get("status") == "False" for c in conditions)
+            lines.append(f"{exc}" + (" (the cluster's kubeberth refuses it too: Accepted=False)" if refused else ""))
+    try:
+        check_served(checked)
+    except InputError as exc:
+        lines.append(str(exc))
+    return lines
 
 
 async def _pods(lister: Lister, kind: WatchedKind, namespace: str | None,
