@@ -43,3 +43,27 @@ def test_simulate_takes_a_scheduler_wide_percentage_of_nodes_to_score(capsys) ->
         main(["simulate", "examples/cluster.yaml", "--percentage-of-nodes-to-score", "150"])
     assert "must be from 0 to 100, not 150" in capsys.readouterr().err
     assert main(["simulate", "examples/cluster.yaml", "--percentage-of-nodes-to-score", "50", "-o", "json"]) == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", str(ROOT / "examples" / "cluster.yaml"), "{bad}"],
+    ["simulate", str(ROOT / "examples" / "cluster.yaml"), "--compare", "{bad}", "{bad}"],
+    ["profile", "export", "{bad}"],
+], ids=["simulate", "compare", "export"])
+def test_the_command_exits_2_on_a_refused_profile_printing_nothing_on_stdout(argv: list[str],
+                                                                          tmp_path: Path) -> None:
+    """The process a user runs: a profile the operator would refuse gives exit status 2, one line on
+    stderr naming the document and the field, and no results (issue 29: it once gave exit 0 and the
+    default profile's results)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: kubeberth.io/v1alpha1\nkind: SchedulingProfile\nmetadata: {name: binpack}\n"
+                   "spec: {plugins: {score: {enabled: [{name: Foo}]}}}\n")
+    proc = subprocess.run([sys.executable, "-m", "kubeberth.cli", *(a.format(bad=bad) for a in argv)],
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines() == [
+        f"kubeberth {' '.join(argv[:2]) if argv[0] == 'profile' else 'simulate'}: {bad}, document 1: "
+        "SchedulingProfile binpack: spec.plugins.score.enabled[0].name: plugin 'Foo' does not exist"]

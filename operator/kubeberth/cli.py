@@ -14,7 +14,7 @@ from .sim_config import SimInput
 def _simulate(args: argparse.Namespace) -> int:
     from .simulate import UnknownPods, report_data, run_simulation
 
-    # simulate reports rejected profiles, bad nodes and bad pods itself; the scheduler's log
+    # simulate reports bad nodes and bad pods itself (a refused profile is an error); the scheduler's log
     # repeats them, so it is shown only with --verbose (with one line per decision).
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
