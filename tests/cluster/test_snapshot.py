@@ -4,6 +4,7 @@ server noise stripped, pending pods filtered, and the stream simulated as is."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ import yaml
 from kubeberth.scheduler.watched import WATCHED
 from kubeberth.simulate import simulate
 
-from .kube import Kube, node, pod
+from .conftest import Operators
+from .kube import Kube, eventually, node, pod
 
 pytestmark = pytest.mark.cluster
 
@@ -89,3 +91,48 @@ def test_snapshot_reports_an_unreachable_server(tmp_path: Path) -> None:
                            "-o", str(tmp_path / "x.yaml")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.startswith("kubeberth snapshot: Cannot connect to host 127.0.0.1:9")
+
+
+async def test_a_refused_profile_in_the_cluster_stops_simulate_naming_it(kube: Kube, operators: Operators,
+                                                                         sa_kubeconfig: Path, tmp_path: Path) -> None:
+    """Issue 29: a SchedulingProfile kubeberth refuses in the cluster (the schema allows it) once
+    gave a warning and the default profile's results when its snapshot was simulated. Now snapshot
+    warns, and simulate exits 2 naming the document and the field, printing no results. A Shadow
+    profile (valid) is left out with a note: it schedules nothing, as in the cluster."""
+    await populate(kube)
+    await kube.create("schedulingprofiles", {
+        "apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "broken"},
+        "spec": {"schedulerName": "batch", "plugins": {"score": {"enabled": [{"name": "NodeResourceFit"}]}}}})
+    await kube.create("schedulingprofiles", {
+        "apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "candidate"},
+        "spec": {"mode": "Shadow", "pluginConfig": [{"name": "NodeResourcesFit",
+                                                    "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}})
+    operators.start("--no-default-profile")  # the pending pods stay pending in the cluster
+
+    async def verdict(name: str) -> str | None:
+        conditions = ((await kube.get("schedulingprofiles", name)).get("status") or {}).get("conditions") or []
+        return next((f"{c['status']}: {c['message']}" for c in conditions if c["type"] == "Accepted"), None)
+
+    field = "spec.plugins.score.enabled[0].name: plugin 'NodeResourceFit' does not exist"
+    assert await eventually(lambda: verdict("broken"), what="broken refused") == f"False: {field}"
+    assert await eventually(lambda: verdict("candidate"), what="candidate accepted") == "True: "
+    out = tmp_path / "cluster.yaml"
+    proc = snapshot(sa_kubeconfig, out)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"warning: SchedulingProfile broken: {field} (the cluster's kubeberth refuses it too: Accepted=False); "
+            "simulate refuses this snapshot until the profile is fixed or left out") in proc.stderr.splitlines()
+    objects = list(yaml.safe_load_all(out.read_text()))
+    document = 1 + next(i for i, o in enumerate(objects) if o["metadata"]["name"] == "broken")
+    sim = subprocess.run([sys.executable, "-m", "kubeberth.cli", "simulate", str(out), "-o", "json"],
+                         capture_output=True, text=True, timeout=120)
+    assert (sim.returncode, sim.stdout) == (2, "")
+    assert sim.stderr.splitlines() == [f"kubeberth simulate: {out}, document {document}: SchedulingProfile broken: "
+                                       f"{field}"]
+    # without the refused profile: simulated, the Shadow one noted and left out
+    kept = tmp_path / "kept.yaml"
+    kept.write_text(yaml.safe_dump_all([o for o in objects if o["metadata"]["name"] != "broken"]))
+    sim = subprocess.run([sys.executable, "-m", "kubeberth.cli", "simulate", str(kept), "-o", "json"],
+                         capture_output=True, text=True, timeout=120)
+    assert sim.returncode == 0, sim.stderr
+    assert "SchedulingProfile candidate is mode: Shadow: it schedules nothing" in sim.stderr
+    assert {p["pod"]: p["status"] for p in json.loads(sim.stdout)["pods"]}["team-a/web-0"] == "Scheduled"
