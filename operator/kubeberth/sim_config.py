@@ -112,10 +112,6 @@ class CheckedProfile:
     spec: SchedulingProfileSpec
     where: str | None
 
-    @property
-    def name(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("name") or "")
-
 
 def check_profile(obj: dict[str, Any], where: str | None, registry: Registry | None = None) -> CheckedProfile:
     """A SchedulingProfile validated as the operator validates it before putting it in force:
