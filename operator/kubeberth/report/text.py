@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .scope import COUNTS
+
 DEFAULT_EXPLAIN_NODES = 10
 
 
@@ -74,7 +76,7 @@ def render_attempt(key: str, x: Mapping[str, Any], top_nodes: int) -> list[str]:
     if x["postFilter"] is not None:
         lines.extend(_post_filter(x["postFilter"], top_nodes))
     scope = x.get("scope")
-    if scope is not None and scope["detail"] != "full":
+    if scope is not None and scope["detail"] == COUNTS:
         lines.append(f"  Per-node detail: not shown in namespace {scope['namespace']} (counts only; "
                      "a cluster administrator may allow it)")
     return lines
