@@ -1,11 +1,14 @@
 """In the cluster: a pod annotated kubeberth.io/explain: "true" gets its explanation after each
-attempt (summary annotation + SchedulingExplained Event, bounded); other pods get nothing."""
+attempt (summary annotation + SchedulingExplained Event, bounded); other pods get nothing. Here
+the namespace allows full detail (kubeberth.io/explain-detail: full); tests/explain/test_scope.py
+holds what is shown without it."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from kubeberth.operator.explain_publisher import DETAIL_LABEL
 from kubeberth.report.summary import EVENT_LIMIT, EVENT_REASON, SUMMARY_ANNOTATION, SUMMARY_LIMIT
 
 from .conftest import stays, wait_for
@@ -26,6 +29,7 @@ def annotation(api: Any, name: str) -> dict[str, Any] | None:
 
 async def test_explained_pods_get_a_summary_and_an_event_others_nothing(cluster, start_operator):
     api = cluster.api
+    api.patch("namespaces", "default", {"metadata": {"labels": {DETAIL_LABEL: "full"}}})
     api.create("nodes", make_node("small", cpu="1"))
     for i in range(7):
         api.create("nodes", make_node(f"big-{i}", cpu="8"))

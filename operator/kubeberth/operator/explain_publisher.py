@@ -2,7 +2,12 @@
 each scheduling attempt, the compact summary in the pod's annotation `kubeberth.io/explanation`
 and the full explanation in a `SchedulingExplained` Event (report/summary.py says what and how
 big). Nothing is computed or written for other pods (scheduler.explain_pods says which), and an
-attempt that explains exactly what the previous one did for that pod writes nothing again."""
+attempt that explains exactly what the previous one did for that pod writes nothing again.
+
+What is written is scoped to the pod's namespace (report/scope.py): objects of other namespaces
+are counted, never named, and nothing is said per node beyond the FailedScheduling message's
+counts unless the Namespace carries the label `kubeberth.io/explain-detail: full` (a cluster
+administrator's decision, as the labels of Pod Security Admission)."""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from ..cache.objects import ObjectStore
 from ..model import Pod
+from ..report.scope import COUNTS, DETAILS, FULL, scoped
 from ..report.summary import EVENT_REASON, SUMMARY_ANNOTATION, digest, event_message, summary
 from ..scheduler.explain import Explanation, wants_explanation
 from .api_client import pod_path, rfc3339
@@ -22,6 +29,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 REMEMBERED_PODS = 4096
+DETAIL_LABEL = "kubeberth.io/explain-detail"
+
+
+def namespace_detail(objects: ObjectStore, namespace: str) -> tuple[str, str | None]:
+    """How much an explanation may say in `namespace`, from its label DETAIL_LABEL: FULL, or COUNTS
+    (no label, `counts`). Any other value: COUNTS, and the problem as the second item."""
+    value = objects.namespace_labels(namespace).get(DETAIL_LABEL)
+    if value is None or value == COUNTS:
+        return COUNTS, None
+    if value == FULL:
+        return FULL, None
+    return COUNTS, (f"namespace {namespace}: label {DETAIL_LABEL}={value!r} is not one of "
+                    f"{', '.join(DETAILS)}; its explanations give counts only")
 
 
 class ExplainPublisher:
@@ -30,15 +50,27 @@ class ExplainPublisher:
         self._last: OrderedDict[str, str] = OrderedDict()  # pod uid -> digest of what it was last told
         self._seq = 0
         self.published = 0
+        self.objects = ObjectStore()  # the scheduler's, once installed: Namespaces and their labels
+        self._warned: set[str] = set()
 
     def install(self, scheduler: Scheduler) -> None:
         scheduler.explain_pods = wants_explanation
         scheduler.on_explained = self.publish
+        self.objects = scheduler.ctx.objects
+
+    def scoped(self, pod: Pod, x: Explanation) -> dict[str, Any]:
+        """The explanation as the pod's namespace may read it."""
+        detail, problem = namespace_detail(self.objects, pod.namespace)
+        if problem is not None and problem not in self._warned:
+            self._warned.add(problem)
+            logger.warning("%s", problem)
+        namespaces = [(ns.get("metadata") or {}).get("name") or "" for ns in self.objects.list("Namespace")]
+        return scoped(x.to_dict(), pod.namespace, detail, namespaces)
 
     async def publish(self, pod: Pod, x: Explanation) -> None:
         if not self.client.may_write():
             return
-        data = x.to_dict()
+        data = self.scoped(pod, x)
         d = digest(data)
         if self._last.get(pod.uid) == d:
             return

@@ -240,6 +240,19 @@ class PriorityQueue:
             elif uid in self._in_flight:
                 self._record_event(ev.EVENT_FORCE_ACTIVATE, None, pod, uid)
 
+    def move_to_active_or_backoff(self, pod: Pod, event: ClusterEvent) -> None:
+        """Bring one pending pod to an attempt soon, its backoff respected: from the unschedulable
+        pool to activeQ, or to backoffQ while it backs off (what MoveAllToActiveOrBackoffQueue does
+        for a wildcard event, for this pod alone; PreEnqueue still gates it). A pod in flight
+        records `event` and goes so when it comes back; one in activeQ or backoffQ stays there."""
+        uid = pod.uid
+        if uid in self._in_flight:
+            self._record_event(event, None, pod, uid)
+            return
+        q = self._unschedulable.get(uid)
+        if q is not None:
+            self._move_pods([q], event, None, pod, uid)
+
     # ---- the API the scheduler drives -------------------------------------------------
     def add(self, pod: Pod) -> None:
         """A new pending pod (upstream's Add). A pod already queued is updated instead."""

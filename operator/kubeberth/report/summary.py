@@ -16,7 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .text import render_attempt
+from .scope import COUNTS
+from .text import count, render_attempt
 
 SUMMARY_ANNOTATION = "kubeberth.io/explanation"
 SUMMARY_LIMIT = 4096
@@ -36,24 +37,31 @@ def summary(x: Mapping[str, Any], limit: int = SUMMARY_LIMIT, top: int = SUMMARY
     (the ones covering the fewest nodes first) are kept until it fits."""
     res = x["result"]
     score = x["score"]
-    nodes = score["nodes"] if score is not None else []
+    counts_only = x.get("scope", {}).get("detail") == COUNTS  # report/scope.py left the per-node parts out
+    nodes = score["nodes"] if score is not None and not counts_only else []
     top_nodes = [{"node": n["node"], "total": n["total"],
                   "scores": {name: s["weighted"] for name, s in n["plugins"].items()}} for n in nodes[:top]]
-    filtered = [[_short(g["reason"]), len(g["nodes"])] for g in x["filter"]["filteredOut"]]
+    filtered = [[_short(g["reason"]), count(g["nodes"])] for g in x["filter"]["filteredOut"]]
     out: dict[str, Any] = {
         "attempt": x["attempt"], "result": res["status"], "node": res["node"] or None,
         "message": _short(res["message"], 512) or None, "nodes": x["nodes"],
-        "top": top_nodes, "tied": len(x["selection"]["tied"]), "filtered": filtered,
+        "top": top_nodes, "tied": count(x["selection"]["tied"]), "filtered": filtered,
         "details": f"Event {EVENT_REASON}",
     }
+    if counts_only:
+        del out["top"]
+    if "scope" in x:
+        out["detail"] = x["scope"]["detail"]
     pf = x["postFilter"]
     if pf is not None:
         chosen = pf["chosen"]
         out["preemption"] = ({"node": chosen["node"], "victims": chosen["victims"][:10]} if chosen is not None
                              else {"node": None, "message": _short(pf["message"])})
+        if chosen is not None and "victimsInOtherNamespaces" in chosen:
+            out["preemption"]["victimsInOtherNamespaces"] = chosen["victimsInOtherNamespaces"]
     text = json.dumps(out, separators=(",", ":"))
-    while len(text.encode()) > limit and (out["top"] or out["filtered"]):
-        if len(out["filtered"]) > len(out["top"]):
+    while len(text.encode()) > limit and (out.get("top") or out["filtered"]):
+        if len(out["filtered"]) > len(out.get("top", ())):
             out["filtered"].pop()
         else:
             out["top"].pop()
@@ -68,7 +76,7 @@ def summary(x: Mapping[str, Any], limit: int = SUMMARY_LIMIT, top: int = SUMMARY
 def event_message(pod: str, x: Mapping[str, Any], limit: int = EVENT_LIMIT, top: int = EVENT_TOP_NODES) -> str:
     lines = render_attempt(pod, x, top)
     failing = [(n["node"], {p: v for p, v in n["plugins"].items() if v != "pass"})
-               for n in x["filter"]["nodes"] if n["verdict"] == "Filtered"]
+               for n in x["filter"].get("nodes", ()) if n["verdict"] == "Filtered"]
     if failing:
         lines.append("  Every failing Filter plugin per filtered-out node:")
         lines.extend(f"    {node}: " + "; ".join(f"{p}: {v}" for p, v in verdicts.items())

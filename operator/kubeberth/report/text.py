@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .scope import COUNTS
+
 DEFAULT_EXPLAIN_NODES = 10
+
+
+def count(names: Sequence[str] | int) -> int:
+    """A list of node names, or its length where a scoped explanation (report/scope.py) kept only that."""
+    return names if isinstance(names, int) else len(names)
 
 
 def abbreviation(name: str, taken: set[str]) -> str:
@@ -49,20 +56,29 @@ def render_attempt(key: str, x: Mapping[str, Any], top_nodes: int) -> list[str]:
         lines.append("  Filtered out, by reason [plugin]:")
         for group in flt["filteredOut"]:
             nodes = group["nodes"]
-            lines.append(f"    {len(nodes)} node(s): {group['reason']}: {', '.join(nodes)}")
-    not_evaluated = [nd["node"] for nd in flt["nodes"] if nd["verdict"] == "NotEvaluated"]
+            if isinstance(nodes, int):
+                lines.append(f"    {nodes} node(s): {group['reason']}")
+            else:
+                lines.append(f"    {len(nodes)} node(s): {group['reason']}: {', '.join(nodes)}")
+    not_evaluated = [nd["node"] for nd in flt.get("nodes", ()) if nd["verdict"] == "NotEvaluated"]
     if not_evaluated:
         why = "the nominated node fits" if nominated_first else "enough feasible nodes found: percentageOfNodesToScore"
         lines.append(f"  Not evaluated ({why}): {_names(not_evaluated, top_nodes)}")
     if x["score"] is not None:
         lines.extend(_score(x["score"], top_nodes))
     sel = x["selection"]
-    if sel["tied"] and len(sel["tied"]) > 1:
+    if isinstance(sel["tied"], int) and sel["tied"] > 1:
+        lines.append(f"  Tied at the top: {sel['tied']} nodes; drawn at random: {sel['selected']}")
+    elif not isinstance(sel["tied"], int) and len(sel["tied"]) > 1:
         lines.append(f"  Tied at the top: {_names(sel['tied'], top_nodes)}; drawn at random: {sel['selected']}")
     elif sel.get("selected"):
         lines.append(f"  Selected: {sel['selected']}" + ("" if x["score"] is not None else " (the only feasible node)"))
     if x["postFilter"] is not None:
         lines.extend(_post_filter(x["postFilter"], top_nodes))
+    scope = x.get("scope")
+    if scope is not None and scope["detail"] == COUNTS:
+        lines.append(f"  Per-node detail: not shown in namespace {scope['namespace']} (counts only; "
+                     "a cluster administrator may allow it)")
     return lines
 
 
@@ -80,13 +96,19 @@ def _pre_filter(pf: Mapping[str, Any]) -> list[str]:
         lines.append(f"  PreFilter: Skip from {', '.join(pf['skipped'])} (their Filter does not run)")
     if pf["nodes"] is not None:
         lines.append(f"  PreFilter: {', '.join(pf['restrictedBy'])} restricted Filter to "
-                     f"{len(pf['nodes'])} node(s)")
+                     f"{count(pf['nodes'])} node(s)")
     return lines
 
 
 def _score(score: Mapping[str, Any], top_nodes: int) -> list[str]:
     taken: set[str] = set()
     plugins = [(p["name"], p["weight"], abbreviation(p["name"], taken)) for p in score["plugins"]]
+    if "nodes" not in score:  # scoped to counts (report/scope.py)
+        legend = ", ".join(f"{name} (weight {weight})" for name, weight, _ in plugins)
+        lines = [f"  Score: {legend or 'no plugin'}"]
+        if score["skipped"]:
+            lines.append(f"    skipped (PreScore said Skip): {', '.join(score['skipped'])}")
+        return lines
     nodes = score["nodes"]
     shown = nodes[:top_nodes]
     lines = [f"  Score (top {len(shown)} of {len(nodes)} feasible; weighted score per plugin, raw in brackets):"]
@@ -116,14 +138,26 @@ def _post_filter(pf: Mapping[str, Any], top_nodes: int) -> list[str]:
     lines = ["  PostFilter (preemption):"]
     chosen = pf["chosen"]
     if chosen is not None:
-        lines.append(f"    nominated to {chosen['node']}, evicting {', '.join(chosen['victims']) or 'nothing'}")
+        lines.append(f"    nominated to {chosen['node']}, evicting {_victims(chosen)}")
     elif pf["nominatedNode"]:
         lines.append(f"    nominated to {pf['nominatedNode']}")
     if pf["message"]:
         lines.append(f"    {pf['message']}")
+    if isinstance(pf["candidates"], int):  # scoped to counts (report/scope.py)
+        lines.append(f"    {pf['candidates']} candidate node(s), {pf['rejected']} node(s) not candidates")
+        return lines
     for c in pf["candidates"][:top_nodes]:
         pdb = f", {c['pdbViolations']} PDB violation(s)" if c["pdbViolations"] else ""
-        lines.append(f"    candidate {c['node']}: victims {', '.join(c['victims'])}{pdb}")
+        lines.append(f"    candidate {c['node']}: victims {_victims(c)}{pdb}")
     for r in pf["rejected"][:top_nodes]:
         lines.append(f"    not a candidate {r['node']}: {r['reason']}")
     return lines
+
+
+def _victims(v: Mapping[str, Any]) -> str:
+    """`victims`, and those of other namespaces counted where a scoped explanation counts them."""
+    names = list(v["victims"])
+    others = v.get("victimsInOtherNamespaces", 0)
+    if others:
+        names.append("1 pod in another namespace" if others == 1 else f"{others} pods in other namespaces")
+    return ", ".join(names) or "nothing"

@@ -12,6 +12,7 @@ from ..client import SCHEDULER_ERROR
 from ..framework import events as ev
 from ..model import ModelError, Node, Pod, placeholder_pod
 from .base import SchedulerBase
+from .explain import EVENT_EXPLAIN_REQUESTED
 from .records import (
     DELETED,
     EVICTED,
@@ -179,6 +180,11 @@ class EventHandlers(SchedulerBase):
             self.queue.update(pending_old, pod)
             if pending_old.nominated_node_name and pending_old.nominated_node_name != pod.nominated_node_name:
                 self._nomination_released(pending_old)
+            explain = self.explain_pods
+            if explain is not None and explain(pod) and not explain(pending_old):
+                # Asked for now: an unschedulable pod would otherwise wait for a cluster event or
+                # the five-minute flush; upstream's Update has no such case (an annotation only).
+                self.queue.move_to_active_or_backoff(pod, EVENT_EXPLAIN_REQUESTED)
 
     def _nomination_released(self, pod: Pod) -> None:
         """Pods of lower or equal priority counted `pod` as placed on its nominated node (upstream's

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..framework import CycleState, Diagnosis, FilterPlugin, Framework, PreFilterResult, ScorePlugin, Status
+from ..framework import events as ev
 from ..framework.explain import PREEMPTION_NOTES_KEY, PreemptionNotes
 from ..framework.status import Code
 from ..framework.vector import ScoreTable
@@ -31,6 +32,10 @@ FILTERED = "Filtered"
 NOT_EVALUATED = "NotEvaluated"          # the walk had found enough feasible nodes (percentageOfNodesToScore)
 EXCLUDED = "ExcludedByPreFilter"        # outside PreFilter's node subset, or PreFilter rejected the pod
 PLUGIN_PASS = "pass"
+
+# A pending pod just annotated to be explained: it goes to an attempt soon, its backoff respected
+# (SchedulingQueue.move_to_active_or_backoff), so that its explanation comes within seconds.
+EVENT_EXPLAIN_REQUESTED = ev.ClusterEvent(ev.WILDCARD, ev.ActionType.ALL, "ExplainRequested")
 
 
 def wants_explanation(pod: Pod) -> bool:
