@@ -287,7 +287,7 @@ def with_template_claims(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
+def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
              percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
     `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own).
@@ -298,10 +298,13 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
                           explain=explain)[0]
 
 
-def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
+def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
                    percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None
                    ) -> tuple[list[PodOutcome], Scheduler]:
-    """simulate(), and the scheduler it ran (for the report)."""
+    """simulate(), and the scheduler it ran (for the report). `warn`: sys.stderr when None (the
+    one of the call's time)."""
+    if warn is None:
+        warn = sys.stderr
     clock = FakeClock()
     sched = Scheduler(clock=clock, seed=seed)
     if explain is not None:
