@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="List (page by page) exactly the kinds simulate reads and write them as one "
                                       "YAML stream, without managedFields and status noise.")
     add_snapshot_arguments(snap)
+    _add_plugins_argument(snap)  # the kinds your plugins read are in the snapshot too
     snap.set_defaults(func=_snapshot)
     prof = sub.add_parser("profile", help="SchedulingProfile tools").add_subparsers(dest="profile_command",
                                                                                   required=True)

@@ -35,7 +35,7 @@ from .scheduler import (
     PodRecord,
     Scheduler,
 )
-from .scheduler.watched import OBJECT_KINDS
+from .scheduler.watched import OBJECT_KINDS, declared_kinds
 from .sim_io import InputError, PodOutcome, outcome_dict
 from .sim_volumes import bind_claimed_volume, provision_claim
 
@@ -314,11 +314,14 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     client = InMemoryClient(sched)
     sched.ctx.client = client
     end_terminating_victims_at_once(sched)
-    for fw in build_profiles(objects, sched.ctx, plugin_registry(), warn).values():
+    registry = plugin_registry()
+    for fw in build_profiles(objects, sched.ctx, registry, warn).values():
         sched.set_profile(fw)
     objects = with_template_claims(objects)
+    # The kinds plugins of one's own declare they read: documents of that apiVersion and kind.
+    declared = {(k.api_version, k.kind) for k in declared_kinds(registry)}
     for obj in objects:
-        if obj.get("kind") in OBJECT_KINDS:
+        if obj.get("kind") in OBJECT_KINDS or (obj.get("apiVersion"), obj.get("kind")) in declared:
             sched.on_object(str(obj["kind"]), obj)
     for obj in objects:
         if obj.get("kind") == "Node" and sched.on_node_add(obj) is None:
