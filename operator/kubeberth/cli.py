@@ -249,5 +249,26 @@ def main(argv: list[str] | None = None) -> int:
     return int(args.func(args) or 0)
 
 
+KOPF_RUN_REFUSAL = (
+    "kubeberth: `kopf run` does not run kubeberth's scheduler (it would run your handlers and schedule "
+    "nothing). Run `kubeberth run --plugins my.py` instead: the kopf handlers your module registers run in "
+    "kubeberth's own kopf operator, with its login and leader election.")
+
+
+def _refuse_kopf_run() -> None:
+    """`kopf run -m kubeberth.cli my.py` imports this module inside kopf's `run` command: say plainly
+    that it is not the way, and stop, rather than run the handlers and schedule nothing."""
+    if "kopf" not in sys.modules or "click" not in sys.modules:
+        return
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or ctx.command.name != "run" or "kopf" not in str(ctx.find_root().info_name or ""):
+        return
+    raise SystemExit(KOPF_RUN_REFUSAL)
+
+
+_refuse_kopf_run()
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -166,6 +166,10 @@ class OperatorApp:
         self.build(await load_configuration(cfg))
         registry = kopf.OperatorRegistry()
         handlers.register(registry, self)
+        # kopf handlers that plugins' modules registered (README: kopf handlers of your own).
+        adopted = handlers.adopt(registry, kopf.get_default_registry(), self.leading)
+        if adopted:
+            logger.info("Running %d kopf handler(s) of the plugins' modules", adopted)
         settings = kopf.OperatorSettings()
         self.configure_settings(settings)
         self._stop = stop_flag if stop_flag is not None else asyncio.Event()
@@ -271,6 +275,12 @@ class OperatorApp:
             await self._client.close()
         if self._metrics_server is not None:
             await self._metrics_server.stop()
+
+    async def leading(self) -> None:
+        """Returns once this replica may act: at once without leader election, else once it holds
+        the Lease (a leader that loses it exits). The plugins' kopf resource handlers wait on it."""
+        if self._elector is not None:
+            await self._elector.elected.wait()
 
     def _on_kind_problem(self, kind: WatchedKind, problem: str | None) -> None:
         """A kind plugins read cannot be read, or can again: judge the profiles again, write their status."""
