@@ -206,3 +206,13 @@ def test_the_operator_refuses_a_profile_naming_an_unavailable_plugin(write: Call
     assert verdict.message == (f"spec.plugins.score.enabled[0].name: plugin 'Broken' is unavailable: path {path}: "
                                "import failed: ImportError: libfoo.so: cannot open")
     assert manager.verdicts["other"].accepted and "other" in sched.profiles and "mine" not in sched.profiles
+
+
+def test_a_plugin_whose_init_raises_refuses_its_profile(write: Callable[[str, str], Path]) -> None:
+    source = score_plugin("Fragile").replace("        self.args = args\n",
+                                             "        self.args = args\n        raise KeyError('kubeconfig')\n")
+    path = write("fragile.py", source)
+    with pytest.raises(PluginUnavailable) as err:
+        build_framework(parse_spec(profile_with("Fragile")), loaded(str(path), entry_points=False).registry,
+                        SchedulerContext())
+    assert str(err.value) == '''initializing plugin "Fragile": KeyError: 'kubeconfig\''''
