@@ -6,11 +6,14 @@ module run in the operator, and nothing of kopf's bookkeeping lands on the pods.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from .conftest import Operators
 from .kube import Kube, eventually, node, pod
@@ -94,7 +97,8 @@ async def bound_node(kube: Kube, name: str) -> str | None:
     return (await kube.get("pods", name, "default"))["spec"].get("nodeName")
 
 
-async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operators, tmp_path: Path) -> None:
+async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operators, tmp_path: Path,
+                                                   sa_kubeconfig: Path) -> None:
     seen = tmp_path / "seen.txt"
     plugin = tmp_path / "myplugins.py"
     plugin.write_text(textwrap.dedent(PLUGIN.format(seen=str(seen))))
@@ -146,6 +150,16 @@ async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operat
         assert await eventually(lambda: bound_node(kube, "gated-pod"), timeout=60, what="bound") == "silver-1"
         # A pod that came before the gate opened binds once it is open.
         assert await eventually(lambda: bound_node(kube, "gated-early"), timeout=60, what="bound") == "silver-1"
+
+        # `kubeberth snapshot --plugins` writes the Gate objects; simulate reads them back.
+        out = tmp_path / "snapshot.yaml"
+        done = subprocess.run([sys.executable, "-m", "kubeberth.cli", "snapshot", f"--kubeconfig={sa_kubeconfig}",
+                               "-o", str(out), f"--plugins={plugin}"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        objects = list(yaml.safe_load_all(out.read_text()))
+        assert {"apiVersion": "example.com/v1", "kind": "Gate", "metadata": {"name": "silver-1"},
+                "spec": {"open": True}} in [{**o, "metadata": {"name": o["metadata"]["name"]}} for o in objects
+                                            if o["kind"] == "Gate"]
 
         # The module's kopf handler ran in the operator; no kopf bookkeeping on the pods.
         await eventually(lambda: _read(seen, "gated-pod"), what="the plugin module's kopf handler saw the pods")
