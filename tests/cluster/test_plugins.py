@@ -178,3 +178,27 @@ async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operat
 
 async def _read(path: Path, name: str) -> bool:
     return path.exists() and name in path.read_text().split()
+
+
+async def test_a_plugin_from_an_installed_distribution(kube: Kube, operators: Operators, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry point in the group kubeberth.plugins: `kubeberth run` loads it without --plugins."""
+    site = tmp_path / "site-packages"
+    (site / "prefer_tier-1.2.dist-info").mkdir(parents=True)
+    (site / "prefer_tier-1.2.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: prefer-tier\n"
+                                                                 "Version: 1.2\n")
+    (site / "prefer_tier-1.2.dist-info" / "entry_points.txt").write_text(
+        "[kubeberth.plugins]\nPreferTier = prefer_tier:PreferTier\n")
+    source = PLUGIN.format(seen=str(tmp_path / "seen.txt")).replace('name = "PreferLabel"', 'name = "PreferTier"')
+    (site / "prefer_tier.py").write_text(textwrap.dedent(source.replace("class PreferLabel(", "class PreferTier(")))
+    monkeypatch.setenv("PYTHONPATH", str(site))  # the operator process inherits it
+    await kube.create("nodes", node("silver-1", cpu="16", labels={"tier": "silver"}))
+    await kube.create("nodes", node("gold-1", cpu="4", labels={"tier": "gold"}))
+    op = operators.start("--no-default-profile")
+    await kube.create("schedulingprofiles", profile("tiered", {
+        "schedulerName": "tiered", "plugins": {"score": {"enabled": [{"name": "PreferTier", "weight": 5}]}}}))
+    cond = await eventually(lambda: accepted(kube, "tiered"), what="tiered judged")
+    assert cond["status"] == "True", cond
+    await kube.create("pods", pod("web", scheduler="tiered"))
+    assert await eventually(lambda: bound_node(kube, "web"), what="web bound") == "gold-1"
+    assert "plugin unavailable" not in op.log()
