@@ -23,7 +23,7 @@ from .config import VERSION, ConfigError, parse_profile_object
 from .config.kube_config import KSC_KIND, ImportedConfig
 from .config.models import SHADOW
 from .config.profile import GROUP
-from .plugins import in_tree_registry
+from .plugins import plugin_registry
 from .profile import check_buildable
 from .sim_config import CheckedProfile, SimInput, check_profile, config_document, prepare, profile_label
 from .sim_io import InputError, Origins, PodOutcome
@@ -74,7 +74,7 @@ def _case_profile(profile: Any, where: str) -> ImportedConfig:
                "spec": dict(profile)}
         try:
             spec = parse_profile_object(obj)[1]
-            check_buildable(spec, in_tree_registry())
+            check_buildable(spec, plugin_registry())
         except ConfigError as exc:  # the bare spec's fields, as the case file names them
             raise InputError(f"{where}{exc.path.removeprefix('spec')}: {exc.detail}") from None
         checked, field = CheckedProfile(obj, spec, where), f"{where}.mode"

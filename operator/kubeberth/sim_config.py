@@ -65,9 +65,9 @@ def config_document(doc: dict[str, Any], source: str, warn: TextIO, registry: Re
 def _registry(registry: Registry | None) -> Registry:
     if registry is not None:
         return registry
-    from .plugins import in_tree_registry
+    from .plugins import plugin_registry
 
-    return in_tree_registry()
+    return plugin_registry()
 
 
 def _config_path(path: str, index: int) -> str:
@@ -172,7 +172,10 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     warn once per kind simulate does not read. Every profile is validated as the operator would
     (InputError naming the document, from `origins`, and the field): nothing is simulated under a
     profile the operator would refuse. A Shadow profile is noted: it schedules nothing."""
+    from .scheduler.watched import declared_kinds
+
     out = SimInput()
+    declared = {(k.api_version, k.kind) for k in declared_kinds(_registry(registry))}
     ignored: dict[str, int] = {}
     configs: list[ImportedConfig] = []
     profiles: list[CheckedProfile] = []
@@ -188,7 +191,7 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
             if prof.spec.mode == SHADOW:
                 warn.write(f"note: {_prefix(where)}{profile_label(obj)} is mode: Shadow: it schedules nothing, "
                            "here as in a cluster (set mode: Active to simulate its policy)\n")
-        elif kind in READ_KINDS:
+        elif kind in READ_KINDS or (obj.get("apiVersion"), kind) in declared:
             out.objects.append(obj)
         else:
             ignored[kind] = ignored.get(kind, 0) + 1
