@@ -1,0 +1,300 @@
+"""The secure port (operator/secure_serving.py) on loopback: HTTPS, the answers kube-scheduler gives
+(401, 403 with its Status bodies, 200), the probes without a token, client certificates, and the
+options that cannot work. The API server is a double (tests/operator/test_delegated_auth.ApiServer)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import json
+import re
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+import trustme
+from cryptography import x509
+
+from kubeberth.metrics import SchedulerMetrics
+from kubeberth.operator.run import add_run_arguments, config_from_args, run_main
+from kubeberth.operator.secure_serving import (
+    PING,
+    ComponentServer,
+    HealthCheck,
+    authn_config,
+    make_server,
+    self_signed_certificate,
+    server_ssl_context,
+)
+from kubeberth.operator.serving_options import ServingOptions, ServingOptionsError, go_duration
+
+from .test_delegated_auth import PROM, ApiServer
+
+TENANT = {"username": "system:serviceaccount:team-a:default", "groups": ["system:serviceaccounts"]}
+
+
+def insecure_client() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+class Served:
+    def __init__(self, server: ComponentServer, api: ApiServer, health: dict[str, str | None]) -> None:
+        self.server, self.api, self.health = server, api, health
+
+    @property
+    def url(self) -> str:
+        return f"{self.server.scheme}://127.0.0.1:{self.server.port}"
+
+    async def get(self, path: str, token: str | None = None, *, ssl_context: ssl.SSLContext | None = None,
+                  headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
+        hdrs = dict(headers or {})
+        if token is not None:
+            hdrs["Authorization"] = f"Bearer {token}"
+        ctx: ssl.SSLContext | bool = ssl_context or (insecure_client() if self.server.scheme == "https" else False)
+        async with aiohttp.ClientSession() as s, s.get(self.url + path, headers=hdrs, ssl=ctx) as r:
+            return r.status, await r.text(), r.headers
+
+
+@pytest_asyncio.fixture
+async def served() -> AsyncIterator[Served]:
+    api = ApiServer(tokens={"prom": PROM, "tenant": TENANT}, allowed={(PROM["username"], "get", "/metrics")})
+    metrics = SchedulerMetrics()
+    metrics.schedule_attempt("scheduled", "default-scheduler", 0.01)
+    health: dict[str, str | None] = {"sync": None}
+    synced = HealthCheck("sched-handler-sync", lambda: health["sync"])
+    server = await make_server(ServingOptions(authentication_skip_lookup=True), metrics, 0, "127.0.0.1",
+                               post=api.post, get=None, readyz=[HealthCheck("shutdown", lambda: None), synced])
+    await server.start()
+    try:
+        yield Served(server, api, health)
+    finally:
+        await server.stop()
+
+
+UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized",
+                "reason": "Unauthorized", "code": 401}
+
+
+def forbidden(user: str, path: str = "/metrics") -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f'forbidden: User "{user}" cannot get path "{path}"', "reason": "Forbidden", "details": {},
+            "code": 403}
+
+
+@pytest.mark.parametrize("token, status, body", [
+    (None, 403, forbidden("system:anonymous")),
+    ("garbage", 401, UNAUTHORIZED),
+    ("tenant", 403, forbidden(TENANT["username"])),
+    ("prom", 200, None),
+], ids=["anonymous", "garbage", "tenant", "allowed"])
+async def test_metrics_answer_as_kube_scheduler_does(served, token, status, body):
+    got_status, text, headers = await served.get("/metrics", token)
+    assert got_status == status
+    assert headers["Cache-Control"] == "no-cache, private"
+    if body is None:
+        assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 1.0' in text
+    else:
+        assert headers["Content-Type"] == "application/json"
+        assert json.loads(text) == body
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+async def test_probes_need_no_token(served, path):
+    assert (await served.get(path))[:2] == (200, "ok")
+    assert served.api.calls == []  # neither a TokenReview nor a SubjectAccessReview
+
+
+async def test_a_probe_with_a_bad_token_is_still_refused(served):
+    assert (await served.get("/healthz", "garbage"))[0] == 401  # authentication comes first, as upstream
+
+
+async def test_readyz_fails_with_the_reason_withheld_and_says_it_verbosely(served):
+    served.health["sync"] = "handlers are not fully synchronized"
+    status, text, _ = await served.get("/readyz")
+    assert status == 500
+    assert text == "[+]shutdown ok\n[-]sched-handler-sync failed: reason withheld\nreadyz check failed\n"
+    served.health["sync"] = None
+    assert (await served.get("/readyz?verbose"))[1] == \
+        "[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n"
+    assert (await served.get("/readyz?exclude=shutdown&verbose"))[1].startswith("[+]shutdown excluded: ok\n")
+    assert (await served.get("/livez?verbose"))[1] == "[+]ping ok\nlivez check passed\n"
+
+
+async def test_an_unknown_path_is_authorized_first_then_not_found(served):
+    status, text, _ = await served.get("/configz")
+    assert (status, json.loads(text)) == (403, forbidden("system:anonymous", "/configz"))
+    served.api.allowed.add((PROM["username"], "get", "/nothing"))
+    assert (await served.get("/nothing", "prom"))[:2] == (404, "404 page not found\n")
+
+
+async def test_plain_http_is_not_served(served):
+    async with aiohttp.ClientSession() as s:
+        with pytest.raises(aiohttp.ClientError):
+            async with s.get(f"http://127.0.0.1:{served.server.port}/metrics") as r:
+                await r.read()
+
+
+async def test_a_failed_review_is_a_500_and_not_a_200(served):
+    served.api.fail = RuntimeError("the API server is away")
+    status, text, _ = await served.get("/metrics", "prom")
+    assert status == 401  # the TokenReview failed: unauthenticated
+    served.api.fail = None
+    await served.get("/metrics", "prom")  # cached now
+    served.api.fail = RuntimeError("the API server is away")
+    served.server.authorizer.cache._items.clear()  # type: ignore[union-attr]
+    status, text, _ = await served.get("/metrics", "prom")
+    assert status == 500 and text.startswith('Internal Server Error: "/metrics": SubjectAccessReview failed')
+
+
+def test_the_self_signed_certificate_names_localhost_and_loopback():
+    cert_pem, key_pem = self_signed_certificate(now=1_700_000_000)
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    assert cert.subject.rfc4514_string() == "CN=localhost@1700000000"
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
+    assert b"PRIVATE KEY" in key_pem
+
+
+async def test_the_self_signed_certificate_is_what_a_client_can_pin(served):
+    # The served certificate verifies as itself for 127.0.0.1: a client may pin it.
+    pem = await asyncio.to_thread(ssl.get_server_certificate, ("127.0.0.1", served.server.port))
+    pinned = ssl.create_default_context(cadata=pem)
+    assert (await served.get("/livez", ssl_context=pinned))[:2] == (200, "ok")
+
+
+async def test_given_certificate_files_are_served(tmp_path):
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1", "localhost")
+    leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "tls.crt"))
+    leaf.private_key_pem.write_to_path(str(tmp_path / "tls.key"))
+    opts = ServingOptions(tls_cert_file=str(tmp_path / "tls.crt"), tls_private_key_file=str(tmp_path / "tls.key"),
+                          authentication_skip_lookup=True)
+    server = await make_server(opts, SchedulerMetrics(), 0, "127.0.0.1", post=ApiServer().post, get=None)
+    await server.start()
+    try:
+        client = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
+        async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{server.port}/healthz", ssl=client) as r:
+            assert (r.status, await r.text()) == (200, "ok")
+    finally:
+        await server.stop()
+
+
+async def test_a_client_certificate_authenticates_over_tls(tmp_path):
+    client_ca = trustme.CA()
+    (tmp_path / "client-ca.crt").write_bytes(client_ca.cert_pem.bytes())
+    api = ApiServer(allowed={("scraper", "get", "/metrics")})
+    opts = ServingOptions(client_ca_file=str(tmp_path / "client-ca.crt"), authentication_skip_lookup=True)
+    server = await make_server(opts, SchedulerMetrics(), 0, "127.0.0.1", post=api.post, get=None)
+    await server.start()
+    try:
+        url = f"https://127.0.0.1:{server.port}/metrics"
+        for cn, want in (("scraper", 200), ("intruder", 403)):
+            ctx = insecure_client()
+            client_ca.issue_cert(common_name=cn, organization_name="scrapers").configure_cert(ctx)
+            async with aiohttp.ClientSession() as s, s.get(url, ssl=ctx) as r:
+                assert r.status == want, await r.text()
+        sar = [body["spec"] for path, body in api.calls if "subjectaccessreviews" in path]
+        assert sar[0]["user"] == "scraper" and sar[0]["groups"] == ["scrapers", "system:authenticated"]
+        assert not any("tokenreviews" in path for path, _ in api.calls)
+    finally:
+        await server.stop()
+
+
+async def test_cas_missing_from_the_flags_come_from_the_configmap(tmp_path):
+    client_ca, proxy_ca, flag_ca = trustme.CA(), trustme.CA(), trustme.CA()
+    (tmp_path / "ca.crt").write_bytes(flag_ca.cert_pem.bytes())
+    asked: list[str] = []
+
+    async def get(path: str) -> Any:
+        asked.append(path)
+        return {"data": {"client-ca-file": client_ca.cert_pem.bytes().decode(),
+                         "requestheader-client-ca-file": proxy_ca.cert_pem.bytes().decode()}}
+
+    cfg = await authn_config(ServingOptions(client_ca_file=str(tmp_path / "ca.crt")), get)
+    assert asked == ["/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"]
+    assert cfg.client_ca[0].subject == x509.load_pem_x509_certificate(flag_ca.cert_pem.bytes()).subject
+    assert cfg.requestheader is not None
+    assert cfg.requestheader.ca[0].subject == x509.load_pem_x509_certificate(proxy_ca.cert_pem.bytes()).subject
+    assert (await authn_config(ServingOptions(authentication_skip_lookup=True), get)).client_ca == []
+    assert len(asked) == 1
+
+    async def refused(path: str) -> Any:
+        raise RuntimeError("403 Forbidden")
+
+    tolerated = await authn_config(ServingOptions(), refused)  # as kube-scheduler: tolerated, tokens still work
+    assert tolerated.client_ca == [] and tolerated.requestheader is None
+
+
+async def test_insecure_serves_plain_http_on_loopback_only():
+    server = await make_server(ServingOptions(insecure=True), SchedulerMetrics(), 0, "127.0.0.1", post=None, get=None)
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{server.port}/metrics") as r:
+            assert r.status == 200
+    finally:
+        await server.stop()
+    with pytest.raises(ValueError, match=re.escape("loopback address only, not '0.0.0.0'")):
+        ComponentServer(SchedulerMetrics(), 0, "0.0.0.0", insecure=True)
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return add_run_arguments(argparse.ArgumentParser()).parse_args(list(argv))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--metrics-insecure"], "needs a loopback --metrics-host (e.g. 127.0.0.1), not '0.0.0.0'"),
+    (["--metrics-insecure", "--metrics-host=10.1.2.3"], "not '10.1.2.3'"),
+    (["--tls-cert-file=/x.crt"], "--tls-cert-file and --tls-private-key-file go together"),
+    (["--tls-cert-file=/nonexistent.crt", "--tls-private-key-file=/nonexistent.key"],
+     "--tls-cert-file /nonexistent.crt / --tls-private-key-file /nonexistent.key"),
+    (["--client-ca-file=/nonexistent-ca.crt"], "--client-ca-file /nonexistent-ca.crt: No such file"),
+], ids=["insecure-everywhere", "insecure-on-a-lan", "cert-without-key", "missing-cert", "missing-ca"])
+def test_options_that_cannot_work_are_refused_by_name(argv, message, capsys):
+    with pytest.raises(ServingOptionsError, match=re.escape(message)):
+        config_from_args(parse(*argv))
+    assert run_main(parse(*argv)) == 2
+    assert "kubeberth run: " in capsys.readouterr().err
+
+
+def test_the_defaults_are_kube_schedulers():
+    cfg = config_from_args(parse())
+    s = cfg.serving
+    assert (cfg.metrics_port, cfg.metrics_host, s.insecure) == (10259, "0.0.0.0", False)
+    assert (s.token_cache_ttl, s.authorized_cache_ttl, s.unauthorized_cache_ttl) == (10.0, 10.0, 10.0)
+    assert s.always_allow_paths == ("/healthz", "/readyz", "/livez")
+    spelled = config_from_args(parse("--secure-port=10300", "--bind-address=127.0.0.1", "--metrics-insecure",
+                                     "--authorization-webhook-cache-authorized-ttl=1m30s",
+                                     "--authorization-always-allow-paths=/healthz,/metrics"))
+    assert (spelled.metrics_port, spelled.metrics_host, spelled.serving.insecure) == (10300, "127.0.0.1", True)
+    assert spelled.serving.authorized_cache_ttl == 90.0
+    assert spelled.serving.always_allow_paths == ("/healthz", "/metrics")
+
+
+@pytest.mark.parametrize("text, seconds", [("10s", 10.0), ("1m30s", 90.0), ("500ms", 0.5), ("0", 0.0), ("2h", 7200.0)])
+def test_go_durations(text, seconds):
+    assert go_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["10", "ten seconds", "1x", ""])
+def test_bad_go_durations(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        go_duration(text)
+
+
+def test_a_context_needs_both_files():
+    with pytest.raises(ValueError, match="go together"):
+        server_ssl_context("/x.crt", None)
+
+
+def test_ping_is_the_default_check():
+    server = ComponentServer(SchedulerMetrics(), 0, "127.0.0.1", insecure=True)
+    assert server.checks == {"healthz": [PING], "livez": [PING], "readyz": [PING]}
+
