@@ -1,0 +1,135 @@
+"""Port 10259 against the real API server, beside the real kube-scheduler v1.37.2.
+
+kubeberth runs with the kubeberth ServiceAccount's token and the RBAC of `manifests/` (so the
+TokenReviews, SubjectAccessReviews and the read of kube-system/extension-apiserver-authentication
+are shown to be granted there). Every caller asks both kubeberth's and kube-scheduler's secure
+port and must get the same answer: anonymous 403, a garbage token 401, a tenant's token 403, a
+token bound to ClusterRole kubeberth-metrics-reader 200; the probes 200 without a token.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Operators
+from .control_plane import ControlPlane, ControlPlaneError, Process, free_port, kubectl
+
+pytestmark = pytest.mark.cluster
+
+NS = "team-a"
+
+
+def ensure(plane: ControlPlane, *args: str) -> None:
+    proc = kubectl(plane, *args, check=False)
+    if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
+        raise ControlPlaneError(f"kubectl {' '.join(args)}: {proc.stderr}")
+
+
+@pytest.fixture(scope="module")
+def tokens(control_plane: ControlPlane) -> dict[str, str | None]:
+    """The callers: none, garbage, a tenant's ServiceAccount, a scraper's bound to kubeberth-metrics-reader."""
+    ensure(control_plane, "create", "serviceaccount", "tenant", "-n", NS)
+    ensure(control_plane, "create", "serviceaccount", "scraper", "-n", NS)
+    ensure(control_plane, "create", "clusterrolebinding", "test-scraper-kubeberth-metrics",
+           "--clusterrole=kubeberth-metrics-reader", f"--serviceaccount={NS}:scraper")
+
+    def token(sa: str) -> str:
+        return kubectl(control_plane, "create", "token", sa, "-n", NS, "--duration=1h").stdout.strip()
+
+    return {"anonymous": None, "garbage": "not-a-token", "tenant": token("tenant"), "scraper": token("scraper")}
+
+
+@pytest.fixture(scope="module")
+def kube_scheduler(control_plane: ControlPlane) -> Iterator[str]:
+    """The real kube-scheduler's secure port (its URL), as upstream deploys it: delegated authn/authz."""
+    port = free_port()
+    kubeconfig = control_plane.admin_kubeconfig
+    argv = [str(control_plane.bin / "kube-scheduler"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+            f"--secure-port={port}", "--bind-address=127.0.0.1", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "-v=1"]
+    proc = Process.start(f"kube-scheduler-{port}", argv, control_plane.dir)
+    url = f"https://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while get(url, "/healthz")[0] != 200:
+            if not proc.alive() or time.monotonic() > deadline:
+                raise AssertionError(f"kube-scheduler did not serve:\n{proc.tail(40)}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.stop()
+
+
+def get(base: str, path: str, token: str | None = None) -> tuple[int, str, dict[str, str]]:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # a self-signed certificate, as the kubelet's probes accept it
+    req = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
+            return resp.status, resp.read().decode(), dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), dict(exc.headers)
+    except OSError:
+        return 0, "", {}
+
+
+def status_body(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+CASES = [  # (caller, path, the answer both give)
+    ("anonymous", "/metrics", 403),
+    ("garbage", "/metrics", 401),
+    ("tenant", "/metrics", 403),
+    ("scraper", "/metrics", 200),
+    ("anonymous", "/healthz", 200),
+    ("anonymous", "/livez", 200),
+    ("anonymous", "/readyz", 200),
+    ("garbage", "/healthz", 401),
+    ("tenant", "/configz", 403),
+]
+
+
+def test_the_secure_port_answers_as_kube_schedulers(operators: Operators, kube_scheduler: str,
+                                                     tokens: dict[str, str | None]) -> None:
+    op = operators.start(secure=True)
+    ours = f"https://127.0.0.1:{op.metrics_port}"
+    for caller, path, code in CASES:
+        token = tokens[caller]
+        theirs_code, theirs_text, theirs_headers = get(kube_scheduler, path, token)
+        our_code, our_text, our_headers = get(ours, path, token)
+        what = f"{caller} GET {path}"
+        assert theirs_code == code, f"{what}: kube-scheduler answered {theirs_code} {theirs_text}"
+        assert our_code == code, f"{what}: kubeberth answered {our_code} {our_text}"
+        if code in (401, 403):
+            assert status_body(our_text) == status_body(theirs_text), what  # upstream's Status, word for word
+            assert our_headers["Content-Type"] == theirs_headers["Content-Type"], what
+        elif path == "/metrics":
+            assert "# TYPE scheduler_schedule_attempts_total counter" in our_text
+        else:
+            assert our_text == theirs_text == "ok", what
+        assert our_headers.get("Cache-Control") == theirs_headers.get("Cache-Control"), what
+    assert "extension-apiserver-authentication" not in op.log()  # the kube-system RoleBinding let it read
+
+
+def test_plain_http_is_refused_and_insecure_needs_loopback(operators: Operators, sa_kubeconfig: Path) -> None:
+    op = operators.start(secure=True)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=5).read()
+    bad = operators.start("--metrics-insecure", "--metrics-host=0.0.0.0", wait=False)
+    bad.process.popen.wait(30)
+    assert bad.process.popen.returncode == 2
+    assert "needs a loopback --metrics-host" in bad.log()
