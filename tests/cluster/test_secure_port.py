@@ -133,3 +133,24 @@ def test_plain_http_is_refused_and_insecure_needs_loopback(operators: Operators,
     bad.process.popen.wait(30)
     assert bad.process.popen.returncode == 2
     assert "needs a loopback --metrics-host" in bad.log()
+
+
+def test_the_deployments_probes_and_a_bound_scraper_work(operators: Operators,
+                                                         tokens: dict[str, str | None]) -> None:
+    """kubeberth with the Deployment's own arguments (its port aside): the kubelet's probes as
+    `manifests/deployment.yaml` declares them, and a scrape with a token bound to kubeberth-metrics-reader."""
+    import yaml
+
+    from .control_plane import ROOT
+
+    [dep] = [d for d in yaml.safe_load_all((ROOT / "manifests" / "deployment.yaml").read_text())
+             if d and d["kind"] == "Deployment"]
+    [c] = dep["spec"]["template"]["spec"]["containers"]
+    args = [a for a in c["args"][1:] if not a.startswith("--metrics-port")]
+    op = operators.start(*args, secure=True)
+    for kind in ("livenessProbe", "readinessProbe"):
+        probe = c[kind]["httpGet"]
+        code, text, _ = get(f"{probe['scheme'].lower()}://127.0.0.1:{op.metrics_port}", probe["path"])
+        assert (code, text) == (200, "ok"), f"{kind} {probe['path']}: {code} {text}"
+    code, text, _ = get(f"https://127.0.0.1:{op.metrics_port}", "/metrics", tokens["scraper"])
+    assert code == 200 and "scheduler_pending_pods" in text

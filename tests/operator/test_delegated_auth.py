@@ -289,3 +289,45 @@ def test_the_configmap_gives_the_cas_and_the_headers():
     assert parse_configmap({}).client_ca == [] and parse_configmap({}).requestheader is None
     with pytest.raises(ValueError, match="client-ca-file: not a PEM certificate bundle"):
         parse_configmap({"client-ca-file": "nonsense"})
+
+
+# --- retries, as upstream's webhooks ---
+
+def api_error(status: int, headers: dict[str, str] | None = None) -> Exception:
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    exc = ApiException(status=status, reason="x")
+    exc.headers = headers or {}  # type: ignore[assignment]
+    return exc
+
+
+@pytest.mark.parametrize("failures, calls, sleeps, raised", [
+    ([api_error(500), api_error(429)], 3, [0.5, 0.75], None),
+    ([ConnectionResetError()], 2, [0.5], None),
+    ([api_error(503, {"Retry-After": "1"})], 2, [0.5], None),
+    ([api_error(403)], 1, [], 403),  # not transient: at once
+    ([api_error(500)] * 5, 5, [0.5, 0.75, 1.125, 1.6875], 500),  # five tries, then the last error
+], ids=["500-then-429", "reset", "retry-after", "forbidden", "gives-up"])
+async def test_reviews_are_retried_after_transient_failures_only(failures, calls, sleeps, raised):
+    from kubeberth.operator.delegated_auth import with_retries
+
+    attempts: list[int] = []
+    slept: list[float] = []
+
+    async def post(path: str, body: dict[str, Any]) -> Any:
+        attempts.append(1)
+        if len(attempts) <= len(failures):
+            raise failures[len(attempts) - 1]
+        return {"status": {"allowed": True}}
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    retrying = with_retries(post, sleep=sleep, rng=lambda: 0.0)
+    if raised is None:
+        assert await retrying("/x", {}) == {"status": {"allowed": True}}
+    else:
+        with pytest.raises(Exception) as info:
+            await retrying("/x", {})
+        assert info.value.status == raised  # type: ignore[attr-defined]
+    assert (len(attempts), slept) == (calls, sleeps)

@@ -43,6 +43,7 @@ from .delegated_auth import (
     forbidden_message,
     load_pem_file,
     parse_configmap,
+    with_retries,
 )
 from .serving_options import ServingOptions
 
@@ -316,6 +317,7 @@ async def make_server(options: ServingOptions, metrics: SchedulerMetrics, port: 
     if options.insecure:
         return ComponentServer(metrics, port, host, insecure=True, healthz=healthz, livez=livez, readyz=readyz)
     cfg = await authn_config(options, get)
+    post = with_retries(post) if post is not None else None
     tokens = TokenReviewAuthenticator(post, ttl=options.token_cache_ttl) if post is not None else None
     authenticator = RequestAuthenticator(tokens, cfg)
     authorizer = SubjectAccessReviewAuthorizer(
