@@ -114,8 +114,9 @@ class ServingOptions:
 
 def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
     sec = parser.add_argument_group(
-        "secure serving (kube-scheduler's flags): the metrics port serves HTTPS; callers are authenticated by "
-        "TokenReview or client certificate and authorized by SubjectAccessReview (get on /metrics)")
+        "secure serving (kube-scheduler's flags)",
+        "The metrics port serves HTTPS; callers are authenticated by TokenReview or client certificate and "
+        "authorized by SubjectAccessReview (get on /metrics); /healthz, /livez and /readyz need no token.")
     sec.add_argument("--metrics-insecure", action="store_true",
                      help="development only: serve the metrics port over plain HTTP without authentication or "
                           "authorization; needs a loopback --metrics-host (e.g. 127.0.0.1)")
