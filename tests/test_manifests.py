@@ -11,7 +11,9 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 K8S_VERSION = "1.30"
-CUSTOM_KINDS = {"SchedulingProfile", "ClusterKopfPeering"}  # checked against their CRDs in tests/operator
+CUSTOM_KINDS = {"SchedulingProfile", "ClusterKopfPeering"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "SchedulingProfile", "ClusterKopfPeering",
+                  "CustomResourceDefinition", "PriorityClass"}  # checked against their CRDs in tests/operator
 
 
 def documents(*dirs: str) -> list[tuple[pathlib.Path, dict[str, Any]]]:
@@ -57,7 +59,15 @@ def test_deployment_is_ha_probed_and_locked_down():
     [dep] = by_kind("Deployment")
     [sa] = by_kind("ServiceAccount")
     [ns] = by_kind("Namespace")
-    assert kustomization("manifests")["namespace"] == ns["metadata"]["name"] == dep["metadata"]["namespace"]
+    assert dep["metadata"]["namespace"] == ns["metadata"]["name"]
+    # Every namespaced object is in kubeberth's namespace but the binding that reads kube-system's ConfigMap.
+    for _, doc in documents("manifests"):
+        if doc["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in doc["metadata"], doc["metadata"]["name"]
+        elif doc["metadata"]["name"] == "kubeberth:extension-apiserver-authentication-reader":
+            assert doc["metadata"]["namespace"] == "kube-system"
+        else:
+            assert doc["metadata"]["namespace"] == ns["metadata"]["name"], (doc["kind"], doc["metadata"]["name"])
     spec = dep["spec"]
     assert spec["replicas"] == 2
     pod = spec["template"]["spec"]
