@@ -121,7 +121,8 @@ def test_the_secure_port_answers_as_kube_schedulers(operators: Operators, kube_s
             assert "# TYPE scheduler_schedule_attempts_total counter" in our_text
         else:
             assert our_text == theirs_text == "ok", what
-        assert our_headers.get("Cache-Control") == theirs_headers.get("Cache-Control"), what
+        for header in ("Cache-Control", "X-Content-Type-Options"):
+            assert our_headers.get(header) == theirs_headers.get(header), f"{what}: {header}"
     assert "extension-apiserver-authentication" not in op.log()  # the kube-system RoleBinding let it read
 
 
@@ -147,7 +148,8 @@ def test_the_deployments_probes_and_a_bound_scraper_work(operators: Operators,
              if d and d["kind"] == "Deployment"]
     [c] = dep["spec"]["template"]["spec"]["containers"]
     args = [a for a in c["args"][1:] if not a.startswith("--metrics-port")]
-    op = operators.start(*args, secure=True)
+    # A Lease of its own: the suite's other tests find kubeberth's own Lease still to be created.
+    op = operators.start(*args, "--leader-elect-resource-name=kubeberth-secure-port-test", secure=True)
     for kind in ("livenessProbe", "readinessProbe"):
         probe = c[kind]["httpGet"]
         code, text, _ = get(f"{probe['scheme'].lower()}://127.0.0.1:{op.metrics_port}", probe["path"])

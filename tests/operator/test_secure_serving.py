@@ -103,6 +103,7 @@ async def test_metrics_answer_as_kube_scheduler_does(served, token, status, body
     else:
         assert headers["Content-Type"] == "application/json"
         assert json.loads(text) == body
+        assert headers.get("X-Content-Type-Options") == ("nosniff" if status == 403 else None)  # as upstream
 
 
 @pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])

@@ -136,13 +136,16 @@ def server_ssl_context(cert_file: str | None = None, key_file: str | None = None
 
 
 def _status(code: int, reason: str, message: str, *, details: bool = False) -> web.Response:
-    """A metav1.Status answer, as kube-scheduler's handler chain writes it."""
+    """A metav1.Status answer, as kube-scheduler's handler chain writes it (its 403, from the
+    authorization filter, says nosniff; its 401 does not)."""
     body: dict[str, object] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                "message": message, "reason": reason}
     if details:
         body["details"] = {}
     body["code"] = code
-    return web.Response(status=code, body=orjson.dumps(body) + b"\n", content_type=JSON_CONTENT_TYPE)
+    headers = {"X-Content-Type-Options": "nosniff"} if code == 403 else {}
+    return web.Response(status=code, body=orjson.dumps(body) + b"\n", content_type=JSON_CONTENT_TYPE,
+                        headers=headers)
 
 
 def _text(status: int, text: str) -> web.Response:
