@@ -299,3 +299,72 @@ def test_ping_is_the_default_check():
     server = ComponentServer(SchedulerMetrics(), 0, "127.0.0.1", insecure=True)
     assert server.checks == {"healthz": [PING], "livez": [PING], "readyz": [PING]}
 
+
+
+async def test_the_operators_checks_are_upstreams_and_the_loops():
+    """/healthz, /livez, /readyz of a running operator: leaderElection (upstream's watchdog: a holder
+    that has not renewed for the lease duration + 20 s), shutdown, sched-handler-sync, and
+    kubeberth's scheduling-loop."""
+    from kubernetes_asyncio.client import Configuration
+
+    from kubeberth.operator.app import OperatorApp
+    from kubeberth.operator.run import OperatorConfig
+
+    app = OperatorApp(OperatorConfig(server="http://127.0.0.1:9", leader_elect=True))
+    cfg = Configuration()
+    cfg.host = "http://127.0.0.1:9"
+    app.build(cfg)
+    try:
+        now = [100.0]
+        elector = app.elector
+        assert elector is not None
+        elector.monotonic = lambda: now[0]
+        leader, loop, shutdown, synced = app._health_checks()
+        assert leader is not None
+        assert [c.name for c in (leader, loop, shutdown, synced)] == [
+            "leaderElection", "scheduling-loop", "shutdown", "sched-handler-sync"]
+        assert leader.check() is None  # not holding the Lease: healthy
+        elector._renewed = 100.0
+        now[0] = 135.0
+        assert leader.check() is None
+        now[0] = 135.1
+        assert leader.check() == "failed election to renew leadership on lease kubeberth"
+
+        assert synced.check() == "handlers are not fully synchronized"
+        app.ingest.synced.set()
+        assert synced.check() is None
+
+        app._stop = asyncio.Event()
+        assert shutdown.check() is None
+        app._stop.set()
+        assert shutdown.check() == "process is shutting down"
+
+        async def dies() -> None:
+            raise RuntimeError("boom")
+
+        assert loop.check() is None
+        app._loop_task = asyncio.get_running_loop().create_task(dies())
+        await asyncio.wait([app._loop_task])
+        assert loop.check() == "the scheduling loop died: RuntimeError('boom')"
+        app._loop_task = None
+    finally:
+        await app._rest.close()  # type: ignore[union-attr]
+        if app.api_client is not None:
+            await app.api_client.close()
+
+
+async def test_a_running_operator_serves_its_checks(cluster, start_operator):
+    op = await start_operator()  # plain HTTP on loopback (tests/operator/conftest.py): the emulator has no reviews
+    base = f"http://127.0.0.1:{op.app.metrics_port}"
+
+    async def fetch(path: str) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as s, s.get(base + path) as r:
+            return r.status, await r.text()
+
+    for _ in range(250):  # ready once every kind has been listed
+        if (await fetch("/readyz"))[0] == 200:
+            break
+        await asyncio.sleep(0.02)
+    assert await fetch("/readyz?verbose") == (200, "[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n")
+    assert await fetch("/livez?verbose") == (200, "[+]ping ok\n[+]scheduling-loop ok\nlivez check passed\n")
+    assert await fetch("/healthz") == (200, "ok")
