@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import json
 import re
@@ -27,6 +28,7 @@ from kubeberth.operator.secure_serving import (
     HealthCheck,
     authn_config,
     make_server,
+    read_keypair,
     self_signed_certificate,
     server_ssl_context,
 )
@@ -290,9 +292,15 @@ def test_bad_go_durations(text):
         go_duration(text)
 
 
-def test_a_context_needs_both_files():
+def test_a_key_pair_needs_both_files_and_ones_that_load(tmp_path):
     with pytest.raises(ValueError, match="go together"):
-        server_ssl_context("/x.crt", None)
+        read_keypair("/x.crt", None)
+    assert read_keypair(None, None) is None
+    with pytest.raises(ValueError, match="--tls-private-key-file /nonexistent.key: No such file"):
+        (tmp_path / "tls.crt").write_text("x")
+        read_keypair(str(tmp_path / "tls.crt"), "/nonexistent.key")
+    with pytest.raises(ValueError, match="the serving certificate and key do not load"):
+        server_ssl_context((b"not a certificate", b"not a key"))
 
 
 def test_ping_is_the_default_check():
@@ -368,3 +376,83 @@ async def test_a_running_operator_serves_its_checks(cluster, start_operator):
     assert await fetch("/readyz?verbose") == (200, "[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n")
     assert await fetch("/livez?verbose") == (200, "[+]ping ok\n[+]scheduling-loop ok\nlivez check passed\n")
     assert await fetch("/healthz") == (200, "ok")
+
+
+# --- reloading, as upstream's dynamic certificate controllers ---
+
+async def fetch_status(port: int, ctx: ssl.SSLContext, path: str = "/metrics") -> int:
+    async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}{path}", ssl=ctx) as r:
+        return r.status
+
+
+async def test_a_rotated_serving_certificate_is_served_after_a_reload(tmp_path):
+    old_ca, new_ca = trustme.CA(), trustme.CA()
+    crt, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+
+    def write(ca: trustme.CA) -> None:
+        leaf = ca.issue_cert("127.0.0.1")
+        leaf.cert_chain_pems[0].write_to_path(str(crt))
+        leaf.private_key_pem.write_to_path(str(key))
+
+    write(old_ca)
+    opts = ServingOptions(tls_cert_file=str(crt), tls_private_key_file=str(key), authentication_skip_lookup=True)
+    server = await make_server(opts, SchedulerMetrics(), 0, "127.0.0.1", post=ApiServer().post, get=None)
+    await server.start()
+    trusts_old = ssl.create_default_context(cadata=old_ca.cert_pem.bytes().decode())
+    trusts_new = ssl.create_default_context(cadata=new_ca.cert_pem.bytes().decode())
+    try:
+        assert await fetch_status(server.port, trusts_old, "/livez") == 200
+        assert server.reload is not None and await server.reload() is False  # nothing changed
+        write(new_ca)
+        assert await server.reload() is True
+        assert await fetch_status(server.port, trusts_new, "/livez") == 200
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await fetch_status(server.port, trusts_old, "/livez")
+    finally:
+        await server.stop()
+
+
+async def test_a_client_ca_published_later_is_trusted_after_a_reload_and_kept_when_the_lookup_fails():
+    client_ca = trustme.CA()
+    published: dict[str, Any] = {"data": {}}
+
+    async def get(path: str) -> Any:
+        if isinstance(published, Exception):
+            raise published
+        return published
+
+    api = ApiServer(allowed={("scraper", "get", "/metrics")})
+    server = await make_server(ServingOptions(), SchedulerMetrics(), 0, "127.0.0.1", post=api.post, get=get)
+    await server.start()
+    client = insecure_client()
+    client_ca.issue_cert(common_name="scraper").configure_cert(client)
+    try:
+        assert await fetch_status(server.port, client) == 403  # not asked for its certificate: anonymous
+        published["data"] = {"client-ca-file": client_ca.cert_pem.bytes().decode()}
+        assert server.reload is not None and await server.reload() is True
+        assert await fetch_status(server.port, client) == 200
+        published = RuntimeError("the API server is away")  # type: ignore[assignment]
+        with pytest.raises(RuntimeError):
+            await server.reload()
+        assert await fetch_status(server.port, client) == 200  # what was in force stays
+    finally:
+        await server.stop()
+
+
+@pytest.mark.looptime
+async def test_the_server_reloads_every_minute_and_survives_a_failed_reload():
+    calls: list[float] = []
+
+    async def reload() -> None:
+        calls.append(asyncio.get_running_loop().time())
+        if len(calls) == 1:
+            raise ValueError("a certificate half written")
+
+    server = ComponentServer(SchedulerMetrics(), 0, "127.0.0.1", insecure=True, reload=reload)
+    task = asyncio.get_running_loop().create_task(server._reload_forever())
+    start = asyncio.get_running_loop().time()
+    await asyncio.sleep(181)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert [round(t - start) for t in calls] == [60, 120, 180]

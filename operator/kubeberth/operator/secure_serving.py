@@ -12,6 +12,8 @@ authentication or authorization, and only on a loopback address.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 import ipaddress
 import logging
@@ -50,6 +52,7 @@ from .serving_options import ServingOptions
 logger = logging.getLogger(__name__)
 
 JSON_CONTENT_TYPE = "application/json"
+RELOAD_INTERVAL = 60.0  # certificate files and the ConfigMap read again, as upstream's controllers resync
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
 
 
@@ -105,30 +108,42 @@ def self_signed_certificate(host: str = "localhost", ips: Sequence[str] = ("127.
                               serialization.NoEncryption()))
 
 
-def server_ssl_context(cert_file: str | None = None, key_file: str | None = None, *,
-                       client_trust_pem: bytes = b"") -> ssl.SSLContext:
-    """The TLS server context: the given certificate (or a self-signed one), TLS 1.2+, and client
-    certificates requested (not required) when there is a CA to verify them against."""
+def read_keypair(cert_file: str | None, key_file: str | None) -> tuple[bytes, bytes] | None:
+    """The PEM bytes of --tls-cert-file and --tls-private-key-file (None when neither is given);
+    ValueError naming the file that cannot be read."""
+    if not (cert_file or key_file):
+        return None
+    if not (cert_file and key_file):
+        raise ValueError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    out = []
+    for flag, path in (("--tls-cert-file", cert_file), ("--tls-private-key-file", key_file)):
+        try:
+            with open(path, "rb") as f:
+                out.append(f.read())
+        except OSError as exc:
+            raise ValueError(f"{flag} {path}: {exc.strerror}") from None
+    return out[0], out[1]
+
+
+def server_ssl_context(keypair: tuple[bytes, bytes], *, client_trust_pem: bytes = b"") -> ssl.SSLContext:
+    """The TLS server context: the certificate (PEM, with its chain) and key, TLS 1.2+, and client
+    certificates requested (not required) when there is a CA to verify them against. ValueError
+    when the pair does not load."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_alpn_protocols(["http/1.1"])
-    if cert_file or key_file:
-        if not (cert_file and key_file):
-            raise ValueError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    cert_pem, key_pem = keypair
+    with tempfile.TemporaryDirectory(prefix="kubeberth-tls-") as d:  # ssl loads a chain from files only
+        cert_path, key_path = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key_pem)
+        with open(cert_path, "wb") as f:
+            f.write(cert_pem)
         try:
-            ctx.load_cert_chain(cert_file, key_file)
-        except (OSError, ssl.SSLError) as exc:
-            raise ValueError(f"--tls-cert-file {cert_file} / --tls-private-key-file {key_file}: {exc}") from None
-    else:
-        cert_pem, key_pem = self_signed_certificate()
-        with tempfile.TemporaryDirectory(prefix="kubeberth-tls-") as d:  # ssl loads a chain from files only
-            cert_path, key_path = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
-            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(key_pem)
-            with open(cert_path, "wb") as f:
-                f.write(cert_pem)
             ctx.load_cert_chain(cert_path, key_path)
+        except ssl.SSLError as exc:
+            raise ValueError(f"the serving certificate and key do not load: {exc}") from None
     if client_trust_pem:
         ctx.load_verify_locations(cadata=client_trust_pem.decode())
         ctx.verify_mode = ssl.CERT_OPTIONAL
@@ -161,7 +176,8 @@ class ComponentServer:
                  authorizer: SubjectAccessReviewAuthorizer | None = None,
                  ssl_context: ssl.SSLContext | None = None, insecure: bool = False,
                  healthz: Sequence[HealthCheck] = (), livez: Sequence[HealthCheck] = (),
-                 readyz: Sequence[HealthCheck] = ()) -> None:
+                 readyz: Sequence[HealthCheck] = (), reload: Callable[[], Awaitable[object]] | None = None,
+                 reload_interval: float = RELOAD_INTERVAL) -> None:
         if insecure:
             if not is_loopback(host):
                 raise ValueError(f"--metrics-insecure serves plain HTTP without authentication: it listens on a "
@@ -177,7 +193,11 @@ class ComponentServer:
         self.ssl_context = ssl_context
         self.checks = {"healthz": list(healthz) or [PING], "livez": list(livez) or [PING],
                        "readyz": list(readyz) or [PING]}
+        self.reload = reload
+        self.reload_interval = reload_interval
         self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._reloading: asyncio.Task[None] | None = None
 
     @property
     def scheme(self) -> str:
@@ -266,9 +286,13 @@ class ComponentServer:
             app.router.add_get(f"/{name}", self._health(name))  # type: ignore[arg-type]
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port,
-                          ssl_context=None if self.insecure else self.ssl_context).start()
+        self._site = web.TCPSite(self._runner, self.host, self.port,
+                                 ssl_context=None if self.insecure else self.ssl_context, reuse_port=True)
+        await self._site.start()
         self.port = int(self._runner.addresses[0][1])
+        if self.reload is not None:
+            self._reloading = asyncio.get_running_loop().create_task(self._reload_forever(),
+                                                                     name="kubeberth secure port reload")
         if self.insecure:
             logger.warning("Serving /metrics on http://%s:%d without authentication (--metrics-insecure)",
                            self.host, self.port)
@@ -276,16 +300,43 @@ class ComponentServer:
             logger.info("Serving securely on %s:%d (/metrics, /healthz, /livez, /readyz)", self.host, self.port)
         return self.port
 
+    async def replace_tls(self, context: ssl.SSLContext) -> None:
+        """Serve new connections with `context` (a new certificate or client CAs): a listener with it on
+        the same port (SO_REUSEPORT), then the old one closed; connections already open keep theirs."""
+        assert self._runner is not None and not self.insecure
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=context, reuse_port=True)
+        await site.start()
+        old, self._site, self.ssl_context = self._site, site, context
+        if old is not None:
+            await old.stop()
+
+    async def _reload_forever(self) -> None:
+        assert self.reload is not None
+        while True:
+            await asyncio.sleep(self.reload_interval)
+            try:
+                await self.reload()
+            except Exception as exc:  # keep serving with what is in force
+                logger.warning("Could not reload the secure port's certificates: %s", exc)
+
     async def stop(self) -> None:
+        if self._reloading is not None:
+            self._reloading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reloading
+            self._reloading = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            self._site = None
 
 
-async def authn_config(options: ServingOptions, get: Callable[[str], Awaitable[Any]] | None) -> AuthnConfig:
+async def authn_config(options: ServingOptions, get: Callable[[str], Awaitable[Any]] | None, *,
+                       tolerate: bool = True) -> AuthnConfig:
     """The client CA and the front proxy: from the flags, and what they leave out from ConfigMap
     kube-system/extension-apiserver-authentication (unless --authentication-skip-lookup). A failed
-    lookup is tolerated, as kube-scheduler tolerates it: tokens still work, certificates do not."""
+    lookup is tolerated, as kube-scheduler tolerates it: tokens still work, certificates do not
+    (`tolerate=False`: it raises, for a reload to keep what is in force)."""
     cfg = AuthnConfig()
     if options.client_ca_file:
         cfg.client_ca = load_pem_file(options.client_ca_file, "--client-ca-file")
@@ -302,6 +353,8 @@ async def authn_config(options: ServingOptions, get: Callable[[str], Awaitable[A
         configmap = await get(AUTH_CONFIGMAP)
         found = parse_configmap((configmap or {}).get("data") or {})
     except Exception as exc:
+        if not tolerate:
+            raise
         logger.warning("Could not read ConfigMap kube-system/extension-apiserver-authentication (%s): "
                        "client certificates are not accepted on the secure port, bearer tokens are", exc)
         return cfg
@@ -315,18 +368,44 @@ async def authn_config(options: ServingOptions, get: Callable[[str], Awaitable[A
 async def make_server(options: ServingOptions, metrics: SchedulerMetrics, port: int, host: str, *,
                       post: Post | None, get: Callable[[str], Awaitable[Any]] | None,
                       healthz: Sequence[HealthCheck] = (), livez: Sequence[HealthCheck] = (),
-                      readyz: Sequence[HealthCheck] = ()) -> ComponentServer:
-    """The secure port as the options say (not yet listening); `post`/`get` reach the API server."""
+                      readyz: Sequence[HealthCheck] = (), reload_interval: float = RELOAD_INTERVAL) -> ComponentServer:
+    """The secure port as the options say (not yet listening); `post`/`get` reach the API server.
+    Every `reload_interval` it reads the certificate files and the ConfigMap again, as kube-scheduler's
+    dynamic certificate controllers do, and serves what changed."""
     if options.insecure:
         return ComponentServer(metrics, port, host, insecure=True, healthz=healthz, livez=livez, readyz=readyz)
+    self_signed = None if options.tls_cert_file else self_signed_certificate()
+
+    def keypair() -> tuple[bytes, bytes]:
+        pair = read_keypair(options.tls_cert_file, options.tls_private_key_file)
+        assert pair is not None or self_signed is not None
+        return pair or self_signed  # type: ignore[return-value]
+
     cfg = await authn_config(options, get)
-    post = with_retries(post) if post is not None else None
-    tokens = TokenReviewAuthenticator(post, ttl=options.token_cache_ttl) if post is not None else None
+    in_force = (keypair(), cfg.trust_pem())
+    tokens = TokenReviewAuthenticator(with_retries(post), ttl=options.token_cache_ttl) if post is not None else None
     authenticator = RequestAuthenticator(tokens, cfg)
     authorizer = SubjectAccessReviewAuthorizer(
-        post, always_allow_paths=options.always_allow_paths, always_allow_groups=options.always_allow_groups,
-        allowed_ttl=options.authorized_cache_ttl, denied_ttl=options.unauthorized_cache_ttl)
-    context = server_ssl_context(options.tls_cert_file, options.tls_private_key_file,
-                                 client_trust_pem=cfg.trust_pem())
-    return ComponentServer(metrics, port, host, authenticator=authenticator, authorizer=authorizer,
-                           ssl_context=context, healthz=healthz, livez=livez, readyz=readyz)
+        with_retries(post) if post is not None else None, always_allow_paths=options.always_allow_paths,
+        always_allow_groups=options.always_allow_groups, allowed_ttl=options.authorized_cache_ttl,
+        denied_ttl=options.unauthorized_cache_ttl)
+
+    async def reload() -> bool:
+        """Serve changed certificates or CAs; whether anything changed."""
+        nonlocal in_force
+        new_cfg = await authn_config(options, get, tolerate=False)
+        material = (keypair(), new_cfg.trust_pem())
+        if material == in_force:
+            return False
+        context = server_ssl_context(material[0], client_trust_pem=material[1])
+        authenticator.config = new_cfg
+        await server.replace_tls(context)
+        in_force = material
+        logger.info("The secure port serves a new certificate or client CAs")
+        return True
+
+    server = ComponentServer(metrics, port, host, authenticator=authenticator, authorizer=authorizer,
+                             ssl_context=server_ssl_context(in_force[0], client_trust_pem=in_force[1]),
+                             healthz=healthz, livez=livez, readyz=readyz, reload=reload,
+                             reload_interval=reload_interval)
+    return server

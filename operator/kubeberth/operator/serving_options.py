@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import ssl
 from dataclasses import dataclass, field
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
@@ -76,9 +75,13 @@ class ServingOptions:
         if bool(self.tls_cert_file) != bool(self.tls_private_key_file):
             raise ServingOptionsError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
         if self.tls_cert_file and self.tls_private_key_file:
+            from .secure_serving import read_keypair, server_ssl_context
+
             try:
-                ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.tls_cert_file, self.tls_private_key_file)
-            except (OSError, ssl.SSLError) as exc:
+                pair = read_keypair(self.tls_cert_file, self.tls_private_key_file)
+                assert pair is not None
+                server_ssl_context(pair)
+            except ValueError as exc:
                 raise ServingOptionsError(f"--tls-cert-file {self.tls_cert_file} / --tls-private-key-file "
                                           f"{self.tls_private_key_file}: {exc}") from None
         from .delegated_auth import load_pem_file
