@@ -456,3 +456,17 @@ async def test_the_server_reloads_every_minute_and_survives_a_failed_reload():
     with contextlib.suppress(asyncio.CancelledError):
         await task
     assert [round(t - start) for t in calls] == [60, 120, 180]
+
+
+async def test_a_taken_port_is_an_error_though_the_listener_shares_for_reloads():
+    first = await make_server(ServingOptions(authentication_skip_lookup=True), SchedulerMetrics(), 0, "127.0.0.1",
+                              post=ApiServer().post, get=None)
+    await first.start()
+    try:
+        second = await make_server(ServingOptions(authentication_skip_lookup=True), SchedulerMetrics(), first.port,
+                                   "127.0.0.1", post=ApiServer().post, get=None)
+        with pytest.raises(OSError, match=f"the secure port 127.0.0.1:{first.port} is taken"):
+            await second.start()
+        await second.stop()
+    finally:
+        await first.stop()

@@ -80,6 +80,20 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
 
 
+def refuse_taken_port(host: str, port: int) -> None:
+    """OSError (address already in use) when something listens on `port` already. The secure port
+    listens with SO_REUSEPORT, to swap its TLS context without a gap; this keeps a second process on
+    the same port an error, as it is for kube-scheduler."""
+    for family, kind, proto, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                           flags=socket.AI_PASSIVE):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(addr)
+            except OSError as exc:
+                raise OSError(exc.errno, f"the secure port {host}:{port} is taken: {exc.strerror}") from None
+
+
 def self_signed_certificate(host: str = "localhost", ips: Sequence[str] = ("127.0.0.1",),
                             now: float | None = None) -> tuple[bytes, bytes]:
     """(certificate PEM, private key PEM): a CA-less self-signed serving certificate for `host` and `ips`,
@@ -284,6 +298,8 @@ class ComponentServer:
         app.router.add_get("/metrics", self._serve_metrics)
         for name in self.checks:
             app.router.add_get(f"/{name}", self._health(name))  # type: ignore[arg-type]
+        if self.port:
+            refuse_taken_port(self.host, self.port)  # SO_REUSEPORT below would share it instead of failing
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, self.host, self.port,
