@@ -303,7 +303,7 @@ class ComponentServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, self.host, self.port,
-                                 ssl_context=None if self.insecure else self.ssl_context, reuse_port=True)
+                                 ssl_context=None if self.insecure else self.ssl_context, reuse_port=not self.insecure)
         await self._site.start()
         self.port = int(self._runner.addresses[0][1])
         if self.reload is not None:
