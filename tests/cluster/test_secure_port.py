@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from .conftest import Operators
 from .control_plane import ControlPlane, ControlPlaneError, Process, free_port, kubectl
@@ -49,13 +50,25 @@ def tokens(control_plane: ControlPlane) -> dict[str, str | None]:
 
 
 @pytest.fixture(scope="module")
-def kube_scheduler(control_plane: ControlPlane) -> Iterator[str]:
+def client_ca(control_plane: ControlPlane) -> tuple[trustme.CA, Path]:
+    """A CA for client certificates (--client-ca-file of both schedulers); CN cert-scraper is bound to
+    kubeberth-metrics-reader."""
+    ca = trustme.CA()
+    path = control_plane.dir / "scrape-client-ca.crt"
+    ca.cert_pem.write_to_path(str(path))
+    ensure(control_plane, "create", "clusterrolebinding", "test-cert-scraper-kubeberth-metrics",
+           "--clusterrole=kubeberth-metrics-reader", "--user=cert-scraper")
+    return ca, path
+
+
+@pytest.fixture(scope="module")
+def kube_scheduler(control_plane: ControlPlane, client_ca: tuple[trustme.CA, Path]) -> Iterator[str]:
     """The real kube-scheduler's secure port (its URL), as upstream deploys it: delegated authn/authz."""
     port = free_port()
     kubeconfig = control_plane.admin_kubeconfig
     argv = [str(control_plane.bin / "kube-scheduler"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
             f"--secure-port={port}", "--bind-address=127.0.0.1", f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}", "-v=1"]
+            f"--authorization-kubeconfig={kubeconfig}", f"--client-ca-file={client_ca[1]}", "-v=1"]
     proc = Process.start(f"kube-scheduler-{port}", argv, control_plane.dir)
     url = f"https://127.0.0.1:{port}"
     try:
@@ -69,10 +82,13 @@ def kube_scheduler(control_plane: ControlPlane) -> Iterator[str]:
         proc.stop()
 
 
-def get(base: str, path: str, token: str | None = None) -> tuple[int, str, dict[str, str]]:
+def get(base: str, path: str, token: str | None = None,
+        cert: trustme.LeafCert | None = None) -> tuple[int, str, dict[str, str]]:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # a self-signed certificate, as the kubelet's probes accept it
+    if cert is not None:
+        cert.configure_cert(ctx)
     req = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
         with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
@@ -100,17 +116,26 @@ CASES = [  # (caller, path, the answer both give)
     ("anonymous", "/readyz", 200),
     ("garbage", "/healthz", 401),
     ("tenant", "/configz", 403),
+    ("cert-scraper", "/metrics", 200),  # a client certificate of --client-ca-file: user = its CommonName
+    ("cert-stranger", "/metrics", 403),
+    ("cert-empty-san", "/metrics", 401),  # an empty critical subjectAltName: Go's verifier refuses it
 ]
 
 
 def test_the_secure_port_answers_as_kube_schedulers(operators: Operators, kube_scheduler: str,
-                                                     tokens: dict[str, str | None]) -> None:
-    op = operators.start(secure=True)
+                                                     tokens: dict[str, str | None],
+                                                     client_ca: tuple[trustme.CA, Path]) -> None:
+    op = operators.start(f"--client-ca-file={client_ca[1]}", secure=True)
     ours = f"https://127.0.0.1:{op.metrics_port}"
+    # (with a name in the SAN: Go refuses the empty one trustme writes otherwise, see cert-empty-san)
+    certs = {"cert-scraper": client_ca[0].issue_cert("scraper.test", common_name="cert-scraper"),
+             "cert-stranger": client_ca[0].issue_cert("stranger.test", common_name="cert-stranger",
+                                                      organization_name="team-a"),
+             "cert-empty-san": client_ca[0].issue_cert(common_name="cert-scraper")}
     for caller, path, code in CASES:
-        token = tokens[caller]
-        theirs_code, theirs_text, theirs_headers = get(kube_scheduler, path, token)
-        our_code, our_text, our_headers = get(ours, path, token)
+        token, cert = tokens.get(caller), certs.get(caller)
+        theirs_code, theirs_text, theirs_headers = get(kube_scheduler, path, token, cert)
+        our_code, our_text, our_headers = get(ours, path, token, cert)
         what = f"{caller} GET {path}"
         assert theirs_code == code, f"{what}: kube-scheduler answered {theirs_code} {theirs_text}"
         assert our_code == code, f"{what}: kubeberth answered {our_code} {our_text}"

@@ -239,8 +239,11 @@ async def test_tokens_and_anonymous(authorization, want):
         assert await authn.authenticate(headers=headers, peer_cert=None) == want
 
 
-def client_cert(ca: trustme.CA, cn: str, org: str | None = None) -> x509.Certificate:
-    leaf = ca.issue_cert(common_name=cn, organization_name=org) if org else ca.issue_cert(common_name=cn)
+def client_cert(ca: trustme.CA, cn: str, org: str | None = None, *, san: bool = True) -> x509.Certificate:
+    """A client certificate; `san=False`: trustme's empty critical subjectAltName, which Go refuses."""
+    names = [f"{cn}.test"] if san else []
+    leaf = (ca.issue_cert(*names, common_name=cn, organization_name=org) if org
+            else ca.issue_cert(*names, common_name=cn))
     return x509.load_pem_x509_certificate(leaf.cert_chain_pems[0].bytes())
 
 
@@ -255,6 +258,9 @@ async def test_a_client_certificate_of_the_client_ca_is_its_common_name_and_orga
     assert user == User("alice", groups=("ops", "system:authenticated"))
     with pytest.raises(AuthenticationFailed, match="not issued by the client CA"):
         await authn.authenticate(headers=Headers(), peer_cert=client_cert(other, "mallory"))
+    # kube-scheduler (Go) refuses an empty critical subjectAltName: 401 there, here too.
+    with pytest.raises(AuthenticationFailed, match="unhandled critical extension"):
+        await authn.authenticate(headers=Headers(), peer_cert=client_cert(client_ca, "alice", san=False))
 
 
 async def test_a_front_proxy_passes_the_user_in_headers_when_its_name_is_allowed():

@@ -201,7 +201,7 @@ async def test_a_client_certificate_authenticates_over_tls(tmp_path):
         url = f"https://127.0.0.1:{server.port}/metrics"
         for cn, want in (("scraper", 200), ("intruder", 403)):
             ctx = insecure_client()
-            client_ca.issue_cert(common_name=cn, organization_name="scrapers").configure_cert(ctx)
+            client_ca.issue_cert(f"{cn}.test", common_name=cn, organization_name="scrapers").configure_cert(ctx)
             async with aiohttp.ClientSession() as s, s.get(url, ssl=ctx) as r:
                 assert r.status == want, await r.text()
         sar = [body["spec"] for path, body in api.calls if "subjectaccessreviews" in path]
@@ -425,7 +425,7 @@ async def test_a_client_ca_published_later_is_trusted_after_a_reload_and_kept_wh
     server = await make_server(ServingOptions(), SchedulerMetrics(), 0, "127.0.0.1", post=api.post, get=get)
     await server.start()
     client = insecure_client()
-    client_ca.issue_cert(common_name="scraper").configure_cert(client)
+    client_ca.issue_cert("scraper.test", common_name="scraper").configure_cert(client)
     try:
         assert await fetch_status(server.port, client) == 403  # not asked for its certificate: anonymous
         published["data"] = {"client-ca-file": client_ca.cert_pem.bytes().decode()}

@@ -261,6 +261,17 @@ def issued_by(cert: x509.Certificate, cas: Sequence[x509.Certificate]) -> bool:
     return False
 
 
+def check_critical_extensions(cert: x509.Certificate) -> None:
+    """AuthenticationFailed for what Go's verifier refuses and OpenSSL lets through: a critical
+    subjectAltName with no name in it is an unhandled critical extension to Go."""
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return
+    if san.critical and len(san.value) == 0:
+        raise AuthenticationFailed("x509: unhandled critical extension (an empty subjectAltName)")
+
+
 def _names(cert: x509.Certificate, oid: x509.ObjectIdentifier) -> list[str]:
     return [str(a.value) for a in cert.subject.get_attributes_for_oid(oid)]
 
@@ -307,6 +318,7 @@ class RequestAuthenticator:
             return None
         if not issued_by(cert, rh.ca):
             raise AuthenticationFailed("client certificate not issued by the requestheader CA")
+        check_critical_extensions(cert)
         if rh.allowed_names:
             names = set(_names(cert, NameOID.COMMON_NAME))
             if not names & set(rh.allowed_names):
@@ -330,6 +342,7 @@ class RequestAuthenticator:
             return None
         if not issued_by(cert, self.config.client_ca):
             raise AuthenticationFailed("client certificate not issued by the client CA")
+        check_critical_extensions(cert)
         cn = _names(cert, NameOID.COMMON_NAME)
         if not cn or not cn[0]:
             return None
