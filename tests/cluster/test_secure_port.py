@@ -4,7 +4,8 @@ kubeberth runs with the kubeberth ServiceAccount's token and the RBAC of `manife
 TokenReviews, SubjectAccessReviews and the read of kube-system/extension-apiserver-authentication
 are shown to be granted there). Every caller asks both kubeberth's and kube-scheduler's secure
 port and must get the same answer: anonymous 403, a garbage token 401, a tenant's token 403, a
-token bound to ClusterRole kubeberth-metrics-reader 200; the probes 200 without a token.
+token bound to ClusterRole kubeberth-metrics-reader 200; the probes 200 without a token; client
+certificates of --client-ca-file and a front proxy's (--requestheader-*) alike.
 """
 
 from __future__ import annotations
@@ -62,13 +63,28 @@ def client_ca(control_plane: ControlPlane) -> tuple[trustme.CA, Path]:
 
 
 @pytest.fixture(scope="module")
-def kube_scheduler(control_plane: ControlPlane, client_ca: tuple[trustme.CA, Path]) -> Iterator[str]:
+def proxy_ca(control_plane: ControlPlane) -> tuple[trustme.CA, Path]:
+    """A front proxy's CA (--requestheader-client-ca-file of both, allowed name front-proxy)."""
+    ca = trustme.CA()
+    path = control_plane.dir / "front-proxy-ca.crt"
+    ca.cert_pem.write_to_path(str(path))
+    return ca, path
+
+
+def serving_flags(client_ca: tuple[trustme.CA, Path], proxy_ca: tuple[trustme.CA, Path]) -> list[str]:
+    return [f"--client-ca-file={client_ca[1]}", f"--requestheader-client-ca-file={proxy_ca[1]}",
+            "--requestheader-allowed-names=front-proxy"]
+
+
+@pytest.fixture(scope="module")
+def kube_scheduler(control_plane: ControlPlane, client_ca: tuple[trustme.CA, Path],
+                   proxy_ca: tuple[trustme.CA, Path]) -> Iterator[str]:
     """The real kube-scheduler's secure port (its URL), as upstream deploys it: delegated authn/authz."""
     port = free_port()
     kubeconfig = control_plane.admin_kubeconfig
     argv = [str(control_plane.bin / "kube-scheduler"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
             f"--secure-port={port}", "--bind-address=127.0.0.1", f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}", f"--client-ca-file={client_ca[1]}", "-v=1"]
+            f"--authorization-kubeconfig={kubeconfig}", *serving_flags(client_ca, proxy_ca), "-v=1"]
     proc = Process.start(f"kube-scheduler-{port}", argv, control_plane.dir)
     url = f"https://127.0.0.1:{port}"
     try:
@@ -83,13 +99,15 @@ def kube_scheduler(control_plane: ControlPlane, client_ca: tuple[trustme.CA, Pat
 
 
 def get(base: str, path: str, token: str | None = None,
-        cert: trustme.LeafCert | None = None) -> tuple[int, str, dict[str, str]]:
+        cert: trustme.LeafCert | None = None, headers: dict[str, str] | None = None,
+        ) -> tuple[int, str, dict[str, str]]:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # a self-signed certificate, as the kubelet's probes accept it
     if cert is not None:
         cert.configure_cert(ctx)
-    req = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+    hdrs = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
+    req = urllib.request.Request(base + path, headers=hdrs)
     try:
         with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
             return resp.status, resp.read().decode(), dict(resp.headers)
@@ -119,23 +137,34 @@ CASES = [  # (caller, path, the answer both give)
     ("cert-scraper", "/metrics", 200),  # a client certificate of --client-ca-file: user = its CommonName
     ("cert-stranger", "/metrics", 403),
     ("cert-empty-san", "/metrics", 401),  # an empty critical subjectAltName: Go's verifier refuses it
+    ("proxy-for-scraper", "/metrics", 200),  # a front proxy's certificate: the user is X-Remote-User
+    ("proxy-for-stranger", "/metrics", 403),
+    ("proxy-not-allowed", "/metrics", 401),  # its CommonName is not in --requestheader-allowed-names
 ]
 
 
 def test_the_secure_port_answers_as_kube_schedulers(operators: Operators, kube_scheduler: str,
                                                      tokens: dict[str, str | None],
-                                                     client_ca: tuple[trustme.CA, Path]) -> None:
-    op = operators.start(f"--client-ca-file={client_ca[1]}", secure=True)
+                                                     client_ca: tuple[trustme.CA, Path],
+                                                     proxy_ca: tuple[trustme.CA, Path]) -> None:
+    op = operators.start(*serving_flags(client_ca, proxy_ca), secure=True)
     ours = f"https://127.0.0.1:{op.metrics_port}"
     # (with a name in the SAN: Go refuses the empty one trustme writes otherwise, see cert-empty-san)
     certs = {"cert-scraper": client_ca[0].issue_cert("scraper.test", common_name="cert-scraper"),
              "cert-stranger": client_ca[0].issue_cert("stranger.test", common_name="cert-stranger",
                                                       organization_name="team-a"),
-             "cert-empty-san": client_ca[0].issue_cert(common_name="cert-scraper")}
+             "cert-empty-san": client_ca[0].issue_cert(common_name="cert-scraper"),
+             "proxy-for-scraper": proxy_ca[0].issue_cert("proxy.test", common_name="front-proxy"),
+             "proxy-for-stranger": proxy_ca[0].issue_cert("proxy.test", common_name="front-proxy"),
+             "proxy-not-allowed": proxy_ca[0].issue_cert("proxy.test", common_name="some-proxy")}
+    proxied = {"proxy-for-scraper": {"X-Remote-User": "cert-scraper", "X-Remote-Group": "scrapers"},
+               "proxy-for-stranger": {"X-Remote-User": "stranger"},
+               "proxy-not-allowed": {"X-Remote-User": "cert-scraper"}}
     for caller, path, code in CASES:
         token, cert = tokens.get(caller), certs.get(caller)
-        theirs_code, theirs_text, theirs_headers = get(kube_scheduler, path, token, cert)
-        our_code, our_text, our_headers = get(ours, path, token, cert)
+        hdrs = proxied.get(caller)
+        theirs_code, theirs_text, theirs_headers = get(kube_scheduler, path, token, cert, hdrs)
+        our_code, our_text, our_headers = get(ours, path, token, cert, hdrs)
         what = f"{caller} GET {path}"
         assert theirs_code == code, f"{what}: kube-scheduler answered {theirs_code} {theirs_text}"
         assert our_code == code, f"{what}: kubeberth answered {our_code} {our_text}"
