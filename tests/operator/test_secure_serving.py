@@ -204,6 +204,12 @@ async def test_a_client_certificate_authenticates_over_tls(tmp_path):
             client_ca.issue_cert(f"{cn}.test", common_name=cn, organization_name="scrapers").configure_cert(ctx)
             async with aiohttp.ClientSession() as s, s.get(url, ssl=ctx) as r:
                 assert r.status == want, await r.text()
+        # A certificate of a CA not configured ends the TLS handshake (kube-scheduler: 401): never served.
+        foreign = insecure_client()
+        trustme.CA().issue_cert("x.test", common_name="scraper").configure_cert(foreign)
+        with pytest.raises(aiohttp.ClientError):
+            async with aiohttp.ClientSession() as s, s.get(url, ssl=foreign) as r:
+                await r.read()
         sar = [body["spec"] for path, body in api.calls if "subjectaccessreviews" in path]
         assert sar[0]["user"] == "scraper" and sar[0]["groups"] == ["scrapers", "system:authenticated"]
         assert not any("tokenreviews" in path for path, _ in api.calls)
