@@ -337,3 +337,26 @@ async def test_reviews_are_retried_after_transient_failures_only(failures, calls
             await retrying("/x", {})
         assert info.value.status == raised  # type: ignore[attr-defined]
     assert (len(attempts), slept) == (calls, sleeps)
+
+
+async def test_concurrent_requests_with_one_token_share_one_review():
+    import asyncio
+
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    async def post(path: str, body: dict[str, Any]) -> Any:
+        calls.append(body["spec"]["token"])
+        await release.wait()
+        return {"status": {"authenticated": True, "user": PROM}}
+
+    tokens = TokenReviewAuthenticator(post, clock=Clock())
+    waiting = [asyncio.ensure_future(tokens.authenticate("good")) for _ in range(5)]
+    other = asyncio.ensure_future(tokens.authenticate("other"))
+    await asyncio.sleep(0)
+    waiting[0].cancel()  # one caller goes away: the others still get the answer
+    release.set()
+    users = await asyncio.gather(*waiting[1:], other)
+    assert {u.name for u in users if u} == {PROM["username"]}
+    assert sorted(calls) == ["good", "other"]
+    assert tokens._inflight == {}

@@ -168,7 +168,8 @@ def _user_from_review(user: Mapping[str, Any]) -> User:
 
 
 class TokenReviewAuthenticator:
-    """A bearer token -> its user, by a TokenReview; answers cached for `ttl` seconds (errors are not)."""
+    """A bearer token -> its user, by a TokenReview; answers cached for `ttl` seconds (errors are not),
+    and one review at a time per token (upstream's cache shares an in-flight review)."""
 
     def __init__(self, post: Post, *, ttl: float = TOKEN_CACHE_TTL, audiences: Sequence[str] = (),
                  clock: Callable[[], float] = time.monotonic, max_size: int = TOKEN_CACHE_SIZE) -> None:
@@ -176,6 +177,7 @@ class TokenReviewAuthenticator:
         self.ttl = ttl
         self.audiences = list(audiences)
         self.cache: ExpiringLRU[tuple[User | None]] = ExpiringLRU(max_size, clock)
+        self._inflight: dict[str, asyncio.Task[User | None]] = {}
 
     async def authenticate(self, token: str) -> User | None:
         """The token's user, None when the API server does not accept it; raises on a failed review."""
@@ -183,6 +185,14 @@ class TokenReviewAuthenticator:
         cached = self.cache.get(key)
         if cached is not None:
             return cached[0]
+        task = self._inflight.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._review(key, token))
+            self._inflight[key] = task
+            task.add_done_callback(lambda _: self._inflight.pop(key, None))
+        return await asyncio.shield(task)  # a caller that goes away leaves the review to the others
+
+    async def _review(self, key: str, token: str) -> User | None:
         spec: dict[str, Any] = {"token": token}
         if self.audiences:
             spec["audiences"] = self.audiences
