@@ -19,6 +19,6 @@ ENV PATH=/opt/kubeberth/bin:$PATH \
     PYTHONUNBUFFERED=1
 # Non-root, matching runAsUser in manifests/deployment.yaml; the root filesystem is read-only.
 USER 65532:65532
-EXPOSE 8080 10259
+EXPOSE 10259
 ENTRYPOINT ["kubeberth"]
-CMD ["run", "--liveness=http://0.0.0.0:8080/healthz", "--metrics-port=10259"]
+CMD ["run", "--metrics-port=10259"]

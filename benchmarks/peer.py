@@ -223,7 +223,7 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                 f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
-        url = f"http://127.0.0.1:{port}/metrics"
+        url = f"https://127.0.0.1:{port}/metrics"  # the secure port, scraped as kube-scheduler's
     return Scheduler(Process.start(name, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"}), url)
 
 

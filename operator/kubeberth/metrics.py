@@ -3,7 +3,7 @@
 `SchedulerMetrics` owns a dedicated `CollectorRegistry` (so several schedulers in one
 process, e.g. tests, never collide) and implements the framework's `MetricsRecorder`
 protocol plus what the scheduler loop, the queue and preemption report.
-`MetricsServer` exposes the registry over HTTP (`/metrics`) on a configurable port.
+`operator/secure_serving.py` serves it on the secure port.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ import bisect
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from aiohttp import web
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -294,40 +292,3 @@ class SchedulerMetrics:
         """A sample's current value (tests and debugging)."""
         return self.registry.get_sample_value(name, labels or {})
 
-
-class MetricsServer:
-    """Serves /metrics (and /healthz) of a registry with aiohttp, inside the operator's loop."""
-
-    def __init__(self, metrics: SchedulerMetrics, port: int, host: str = "0.0.0.0",
-                 extra_paths: Iterable[str] = ()) -> None:
-        self.metrics = metrics
-        self.host = host
-        self.port = port
-        self._runner: web.AppRunner | None = None
-        self._extra = tuple(extra_paths)
-
-    async def _serve_metrics(self, request: web.Request) -> web.Response:
-        body = self.metrics.render()
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    async def _serve_ok(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def start(self) -> int:
-        """Listen; returns the bound port (useful with port 0)."""
-        app = web.Application()
-        app.router.add_get("/metrics", self._serve_metrics)
-        app.router.add_get("/healthz", self._serve_ok)
-        for path in self._extra:
-            app.router.add_get(path, self._serve_ok)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port).start()
-        self.port = int(self._runner.addresses[0][1])
-        logger.info("Serving metrics on http://%s:%d/metrics", self.host, self.port)
-        return self.port
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None

@@ -22,6 +22,7 @@ import pytest_asyncio
 
 from kubeberth.operator.app import OperatorApp
 from kubeberth.operator.run import OperatorConfig
+from kubeberth.operator.serving_options import ServingOptions
 
 from .emulator import Emulator
 
@@ -117,6 +118,7 @@ class OperatorThread:
 def operator_config(cluster: Cluster, **overrides: Any) -> OperatorConfig:
     values: dict[str, Any] = dict(
         server=cluster.url, metrics_port=free_port(), metrics_host="127.0.0.1", request_timeout=2.0,
+        serving=ServingOptions(insecure=True),  # plain HTTP on loopback: the emulator has no TokenReview
         seed=1,
         extra_settings={"networking.error_backoffs": [0.1, 0.2, 0.5], "watching.reconnect_backoff": 0.05},
     )

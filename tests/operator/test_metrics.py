@@ -7,7 +7,7 @@ import asyncio
 import aiohttp
 import pytest
 
-from kubeberth.metrics import MetricsServer, SchedulerMetrics
+from kubeberth.metrics import SchedulerMetrics
 
 from .conftest import wait_for
 from .emulator import make_node, make_pod
@@ -48,21 +48,6 @@ def test_registries_are_separate():
 def test_results_are_upstreams():
     with pytest.raises(ValueError, match="scheduled, unschedulable, error"):
         SchedulerMetrics().schedule_attempt("bound", "p", 0.1)
-
-
-async def test_served_over_http():
-    m = SchedulerMetrics()
-    m.schedule_attempt("error", "p", 0.1)
-    server = MetricsServer(m, 0, "127.0.0.1")
-    port = await server.start()
-    try:
-        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}/metrics") as r:
-            assert r.status == 200
-            assert r.headers["Content-Type"].startswith("text/plain")
-            body = await r.text()
-        assert 'scheduler_schedule_attempts_total{profile="p",result="error"} 1.0' in body
-    finally:
-        await server.stop()
 
 
 async def test_the_operator_serves_metrics_and_liveness(cluster, start_operator):

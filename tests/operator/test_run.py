@@ -80,7 +80,7 @@ async def test_the_command_schedules_and_stops_on_sigterm(cluster):
     api.create("pods", make_pod("p"))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "kubeberth.cli", "run", "--server", cluster.url,
-        "--metrics-port", str(free_port()), "--metrics-host", "127.0.0.1", "--seed", "1",
+        "--metrics-port", str(free_port()), "--metrics-host", "127.0.0.1", "--metrics-insecure", "--seed", "1",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     try:
         await wait_for(lambda: events_for(api, "p", "Scheduled"), timeout=30)

@@ -32,7 +32,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from .. import __version__
 from ..clock import RealClock
 from ..config.profile import GROUP, PLURAL, VERSION
-from ..metrics import MetricsServer, SchedulerMetrics
+from ..metrics import SchedulerMetrics
 from ..plugins import plugin_registry
 from ..scheduler import Scheduler
 from ..scheduler.watched import WATCHED, WatchedKind, declared_kinds
@@ -46,6 +46,7 @@ from .profiles import ProfileManager
 from .reflector import Informers
 from .rest import RestClient, authorization
 from .run import OperatorConfig
+from .secure_serving import PING, ComponentServer, HealthCheck, make_server
 from .shadow import ShadowEvaluator
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class OperatorApp:
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop: asyncio.Event | None = None
         self._loop_task: asyncio.Task[None] | None = None
-        self._metrics_server: MetricsServer | None = None
+        self._metrics_server: ComponentServer | None = None
 
     # The parts exist once run() has connected.
     @property
@@ -218,7 +219,20 @@ class OperatorApp:
 
     async def start(self) -> None:
         if self.config.metrics_port:
-            self._metrics_server = MetricsServer(self.metrics, self.config.metrics_port, self.config.metrics_host)
+            rest = self._rest
+            assert rest is not None
+
+            async def post(path: str, body: dict[str, Any]) -> Any:
+                return await rest.request("POST", path, body=body)
+
+            async def get(path: str) -> Any:
+                return await rest.request("GET", path)
+
+            leader, alive, shutdown, synced = self._health_checks()
+            self._metrics_server = await make_server(
+                self.config.serving, self.metrics, self.config.metrics_port, self.config.metrics_host,
+                post=post, get=get, healthz=[leader or PING, alive], livez=[PING, alive],
+                readyz=[*([leader] if leader else []), shutdown, synced])
             await self._metrics_server.start()
         await self.client.start()
         loop = asyncio.get_running_loop()
@@ -288,6 +302,38 @@ class OperatorApp:
         if self.profiles.dirty and self.ingest.synced.is_set():
             task = asyncio.get_running_loop().create_task(self._after_batch(kind), name="kubeberth profile status")
             self._tasks.append(task)
+
+    def _health_checks(self) -> tuple[HealthCheck | None, HealthCheck, HealthCheck, HealthCheck]:
+        """kube-scheduler's checks (leaderElection, shutdown, sched-handler-sync) and kubeberth's
+        scheduling-loop (the loop task has not died)."""
+        leader = None
+        elector = self._elector
+        if elector is not None:
+            def lease() -> str | None:
+                # upstream's watchdog: a leader that has not renewed for the lease duration + 20 s
+                renewed = elector.renewed_at
+                if renewed is None or elector.lost.is_set():
+                    return None
+                if elector.monotonic() - renewed > elector.config.lease_duration + 20.0:
+                    return f"failed election to renew leadership on lease {elector.config.name}"
+                return None
+            leader = HealthCheck("leaderElection", lease)
+
+        def loop() -> str | None:
+            task = self._loop_task
+            if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+                return f"the scheduling loop died: {task.exception()!r}"
+            return None
+
+        def shutdown() -> str | None:
+            return "process is shutting down" if self._stop is not None and self._stop.is_set() else None
+
+        def synced() -> str | None:
+            ok = self._ingest is not None and self._ingest.synced.is_set()
+            return None if ok else "handlers are not fully synchronized"
+
+        return (leader, HealthCheck("scheduling-loop", loop), HealthCheck("shutdown", shutdown),
+                HealthCheck("sched-handler-sync", synced))
 
     # --- after every batch of events: profile statuses ---
 

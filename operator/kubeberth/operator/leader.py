@@ -68,6 +68,11 @@ class LeaderElector:
         return f"/apis/coordination.k8s.io/v1/namespaces/{c.namespace}/leases/{c.name}"
 
     @property
+    def renewed_at(self) -> float | None:
+        """Monotonic time of the last successful write as holder (None: not holding)."""
+        return self._renewed
+
+    @property
     def is_leader(self) -> bool:
         return (not self.lost.is_set() and self._renewed is not None
                 and self.monotonic() - self._renewed < self.config.renew_deadline)

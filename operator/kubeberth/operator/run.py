@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .api_client import DEFAULT_BIND_CONCURRENCY
+from .serving_options import ServingOptions, ServingOptionsError, add_serving_arguments
 
 if TYPE_CHECKING:
     from .leader import LeaseConfig
@@ -56,6 +57,7 @@ class OperatorConfig:
     liveness: str | None = None  # e.g. http://0.0.0.0:8080/healthz
     metrics_port: int | None = DEFAULT_METRICS_PORT  # None or 0 disables the metrics server
     metrics_host: str = "0.0.0.0"
+    serving: ServingOptions = field(default_factory=ServingOptions)  # HTTPS and delegated authn/authz
     request_timeout: float = 10.0
     bind_concurrency: int = DEFAULT_BIND_CONCURRENCY  # bindings in flight at once
     percentage_of_nodes_to_score: int = 0  # scheduler-wide; 0: adaptive
@@ -139,15 +141,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     obs = parser.add_argument_group("observability")
     obs.add_argument("--liveness", metavar="URL", default=None,
                      help="serve kopf's liveness probe at this URL, e.g. http://0.0.0.0:8080/healthz")
-    obs.add_argument("--metrics-port", metavar="PORT", type=int, default=DEFAULT_METRICS_PORT,
-                     help=f"serve Prometheus metrics (scheduler_*) on this port at /metrics "
+    obs.add_argument("--metrics-port", "--secure-port", dest="metrics_port", metavar="PORT", type=int,
+                     default=DEFAULT_METRICS_PORT,
+                     help=f"the secure port: HTTPS with /metrics (scheduler_*), /healthz, /livez, /readyz "
                           f"(default: {DEFAULT_METRICS_PORT}; 0 disables)")
-    obs.add_argument("--metrics-host", metavar="ADDR", default="0.0.0.0",
-                     help="address the metrics server listens on (default: 0.0.0.0)")
+    obs.add_argument("--metrics-host", "--bind-address", dest="metrics_host", metavar="ADDR", default="0.0.0.0",
+                     help="address the secure port listens on (default: 0.0.0.0)")
     obs.add_argument("--verbose", "-v", action="store_true", help="log more (kopf's verbose mode)")
     obs.add_argument("--debug", action="store_true", help="log everything, including API traffic")
     obs.add_argument("--log-format", choices=["plain", "full", "json"], default="plain",
                      help="log line format (default: plain)")
+    add_serving_arguments(parser)
     sched = parser.add_argument_group("scheduling")
     sched.add_argument("--percentage-of-nodes-to-score", dest="percentage_of_nodes_to_score", metavar="PERCENT",
                        type=percentage, default=0, help=PERCENTAGE_HELP)
@@ -205,8 +209,12 @@ def load_config_file(path: str) -> tuple[list[dict[str, Any]], int | None]:
 
 
 def config_from_args(args: argparse.Namespace) -> OperatorConfig:
-    """Raises BadConfigFile for an invalid --config."""
+    """Raises BadConfigFile for an invalid --config, ServingOptionsError for secure-serving options
+    that cannot work."""
     metrics_port = getattr(args, "metrics_port", DEFAULT_METRICS_PORT)
+    serving = ServingOptions.from_args(args)
+    if metrics_port:
+        serving.check(getattr(args, "metrics_host", "0.0.0.0"))
     profiles: list[dict[str, Any]] = []
     percentage = args.percentage_of_nodes_to_score
     if getattr(args, "config", None):
@@ -218,7 +226,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         leader_elect=bool(args.leader_elect or args.peering), lease_name=args.peering or args.lease_name,
         lease_namespace=args.lease_namespace, lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline, retry_period=args.retry_period, liveness=args.liveness,
-        metrics_port=metrics_port or None, metrics_host=args.metrics_host,
+        metrics_port=metrics_port or None, metrics_host=args.metrics_host, serving=serving,
         request_timeout=args.request_timeout, bind_concurrency=args.bind_concurrency, seed=args.seed,
         percentage_of_nodes_to_score=percentage,
         default_profile=args.default_profile,
@@ -252,6 +260,9 @@ def run_main(args: argparse.Namespace) -> int:
         config = config_from_args(args)
     except BadConfigFile as exc:
         print(f"kubeberth run: --config: {exc}", file=sys.stderr)
+        return 2
+    except ServingOptionsError as exc:
+        print(f"kubeberth run: {exc}", file=sys.stderr)
         return 2
     configure_logging(config)
     try:

@@ -1,0 +1,427 @@
+"""Port 10259 as kube-scheduler serves it: HTTPS, delegated authn/authz, /metrics and the probes.
+
+`ComponentServer` serves `/metrics` (the scheduler's registry), `/healthz`, `/livez` and `/readyz`
+(upstream's healthz format: `ok`, `?verbose`, `?exclude=`, a 500 naming the failed checks with the
+reason withheld) behind `delegated_auth`'s authenticator and authorizer, over TLS with the
+certificate of --tls-cert-file/--tls-private-key-file or one made at start (self-signed, for
+`localhost` and 127.0.0.1, as kube-scheduler makes one when given none).
+
+With `insecure=True` (--metrics-insecure, for development) it serves plain HTTP without
+authentication or authorization, and only on a loopback address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import ipaddress
+import logging
+import os
+import socket
+import ssl
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+from cryptography import x509
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from ..metrics import SchedulerMetrics
+from .delegated_auth import (
+    AUTH_CONFIGMAP,
+    AuthenticationFailed,
+    AuthnConfig,
+    AuthorizationError,
+    Post,
+    RequestAuthenticator,
+    RequestHeaderConfig,
+    SubjectAccessReviewAuthorizer,
+    TokenReviewAuthenticator,
+    forbidden_message,
+    load_pem_file,
+    parse_configmap,
+    with_retries,
+)
+from .serving_options import ServingOptions
+
+logger = logging.getLogger(__name__)
+
+JSON_CONTENT_TYPE = "application/json"
+RELOAD_INTERVAL = 60.0  # certificate files and the ConfigMap read again, as upstream's controllers resync
+TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A named check: `check()` returns None when healthy, else why not (logged, never served)."""
+
+    name: str
+    check: Callable[[], str | None]
+
+
+PING = HealthCheck("ping", lambda: None)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` names is a loopback one (127.0.0.0/8, ::1, localhost)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
+
+
+def refuse_taken_port(host: str, port: int) -> None:
+    """OSError (address already in use) when something listens on `port` already. The secure port
+    listens with SO_REUSEPORT, to swap its TLS context without a gap; this keeps a second process on
+    the same port an error, as it is for kube-scheduler."""
+    for family, kind, proto, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                           flags=socket.AI_PASSIVE):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(addr)
+            except OSError as exc:
+                raise OSError(exc.errno, f"the secure port {host}:{port} is taken: {exc.strerror}") from None
+
+
+def self_signed_certificate(host: str = "localhost", ips: Sequence[str] = ("127.0.0.1",),
+                            now: float | None = None) -> tuple[bytes, bytes]:
+    """(certificate PEM, private key PEM): a CA-less self-signed serving certificate for `host` and `ips`,
+    valid for a year, named `host@<unix time>` as kube-scheduler names the one it makes."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    start = datetime.datetime.fromtimestamp(now if now is not None else time.time(), datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{int(start.timestamp())}")])
+    sans: list[x509.GeneralName] = [x509.DNSName(host), *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips)]
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start - datetime.timedelta(hours=1))
+            .not_valid_after(start + datetime.timedelta(days=365))
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=True,
+                                         content_commitment=False, data_encipherment=False, key_agreement=False,
+                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(key, hashes.SHA256()))
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+def read_keypair(cert_file: str | None, key_file: str | None) -> tuple[bytes, bytes] | None:
+    """The PEM bytes of --tls-cert-file and --tls-private-key-file (None when neither is given);
+    ValueError naming the file that cannot be read."""
+    if not (cert_file or key_file):
+        return None
+    if not (cert_file and key_file):
+        raise ValueError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    out = []
+    for flag, path in (("--tls-cert-file", cert_file), ("--tls-private-key-file", key_file)):
+        try:
+            with open(path, "rb") as f:
+                out.append(f.read())
+        except OSError as exc:
+            raise ValueError(f"{flag} {path}: {exc.strerror}") from None
+    return out[0], out[1]
+
+
+def server_ssl_context(keypair: tuple[bytes, bytes], *, client_trust_pem: bytes = b"") -> ssl.SSLContext:
+    """The TLS server context: the certificate (PEM, with its chain) and key, TLS 1.2+, and client
+    certificates requested (not required) when there is a CA to verify them against. ValueError
+    when the pair does not load."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_alpn_protocols(["http/1.1"])
+    cert_pem, key_pem = keypair
+    with tempfile.TemporaryDirectory(prefix="kubeberth-tls-") as d:  # ssl loads a chain from files only
+        cert_path, key_path = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key_pem)
+        with open(cert_path, "wb") as f:
+            f.write(cert_pem)
+        try:
+            ctx.load_cert_chain(cert_path, key_path)
+        except ssl.SSLError as exc:
+            raise ValueError(f"the serving certificate and key do not load: {exc}") from None
+    if client_trust_pem:
+        ctx.load_verify_locations(cadata=client_trust_pem.decode())
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+    return ctx
+
+
+def _status(code: int, reason: str, message: str, *, details: bool = False) -> web.Response:
+    """A metav1.Status answer, as kube-scheduler's handler chain writes it (its 403, from the
+    authorization filter, says nosniff; its 401 does not)."""
+    body: dict[str, object] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                               "message": message, "reason": reason}
+    if details:
+        body["details"] = {}
+    body["code"] = code
+    headers = {"X-Content-Type-Options": "nosniff"} if code == 403 else {}
+    return web.Response(status=code, body=orjson.dumps(body) + b"\n", content_type=JSON_CONTENT_TYPE,
+                        headers=headers)
+
+
+def _text(status: int, text: str) -> web.Response:
+    return web.Response(status=status, text=text, content_type="text/plain", charset="utf-8",
+                        headers={"X-Content-Type-Options": "nosniff"})
+
+
+class ComponentServer:
+    """The secure port: /metrics and the probes behind delegated authentication and authorization."""
+
+    def __init__(self, metrics: SchedulerMetrics, port: int, host: str = "0.0.0.0", *,
+                 authenticator: RequestAuthenticator | None = None,
+                 authorizer: SubjectAccessReviewAuthorizer | None = None,
+                 ssl_context: ssl.SSLContext | None = None, insecure: bool = False,
+                 healthz: Sequence[HealthCheck] = (), livez: Sequence[HealthCheck] = (),
+                 readyz: Sequence[HealthCheck] = (), reload: Callable[[], Awaitable[object]] | None = None,
+                 reload_interval: float = RELOAD_INTERVAL) -> None:
+        if insecure:
+            if not is_loopback(host):
+                raise ValueError(f"--metrics-insecure serves plain HTTP without authentication: it listens on a "
+                                 f"loopback address only, not {host!r} (use --metrics-host=127.0.0.1)")
+        elif authenticator is None or authorizer is None or ssl_context is None:
+            raise ValueError("the secure port needs an authenticator, an authorizer and a TLS context")
+        self.metrics = metrics
+        self.host = host
+        self.port = port
+        self.insecure = insecure
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+        self.ssl_context = ssl_context
+        self.checks = {"healthz": list(healthz) or [PING], "livez": list(livez) or [PING],
+                       "readyz": list(readyz) or [PING]}
+        self.reload = reload
+        self.reload_interval = reload_interval
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._reloading: asyncio.Task[None] | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self.insecure else "https"
+
+    # --- the handler chain ---
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Callable[[web.Request], object]) -> web.StreamResponse:
+        response = await self._checked(request, handler)
+        response.headers.setdefault("Cache-Control", "no-cache, private")
+        return response
+
+    async def _checked(self, request: web.Request, handler: Callable[[web.Request], object]) -> web.StreamResponse:
+        if not self.insecure:
+            assert self.authenticator is not None and self.authorizer is not None
+            try:
+                user = await self.authenticator.authenticate(headers=request.headers,
+                                                             peer_cert=self._peer_certificate(request))
+            except AuthenticationFailed as exc:
+                logger.debug("Unauthorized %s %s: %s", request.method, request.path, exc)
+                return _status(401, "Unauthorized", "Unauthorized")
+            verb = request.method.lower()
+            try:
+                allowed, reason = await self.authorizer.authorize(user, verb, request.path)
+            except AuthorizationError as exc:
+                logger.warning("Could not authorize %s %s for %s: %s", request.method, request.path, user.name, exc)
+                return _text(500, f'Internal Server Error: "{request.path_qs}": {exc}\n')
+            if not allowed:
+                return _status(403, "Forbidden", forbidden_message(user, verb, request.path, reason), details=True)
+        try:
+            result = await handler(request)  # type: ignore[misc]
+        except web.HTTPNotFound:
+            return _text(404, "404 page not found\n")
+        assert isinstance(result, web.StreamResponse)
+        return result
+
+    @staticmethod
+    def _peer_certificate(request: web.Request) -> x509.Certificate | None:
+        transport = request.transport
+        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        return x509.load_der_x509_certificate(der) if der else None
+
+    # --- the endpoints ---
+
+    async def _serve_metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    def _health(self, name: str) -> Callable[[web.Request], object]:
+        async def serve(request: web.Request) -> web.Response:
+            excluded = set(request.query.getall("exclude", []))
+            unknown = set(excluded)
+            lines: list[str] = []
+            failed: list[str] = []
+            for check in self.checks[name]:
+                if check.name in excluded:
+                    unknown.discard(check.name)
+                    lines.append(f"[+]{check.name} excluded: ok")
+                    continue
+                try:
+                    error = check.check()
+                except Exception as exc:  # a check that raises has failed
+                    error = f"{type(exc).__name__}: {exc}"
+                if error is not None:
+                    lines.append(f"[-]{check.name} failed: reason withheld")
+                    failed.append(f"[-]{check.name} failed: {error}")
+                else:
+                    lines.append(f"[+]{check.name} ok")
+            if unknown:
+                quoted = ",".join(f'"{u}"' for u in sorted(unknown))
+                lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}")
+            if failed:
+                logger.info("%s check failed:\n%s", name, "\n".join(failed))
+                return _text(500, "".join(f"{line}\n" for line in lines) + f"{name} check failed\n")
+            if "verbose" not in request.query:
+                return _text(200, "ok")
+            return _text(200, "".join(f"{line}\n" for line in lines) + f"{name} check passed\n")
+        return serve
+
+    async def start(self) -> int:
+        """Listen; returns the bound port (useful with port 0)."""
+        app = web.Application(middlewares=[self._guard])
+        app.router.add_get("/metrics", self._serve_metrics)
+        for name in self.checks:
+            app.router.add_get(f"/{name}", self._health(name))  # type: ignore[arg-type]
+        if self.port:
+            refuse_taken_port(self.host, self.port)  # SO_REUSEPORT below would share it instead of failing
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        self._site = web.TCPSite(self._runner, self.host, self.port,
+                                 ssl_context=None if self.insecure else self.ssl_context, reuse_port=not self.insecure)
+        await self._site.start()
+        self.port = int(self._runner.addresses[0][1])
+        if self.reload is not None:
+            self._reloading = asyncio.get_running_loop().create_task(self._reload_forever(),
+                                                                     name="kubeberth secure port reload")
+        if self.insecure:
+            logger.warning("Serving /metrics on http://%s:%d without authentication (--metrics-insecure)",
+                           self.host, self.port)
+        else:
+            logger.info("Serving securely on %s:%d (/metrics, /healthz, /livez, /readyz)", self.host, self.port)
+        return self.port
+
+    async def replace_tls(self, context: ssl.SSLContext) -> None:
+        """Serve new connections with `context` (a new certificate or client CAs): a listener with it on
+        the same port (SO_REUSEPORT), then the old one closed; connections already open keep theirs."""
+        assert self._runner is not None and not self.insecure
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=context, reuse_port=True)
+        await site.start()
+        old, self._site, self.ssl_context = self._site, site, context
+        if old is not None:
+            await old.stop()
+
+    async def _reload_forever(self) -> None:
+        assert self.reload is not None
+        while True:
+            await asyncio.sleep(self.reload_interval)
+            try:
+                await self.reload()
+            except Exception as exc:  # keep serving with what is in force
+                logger.warning("Could not reload the secure port's certificates: %s", exc)
+
+    async def stop(self) -> None:
+        if self._reloading is not None:
+            self._reloading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reloading
+            self._reloading = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+            self._site = None
+
+
+async def authn_config(options: ServingOptions, get: Callable[[str], Awaitable[Any]] | None, *,
+                       tolerate: bool = True) -> AuthnConfig:
+    """The client CA and the front proxy: from the flags, and what they leave out from ConfigMap
+    kube-system/extension-apiserver-authentication (unless --authentication-skip-lookup). A failed
+    lookup is tolerated, as kube-scheduler tolerates it: tokens still work, certificates do not
+    (`tolerate=False`: it raises, for a reload to keep what is in force)."""
+    cfg = AuthnConfig()
+    if options.client_ca_file:
+        cfg.client_ca = load_pem_file(options.client_ca_file, "--client-ca-file")
+    if options.requestheader_client_ca_file:
+        cfg.requestheader = RequestHeaderConfig(
+            ca=load_pem_file(options.requestheader_client_ca_file, "--requestheader-client-ca-file"),
+            allowed_names=options.requestheader_allowed_names,
+            username_headers=options.requestheader_username_headers,
+            uid_headers=options.requestheader_uid_headers, group_headers=options.requestheader_group_headers,
+            extra_prefixes=options.requestheader_extra_headers_prefix)
+    if options.authentication_skip_lookup or get is None or (cfg.client_ca and cfg.requestheader):
+        return cfg
+    try:
+        configmap = await get(AUTH_CONFIGMAP)
+        found = parse_configmap((configmap or {}).get("data") or {})
+    except Exception as exc:
+        if not tolerate:
+            raise
+        logger.warning("Could not read ConfigMap kube-system/extension-apiserver-authentication (%s): "
+                       "client certificates are not accepted on the secure port, bearer tokens are", exc)
+        return cfg
+    if not cfg.client_ca:
+        cfg.client_ca = found.client_ca
+    if cfg.requestheader is None:
+        cfg.requestheader = found.requestheader
+    return cfg
+
+
+async def make_server(options: ServingOptions, metrics: SchedulerMetrics, port: int, host: str, *,
+                      post: Post | None, get: Callable[[str], Awaitable[Any]] | None,
+                      healthz: Sequence[HealthCheck] = (), livez: Sequence[HealthCheck] = (),
+                      readyz: Sequence[HealthCheck] = (), reload_interval: float = RELOAD_INTERVAL) -> ComponentServer:
+    """The secure port as the options say (not yet listening); `post`/`get` reach the API server.
+    Every `reload_interval` it reads the certificate files and the ConfigMap again, as kube-scheduler's
+    dynamic certificate controllers do, and serves what changed."""
+    if options.insecure:
+        return ComponentServer(metrics, port, host, insecure=True, healthz=healthz, livez=livez, readyz=readyz)
+    self_signed = None if options.tls_cert_file else self_signed_certificate()
+
+    def keypair() -> tuple[bytes, bytes]:
+        pair = read_keypair(options.tls_cert_file, options.tls_private_key_file)
+        assert pair is not None or self_signed is not None
+        return pair or self_signed  # type: ignore[return-value]
+
+    cfg = await authn_config(options, get)
+    in_force = (keypair(), cfg.trust_pem())
+    tokens = TokenReviewAuthenticator(with_retries(post), ttl=options.token_cache_ttl) if post is not None else None
+    authenticator = RequestAuthenticator(tokens, cfg)
+    authorizer = SubjectAccessReviewAuthorizer(
+        with_retries(post) if post is not None else None, always_allow_paths=options.always_allow_paths,
+        always_allow_groups=options.always_allow_groups, allowed_ttl=options.authorized_cache_ttl,
+        denied_ttl=options.unauthorized_cache_ttl)
+
+    async def reload() -> bool:
+        """Serve changed certificates or CAs; whether anything changed."""
+        nonlocal in_force
+        new_cfg = await authn_config(options, get, tolerate=False)
+        material = (keypair(), new_cfg.trust_pem())
+        if material == in_force:
+            return False
+        context = server_ssl_context(material[0], client_trust_pem=material[1])
+        authenticator.config = new_cfg
+        await server.replace_tls(context)
+        in_force = material
+        logger.info("The secure port serves a new certificate or client CAs")
+        return True
+
+    server = ComponentServer(metrics, port, host, authenticator=authenticator, authorizer=authorizer,
+                             ssl_context=server_ssl_context(in_force[0], client_trust_pem=in_force[1]),
+                             healthz=healthz, livez=livez, readyz=readyz, reload=reload,
+                             reload_interval=reload_interval)
+    return server
