@@ -51,10 +51,10 @@ class RecordingClient:
         self.calls: list[tuple[str, ...]] = []
         self.failing: dict[str, BaseException] = {}
         # Beside `calls` (whose tuples tests compare whole): each deleted victim's DisruptionTarget
-        # message; each event's (pod, reason, reporting profile, related pod or ""); and the
+        # message; each event's (pod, reason, reporting profile); and the
         # metadata.generation of the pod a condition was written for, as (call, pod, generation).
         self.disruptions: list[tuple[str, str]] = []
-        self.reporters: list[tuple[str, str, str, str]] = []
+        self.reporters: list[tuple[str, str, str]] = []
         self.generations: list[tuple[str, str, int]] = []
 
     def fail(self, call: str, error: BaseException | None) -> None:
@@ -105,13 +105,12 @@ class RecordingClient:
         self.generations.append(("delete", pod.key, pod.generation))
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
-                           reporter: str | None = None, related: Pod | None = None) -> None:
+                           reporter: str | None = None) -> None:
         self._raise_if_failing("event")
         if self.cluster is not None:
-            await self.cluster.record_event(pod, event_type, reason, message, reporter=reporter, related=related)
+            await self.cluster.record_event(pod, event_type, reason, message, reporter=reporter)
         self.calls.append(("event", pod.key, event_type, reason, message))
-        self.reporters.append((pod.key, reason, reporter or pod.scheduler_name,
-                               related.key if related is not None else ""))
+        self.reporters.append((pod.key, reason, reporter or pod.scheduler_name))
 
 
 class ObjectWritingClient(RecordingClient):

@@ -50,9 +50,9 @@ class ClusterClient(Protocol):
         preempting profile (`preemption_message`)."""
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
-                           reporter: str | None = None, related: Pod | None = None) -> None:
+                           reporter: str | None = None) -> None:
         """An event about `pod`, reported by the profile (schedulerName) `reporter`, by default
-        the pod's own; `related`, another pod it concerns (the preemptor of a Preempted event)."""
+        the pod's own (a Preempted event is reported by the preemptor's profile)."""
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
         """Replace a PersistentVolume (the volume binder sets its claimRef); returns the object as

@@ -136,7 +136,7 @@ class InMemoryClient:
         self.scheduler.on_pod_delete(pod)
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
-                           reporter: str | None = None, related: Pod | None = None) -> None:
+                           reporter: str | None = None) -> None:
         # The simulation's record of events is what happened to which pod; there is one reporter.
         self.events.append((pod.key, event_type, reason, message))
 

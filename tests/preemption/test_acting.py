@@ -44,8 +44,8 @@ async def test_result_names_the_node_and_the_victims_are_deleted_in_the_backgrou
 @pytest.mark.parametrize("waiting", [False, True], ids=["deleted", "in-memory"])
 async def test_the_preemptors_profile_names_itself_in_the_condition_and_the_event(victim_scheduler, waiting):
     """As upstream: the DisruptionTarget message names the preemptor's schedulerName and the
-    Preempted event is reported by the preemptor's profile, related to the preemptor, whichever
-    scheduler placed the victim (issue 29, finding 3)."""
+    Preempted event is reported by the preemptor's profile, whichever scheduler placed the victim
+    (issue 29, finding 3)."""
     victim = pod("low", cpu="4", prio=1, node="n1", scheduler=victim_scheduler)
     env = Env([node("n1")], [victim], scheduler_name="team-sched")
     if waiting:
@@ -55,7 +55,7 @@ async def test_the_preemptors_profile_names_itself_in_the_condition_and_the_even
     assert status.is_success()
     assert env.client.disruptions == ([] if waiting else [
         ("default/low", "team-sched: preempting to accommodate a higher priority pod")])
-    assert env.client.reporters == [("default/low", "Preempted", "team-sched", "default/p")]
+    assert env.client.reporters == [("default/low", "Preempted", "team-sched")]
 
 
 async def test_the_scheduler_nominates_from_the_result():

@@ -255,9 +255,9 @@ class KubernetesClusterClient:
                                  "set extendedResourceClaimStatus")
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
-                           reporter: str | None = None, related: Pod | None = None) -> None:
+                           reporter: str | None = None) -> None:
         self._fence(f"event {reason} for {pod.key}")
-        self.events.record(pod, event_type, reason, message, component=reporter, related=related)
+        self.events.record(pod, event_type, reason, message, component=reporter)
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
         name = str((pv.get("metadata") or {}).get("name") or "")

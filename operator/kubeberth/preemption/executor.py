@@ -137,9 +137,10 @@ class Executor:
             message += " (in kube-scheduler memory)."
         if client is not None:
             # Reported by the preempting profile (upstream records it with the preemptor's
-            # framework's recorder), about the victim, related to the preemptor.
-            await client.record_event(victim, "Normal", "Preempted", message,
-                                      reporter=fw.scheduler_name, related=preemptor)
+            # framework's recorder). Upstream names the preemptor as the related object, but
+            # through a wrapper its scheme cannot reference: kube-scheduler v1.37.2's Preempted
+            # events have no related object, and neither have ours.
+            await client.record_event(victim, "Normal", "Preempted", message, reporter=fw.scheduler_name)
         return in_memory
 
     async def clear_lower_priority_nominations(self, preemptor: Pod, node_name: str) -> bool:
