@@ -50,6 +50,12 @@ class RecordingClient:
         self.cluster = InMemoryClient(scheduler) if scheduler is not None and feed else None
         self.calls: list[tuple[str, ...]] = []
         self.failing: dict[str, BaseException] = {}
+        # Beside `calls` (whose tuples tests compare whole): each deleted victim's DisruptionTarget
+        # message; each event's (pod, reason, reporting profile); and the
+        # metadata.generation of the pod a condition was written for, as (call, pod, generation).
+        self.disruptions: list[tuple[str, str]] = []
+        self.reporters: list[tuple[str, str, str]] = []
+        self.generations: list[tuple[str, str, int]] = []
 
     def fail(self, call: str, error: BaseException | None) -> None:
         if call not in self.CALLS:
@@ -88,18 +94,23 @@ class RecordingClient:
         if self.cluster is not None:
             await self.cluster.set_unschedulable(pod, message, reason)
         self.calls.append(("unschedulable", pod.key, reason, message))
+        self.generations.append(("unschedulable", pod.key, pod.generation))
 
-    async def delete_pod(self, pod: Pod) -> None:
+    async def delete_pod(self, pod: Pod, disruption_message: str) -> None:
         self._raise_if_failing("delete")
         if self.cluster is not None:
-            await self.cluster.delete_pod(pod)
+            await self.cluster.delete_pod(pod, disruption_message)
         self.calls.append(("delete", pod.key))
+        self.disruptions.append((pod.key, disruption_message))
+        self.generations.append(("delete", pod.key, pod.generation))
 
-    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
+                           reporter: str | None = None) -> None:
         self._raise_if_failing("event")
         if self.cluster is not None:
-            await self.cluster.record_event(pod, event_type, reason, message)
+            await self.cluster.record_event(pod, event_type, reason, message, reporter=reporter)
         self.calls.append(("event", pod.key, event_type, reason, message))
+        self.reporters.append((pod.key, reason, reporter or pod.scheduler_name))
 
 
 class ObjectWritingClient(RecordingClient):
@@ -229,13 +240,15 @@ def handle(nodes: Sequence[Node] = (), pods: Sequence[Pod] = (), *,
            registry: Registry | None = None, client: Any = None, nominator: Nominator | None = None,
            rng: random.Random | None = None, metrics: MetricsRecorder | None = None,
            clock: Clock | None = None, extras: dict[str, Any] | None = None,
-           ctx: SchedulerContext | None = None, vectorise: bool | None = None) -> Framework:
+           ctx: SchedulerContext | None = None, vectorise: bool | None = None,
+           scheduler_name: str = "default-scheduler") -> Framework:
     """A framework, the handle plugins get, over a snapshot of `nodes` with the bound `pods`
     (or of ready-made `node_infos`, or `snapshot` itself) and a context holding the other
     arguments; or over `ctx` as it is (another profile's framework in the same scheduler).
 
     Without `profile` it has no plugins; with one (a SchedulingProfile spec dict, `{}` for the
-    defaults) the plugins come from `registry` (the in-tree plugins unless given). `vectorise`:
+    defaults) the plugins come from `registry` (the in-tree plugins unless given); without one it
+    is the profile of `scheduler_name`. `vectorise`:
     False keeps plugins on their per-node path whatever the cluster's size; True lets them
     vectorise from the first node; None keeps the framework's defaults."""
     if sum((bool(nodes or pods), node_infos is not None, snapshot is not None)) > 1:
@@ -257,7 +270,7 @@ def handle(nodes: Sequence[Node] = (), pods: Sequence[Pod] = (), *,
         ctx.snapshot = snapshot
         ctx.extras.update(extras or {})
     if profile is None:
-        fw = Framework("default-scheduler", parse_spec({}), ctx)
+        fw = Framework(scheduler_name, parse_spec({"schedulerName": scheduler_name}), ctx)
     else:
         fw = build_framework(parse_spec(profile), registry if registry is not None else in_tree_registry(), ctx)
     if vectorise is not None:

@@ -47,10 +47,10 @@ async def test_an_injected_failure_raises_records_nothing_and_heals() -> None:
     pod = make_pod("v")
     client.fail("delete", RuntimeError("boom"))
     with pytest.raises(RuntimeError, match="boom"):
-        await client.delete_pod(pod)
+        await client.delete_pod(pod, "s: preempting")
     await client.record_event(pod, "Normal", "Preempted", "by p")
     client.fail("delete", None)
-    await client.delete_pod(pod)
+    await client.delete_pod(pod, "s: preempting")
     assert client.calls == [("event", "default/v", "Normal", "Preempted", "by p"), ("delete", "default/v")]
 
 

@@ -14,6 +14,12 @@ UNSCHEDULABLE_REASON = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
 
+def preemption_message(scheduler_name: str) -> str:
+    """The DisruptionTarget message of a victim: the preemptor's profile names itself (upstream's
+    "<schedulerName>: preempting to accommodate a higher priority pod"), not the victim's."""
+    return f"{scheduler_name}: preempting to accommodate a higher priority pod"
+
+
 class BindConflict(Exception):
     """The binding was refused (HTTP 409/404). `settled`: the pod is bound already (by another
     scheduler), being deleted, replaced or gone: the scheduler drops it quietly and lets the watch
@@ -35,12 +41,18 @@ class ClusterClient(Protocol):
         """Patch status.nominatedNodeName ('' clears it)."""
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = UNSCHEDULABLE_REASON) -> None:
-        """Patch the PodScheduled=False condition (reason Unschedulable or SchedulerError)."""
+        """Patch the PodScheduled=False condition (reason Unschedulable or SchedulerError), its
+        observedGeneration the pod's metadata.generation as the scheduler saw it."""
 
-    async def delete_pod(self, pod: Pod) -> None:
-        """Delete a preemption victim (with a UID precondition)."""
+    async def delete_pod(self, pod: Pod, disruption_message: str) -> None:
+        """Delete a preemption victim (with a UID precondition), first setting its DisruptionTarget
+        condition (reason PreemptionByScheduler) with `disruption_message`, which names the
+        preempting profile (`preemption_message`)."""
 
-    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None: ...
+    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
+                           reporter: str | None = None) -> None:
+        """An event about `pod`, reported by the profile (schedulerName) `reporter`, by default
+        the pod's own (a Preempted event is reported by the preemptor's profile)."""
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
         """Replace a PersistentVolume (the volume binder sets its claimRef); returns the object as

@@ -137,10 +137,14 @@ class InMemoryClient:
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass
 
-    async def delete_pod(self, pod: Pod) -> None:
+    async def delete_pod(self, pod: Pod, disruption_message: str) -> None:
+        # Gone at once (no kubelet to end it gracefully): its DisruptionTarget condition would
+        # never be read.
         self.scheduler.on_pod_delete(pod)
 
-    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
+                           reporter: str | None = None) -> None:
+        # The simulation's record of events is what happened to which pod; there is one reporter.
         self.events.append((pod.key, event_type, reason, message))
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,8 @@ Built on kmock's `KubernetesScaffold` (API discovery, served over HTTP on 127.0.
 generic `KubernetesEmulator` leaves out:
 
 - a global resourceVersion, uids, creationTimestamp, metadata.generation bumped on
-  spec changes; lists carry the list resourceVersion, watches resume from one (or
-  answer 410 Gone when it is too old);
+  spec changes (pods' too, as v1.37 does, but not by a binding); lists carry the list
+  resourceVersion, watches resume from one (or answer 410 Gone when it is too old);
 - label selectors and field selectors (metadata.name/namespace, spec.nodeName,
   status.phase, any dotted path) on lists and watches;
 - the pods/binding subresource: sets spec.nodeName and PodScheduled=True, answers
@@ -485,9 +485,11 @@ class Emulator(kmock.KubernetesScaffold):
             raise not_found(kind, name)
         return obj
 
-    def _store(self, kind: Kind, obj: Obj, old: Obj) -> Obj:
+    def _store(self, kind: Kind, obj: Obj, old: Obj, *, count_spec_change: bool = True) -> Obj:
         meta = obj["metadata"]
-        if (old.get("spec") != obj.get("spec")) and kind.plural not in ("pods", "events"):
+        # Pods too (v1.37's pod generation tracking), except through pods/binding, which writes
+        # storage directly and leaves the generation alone.
+        if count_spec_change and old.get("spec") != obj.get("spec") and kind.plural != "events":
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         meta["resourceVersion"] = self._next_rv()
         key = self._key(kind, meta.get("namespace"), meta["name"])
@@ -597,11 +599,12 @@ class Emulator(kmock.KubernetesScaffold):
             {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
              "lastTransitionTime": now_iso()}]})
         for cond in new["status"]["conditions"]:
-            if cond.get("type") == "PodScheduled":
+            if cond.get("type") == "PodScheduled":  # replaced whole: no reason, message, observedGeneration
                 cond.pop("reason", None)
                 cond.pop("message", None)
+                cond.pop("observedGeneration", None)
         self.bindings.append((f"{pod['metadata']['namespace']}/{name}", pod["metadata"]["uid"], target))
-        self._store(kind, new, old)
+        self._store(kind, new, old, count_spec_change=False)
         return {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Success", "code": 201}
 
     def _delete(self, kind: Kind, namespace: str | None, name: str, options: Any) -> Obj:

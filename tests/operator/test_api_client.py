@@ -115,19 +115,49 @@ async def test_unschedulable_condition_and_nomination(cluster, client):
         "application/strategic-merge-patch+json")
 
 
+@pytest.mark.parametrize("spec_edits", [0, 2], ids=["as-created", "spec-edited-twice"])
+async def test_unschedulable_condition_carries_the_generation_the_scheduler_saw(cluster, client, spec_edits):
+    """v1.37 (PodObservedGenerationTracking, GA): the PodScheduled condition's observedGeneration
+    is the pod's metadata.generation as the scheduler read it (issue 29, finding 8)."""
+    pod(cluster, "p")
+    for i in range(spec_edits):
+        cluster.api.patch("pods", "p", {"spec": {"activeDeadlineSeconds": 100 + i}}, "default")
+    seen = Pod(cluster.api.get("pods", "p", "default"))
+    assert seen.generation == 1 + spec_edits
+    await client.set_unschedulable(seen, "0/2 nodes are available: 2 Insufficient cpu.")
+    await client.flush()
+    [cond] = cluster.api.get("pods", "p", "default")["status"]["conditions"]
+    assert (cond["type"], cond["observedGeneration"]) == ("PodScheduled", 1 + spec_edits)
+
+
+async def test_a_pod_without_a_generation_gets_no_observed_generation(cluster, client):
+    """Upstream's observedGeneration is omitempty: a pod read without metadata.generation (0)."""
+    raw = cluster.api.create("pods", make_pod("p"))
+    del raw["metadata"]["generation"]
+    await client.set_unschedulable(Pod(raw), "0/2 nodes are available: 2 Insufficient cpu.")
+    await client.flush()
+    [cond] = cluster.api.get("pods", "p", "default")["status"]["conditions"]
+    assert cond["type"] == "PodScheduled" and "observedGeneration" not in cond
+
+
 async def test_delete_victim_with_uid_precondition(cluster, client):
-    victim = pod(cluster, "victim", node="n1")
-    await client.delete_pod(victim)
+    pod(cluster, "victim", node="n1")
+    cluster.api.patch("pods", "victim", {"spec": {"activeDeadlineSeconds": 60}}, "default")
+    victim = Pod(cluster.api.get("pods", "victim", "default"))
+    message = "team-sched: preempting to accommodate a higher priority pod"
+    await client.delete_pod(victim, message)
     obj = cluster.api.get("pods", "victim", "default")
     assert obj["metadata"]["deletionTimestamp"]  # bound: it terminates gracefully
     assert [c["type"] for c in obj["status"]["conditions"]] == ["DisruptionTarget"]
-    assert obj["status"]["conditions"][0]["reason"] == "PreemptionByScheduler"
+    [cond] = obj["status"]["conditions"]
+    assert (cond["status"], cond["reason"], cond["message"], cond["observedGeneration"]) == (
+        "True", "PreemptionByScheduler", message, 2)
     await asyncio.sleep(0.3)
     assert cluster.api.get("pods", "victim", "default") is None
-    await client.delete_pod(victim)  # already gone: fine
+    await client.delete_pod(victim, message)  # already gone: fine
 
     replaced = pod(cluster, "victim", node="n1")
-    await client.delete_pod(victim)  # the old UID: the new pod of that name is not touched
+    await client.delete_pod(victim, message)  # the old UID: the new pod of that name is not touched
     assert cluster.api.get("pods", "victim", "default")["metadata"]["uid"] == replaced.uid
     assert "deletionTimestamp" not in cluster.api.get("pods", "victim", "default")["metadata"]
 
@@ -143,10 +173,27 @@ async def test_events_are_deduplicated_and_counted(cluster, client):
     assert failed["source"] == {"component": "default-scheduler"}
     assert failed["reportingComponent"] == "default-scheduler"
     assert failed["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "p",
-                                        "uid": p.uid}
+                                        "uid": p.uid, "resourceVersion": p.raw["metadata"]["resourceVersion"]}
     [scheduled] = events_for(cluster.api, "p", "Scheduled")
     assert scheduled["action"] == "Binding" and scheduled["count"] == 1
     assert len(cluster.api.requests("POST", "events")) == 2
+
+
+async def test_a_preempted_event_is_reported_by_the_preemptors_profile(cluster, client):
+    """The victim's scheduler is default-scheduler; the profile that preempted it reports the
+    event (source, reportingComponent and reportingInstance)."""
+    victim = pod(cluster, "victim", node="n1")
+    preemptor = pod(cluster, "vip", scheduler="team-sched")
+    await client.record_event(victim, "Normal", "Preempted", f"Preempted by pod {preemptor.uid} on node n1",
+                              reporter="team-sched")
+    await client.events.flush()
+    [event] = events_for(cluster.api, "victim", "Preempted")
+    assert event["source"] == {"component": "team-sched"}
+    assert event["reportingComponent"] == "team-sched"
+    assert event["reportingInstance"] == f"team-sched-{client.events.instance}"
+    assert event["action"] == "Preempting"
+    assert event["involvedObject"]["uid"] == victim.uid
+    assert "related" not in event  # as kube-scheduler v1.37.2's
 
 
 async def test_a_storm_of_failures_is_rate_limited(cluster):

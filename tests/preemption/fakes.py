@@ -33,13 +33,15 @@ def iso(t: float) -> str:
 def pod(name: str, *, cpu: str = "1", prio: int = 0, node: str = "", start: float | None = None,
         labels: dict[str, str] | None = None, deleting: bool = False, nominated: str = "",
         policy: str | None = None, namespace: str = "default", pods: int | None = None,
-        preempted: bool = False) -> Pod:
+        preempted: bool = False, scheduler: str | None = None, generation: int | None = None) -> Pod:
     """A pod; `start` is seconds after T0 for status.startTime; `deleting` sets deletionTimestamp;
     `preempted` also sets the DisruptionTarget condition the scheduler adds to its victims."""
     extra: dict[str, Any] = {}
     if policy is not None:
         extra["preemptionPolicy"] = policy
-    raw = pod_dict(name, namespace, cpu=cpu, priority=prio, node=node, labels=labels, **extra)
+    raw = pod_dict(name, namespace, cpu=cpu, priority=prio, node=node, labels=labels, scheduler=scheduler, **extra)
+    if generation is not None:
+        raw["metadata"]["generation"] = generation
     if start is not None:
         raw["status"]["startTime"] = iso(T0 + start)
     if deleting or preempted:
@@ -123,14 +125,15 @@ class Env:
     def __init__(self, nodes: Sequence[Node], pods: Sequence[Pod] = (), *,
                  pdbs: Sequence[dict[str, Any]] = (), args: dict[str, Any] | None = None,
                  rng: random.Random | None = None, nominated: Sequence[tuple[Pod, str]] = (),
-                 extenders: Sequence[Any] = (), pod_count: bool = True) -> None:
+                 extenders: Sequence[Any] = (), pod_count: bool = True,
+                 scheduler_name: str = "default-scheduler") -> None:
         self.client = RecordingClient()
         self.nominator = Nominator()
         for p, n in nominated:
             self.nominator.add_nominated_pod(p, n)
         self.metrics = CountingMetrics()
         fw = handle(nodes, pods, objects=store_of(*pdbs), client=self.client, nominator=self.nominator,
-                    rng=rng or FixedRng(0), metrics=self.metrics)
+                    rng=rng or FixedRng(0), metrics=self.metrics, scheduler_name=scheduler_name)
         self.ctx = fw.ctx
         self.recorded: list[tuple[str, list[str]]] = []
         self.ctx.record_victims = lambda p, victims: self.recorded.append(

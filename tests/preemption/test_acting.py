@@ -36,6 +36,28 @@ async def test_result_names_the_node_and_the_victims_are_deleted_in_the_backgrou
     assert env.pods_on("n1") == ["low", "low2"]  # the snapshot itself is the cache's business
 
 
+@pytest.mark.parametrize("victim_scheduler", [
+    pytest.param(None, id="victim-of-default-scheduler"),
+    pytest.param("team-sched", id="victim-of-the-same-profile"),
+    pytest.param("batch-sched", id="victim-of-a-third-scheduler"),
+])
+@pytest.mark.parametrize("waiting", [False, True], ids=["deleted", "in-memory"])
+async def test_the_preemptors_profile_names_itself_in_the_condition_and_the_event(victim_scheduler, waiting):
+    """As upstream: the DisruptionTarget message names the preemptor's schedulerName and the
+    Preempted event is reported by the preemptor's profile, whichever scheduler placed the victim
+    (issue 29, finding 3)."""
+    victim = pod("low", cpu="4", prio=1, node="n1", scheduler=victim_scheduler)
+    env = Env([node("n1")], [victim], scheduler_name="team-sched")
+    if waiting:
+        wp = WaitingPod(victim, {"Gate": 60.0}, asyncio.get_running_loop())
+        env.ctx.waiting_pods.add(wp)
+    _, status = await env.post_filter(pod("p", cpu="2", prio=10, scheduler="team-sched"))
+    assert status.is_success()
+    assert env.client.disruptions == ([] if waiting else [
+        ("default/low", "team-sched: preempting to accommodate a higher priority pod")])
+    assert env.client.reporters == [("default/low", "Preempted", "team-sched")]
+
+
 async def test_the_scheduler_nominates_from_the_result():
     env = Env([node("n1")], [pod("low", cpu="4", prio=1, node="n1")])
     p = pod("p", cpu="2", prio=10)
@@ -120,8 +142,8 @@ async def test_last_victim_being_deleted_ends_the_wait():
     seen: list[object] = []
     original = env.client.delete_pod
 
-    async def slow_delete(victim):
-        await original(victim)
+    async def slow_delete(victim, disruption_message):
+        await original(victim, disruption_message)
         if victim.uid == last.uid:
             seen.append(env.plugin.pre_enqueue(p))  # still in the cluster's view: waiting
             view[last.uid] = pod("last", cpu="2", prio=1, node="n1", deleting=True)
@@ -190,10 +212,10 @@ async def test_delete_failure_activates_the_preemptor(failing_victim):
     original = env.client.delete_pod
     doomed = "default/a" if failing_victim == "first" else "default/b"
 
-    async def delete(victim):
+    async def delete(victim, disruption_message):
         if victim.key == doomed:
             raise RuntimeError("boom")
-        await original(victim)
+        await original(victim, disruption_message)
 
     env.client.delete_pod = delete
     p = pod("p", cpu="4", prio=10)

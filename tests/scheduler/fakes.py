@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeberth.client import preemption_message
 from kubeberth.clock import FakeClock
 from kubeberth.config import parse_spec
 from kubeberth.framework import (
@@ -117,7 +118,7 @@ class FakePreempt(PostFilterPlugin):
                 self.handle.nominator.add_nominated_pod(pod, ni.name)
                 await self.handle.client.set_nominated_node(pod, ni.name)
                 for v in victims:
-                    await self.handle.client.delete_pod(v)
+                    await self.handle.client.delete_pod(v, preemption_message(pod.scheduler_name))
                 self.handle.ctx.record_victims(pod, victims)
                 return PostFilterResult(ni.name), None
         return PostFilterResult(""), Status.unschedulable("preemption: no victims")

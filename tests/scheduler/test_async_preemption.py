@@ -30,10 +30,10 @@ class SlowDeletions(InMemoryClient):
         self.release = asyncio.Event()
         self.deleting: list[str] = []
 
-    async def delete_pod(self, pod: Pod) -> None:
+    async def delete_pod(self, pod: Pod, disruption_message: str) -> None:
         self.deleting.append(pod.key)
         await self.release.wait()
-        await super().delete_pod(pod)
+        await super().delete_pod(pod, disruption_message)
 
 
 def _uid(sched: Scheduler, key: str) -> str:
@@ -95,10 +95,10 @@ async def test_a_failed_deletion_activates_the_preemptor_which_preempts_again() 
     failures = [RuntimeError("etcd is unhappy")]
     original = InMemoryClient.delete_pod
 
-    async def flaky(self: SlowDeletions, pod: Pod) -> None:
+    async def flaky(self: SlowDeletions, pod: Pod, disruption_message: str) -> None:
         if failures:
             raise failures.pop()
-        await original(self, pod)
+        await original(self, pod, disruption_message)
 
     client.delete_pod = flaky.__get__(client)  # type: ignore[method-assign]
     sched.on_pod_add(pod_dict("high", cpu="4", priority=100))

@@ -101,6 +101,22 @@ async def test_fit_error_records_upstream_message_and_waits_for_an_event() -> No
     assert (sched.outcomes["default/p"].status, sched.outcomes["default/p"].node) == (SCHEDULED, "n3")
 
 
+async def test_the_unschedulable_condition_is_for_the_generation_the_scheduler_last_saw() -> None:
+    """The PodScheduled=False condition's observedGeneration (issue 29, finding 8) is that of the
+    pod as the scheduler holds it when the attempt fails: after a spec edit, the new generation."""
+    sched, client, _ = scheduler(nodes={"n1": "1"})
+    raw = pod_dict("p", cpu="2")
+    raw["metadata"]["generation"] = 1
+    sched.on_pod_add(raw)
+    await sched.run_until_idle()
+    edited = pod_dict("p", cpu="2", activeDeadlineSeconds=600)  # a spec edit: the API server counts it
+    edited["metadata"]["generation"] = 2
+    sched.on_pod_update(edited)
+    sched.on_node_add(node_dict("n2", cpu="1"))  # an event that retries it (in vain)
+    await sched.run_until_idle()
+    assert client.generations == [("unschedulable", "default/p", 1), ("unschedulable", "default/p", 2)]
+
+
 async def test_deleting_an_assigned_pod_retries_pods_it_blocked() -> None:
     sched, _, _ = scheduler()
     sched.on_pod_add(pod_dict("big", cpu="2", node="n1"))

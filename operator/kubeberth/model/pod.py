@@ -78,7 +78,7 @@ class Pod:
     """
 
     __slots__ = (
-        "affinity", "cache", "creation_timestamp", "deletion_timestamp", "host_ports", "images",
+        "affinity", "cache", "creation_timestamp", "deletion_timestamp", "generation", "host_ports", "images",
         "key", "labels", "name", "namespace", "node_name", "node_selector", "nominated_node_name",
         "non_zero_requests", "owner_kinds", "phase", "preemption_policy", "preferred_node_terms",
         "priority", "priority_class_name", "raw", "requests", "required_node_selector",
@@ -104,6 +104,12 @@ class Pod:
         self.seq = seq
         self.cache: dict[str, Any] = {}
         self.uid = str(meta.get("uid") or self.key)
+        # metadata.generation (the API server counts spec changes from 1): what the conditions the
+        # scheduler writes carry as their observedGeneration. 0 when the object has none.
+        generation = meta.get("generation") or 0
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+            raise ModelError(f"metadata.generation {generation!r} is not a non-negative integer", obj=where)
+        self.generation: int = generation
         self.labels: dict[str, str] = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         self.owner_kinds = tuple(str(o.get("kind", "")) for o in meta.get("ownerReferences") or [])
         try:

@@ -9,10 +9,12 @@ Writes, as kube-scheduler makes them:
   forgets the assumed pod and requeues it. 5xx, 429 and timeouts are retried with
   backoff; when a retry meets a 409 after an uncertain attempt, the pod is read back
   so that a binding that did land counts as done and nothing is bound twice.
-- nominatedNodeName and the PodScheduled=False/Unschedulable condition: a strategic
+- nominatedNodeName and the PodScheduled=False/Unschedulable condition (with its
+  observedGeneration, as every pod condition written here): a strategic
   merge patch of pods/status, skipped when nothing would change, sent in the background
   and coalesced per pod (`status_writer.py`): the scheduling loop never waits for it.
-- preemption victims: the DisruptionTarget condition, then DELETE with a UID
+- preemption victims: the DisruptionTarget condition (its message naming the preemptor's
+  profile), then DELETE with a UID
   precondition (another pod that reused the name is never deleted).
 - volume binding (VolumeBinding's PreBind): PUT of the PersistentVolume with its claimRef
   set, PUT of the PersistentVolumeClaim with its selected-node annotation, as upstream's
@@ -73,6 +75,15 @@ def _pod_scheduled_condition(raw: Mapping[str, Any]) -> Mapping[str, Any] | None
         if cond.get("type") == "PodScheduled":
             return dict(cond)
     return None
+
+
+def with_observed_generation(condition: dict[str, Any], pod: Pod) -> dict[str, Any]:
+    """A pod condition as v1.37 writes it: observedGeneration is the pod's metadata.generation as
+    the scheduler saw it (PodObservedGenerationTracking, GA and locked on), left out when the pod
+    has none (omitempty)."""
+    if pod.generation:
+        condition["observedGeneration"] = pod.generation
+    return condition
 
 
 class KubernetesClusterClient:
@@ -194,19 +205,18 @@ class KubernetesClusterClient:
         transition = now
         if current is not None and current.get("status") == "False" and current.get("lastTransitionTime"):
             transition = current["lastTransitionTime"]
-        patch = {"status": {"conditions": [{
+        patch = {"status": {"conditions": [with_observed_generation({
             "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
-            "lastProbeTime": None, "lastTransitionTime": transition}]}}
+            "lastProbeTime": None, "lastTransitionTime": transition}, pod)]}}
         self._fence(f"set PodScheduled=False of {pod.key}")
         self.status.submit(pod, patch)
 
-    async def delete_pod(self, pod: Pod) -> None:
+    async def delete_pod(self, pod: Pod, disruption_message: str) -> None:
         self._fence(f"deleting {pod.key}")
         if self.disruption_condition:
-            patch = {"status": {"conditions": [{
+            patch = {"status": {"conditions": [with_observed_generation({
                 "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                "message": f"{pod.scheduler_name}: preempting to accommodate a higher priority pod",
-                "lastTransitionTime": rfc3339(self.clock.now())}]}}
+                "message": disruption_message, "lastTransitionTime": rfc3339(self.clock.now())}, pod)]}}
             with contextlib.suppress(Exception):
                 await self._patch_status(pod, patch, "set DisruptionTarget")
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}}
@@ -244,9 +254,10 @@ class KubernetesClusterClient:
         await self._patch_status(pod, {"status": {"extendedResourceClaimStatus": dict(status)}},
                                  "set extendedResourceClaimStatus")
 
-    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+    async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
+                           reporter: str | None = None) -> None:
         self._fence(f"event {reason} for {pod.key}")
-        self.events.record(pod, event_type, reason, message)
+        self.events.record(pod, event_type, reason, message, component=reporter)
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
         name = str((pv.get("metadata") or {}).get("name") or "")

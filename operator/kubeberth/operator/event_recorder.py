@@ -220,8 +220,12 @@ class EventRecorder:
 
 def _object_ref(obj: Pod | Mapping[str, Any]) -> dict[str, str]:
     if isinstance(obj, Pod):
-        return {"apiVersion": "v1", "kind": "Pod", "namespace": obj.namespace, "name": obj.name,
-                "uid": obj.uid}
+        ref = {"apiVersion": "v1", "kind": "Pod", "namespace": obj.namespace, "name": obj.name, "uid": obj.uid}
+        # As upstream's reference to the object it was given: the version the scheduler read.
+        version = (obj.raw.get("metadata") or {}).get("resourceVersion")
+        if version:
+            ref["resourceVersion"] = str(version)
+        return ref
     meta = obj.get("metadata") or {}
     return {"apiVersion": str(obj.get("apiVersion") or "v1"), "kind": str(obj.get("kind") or "Pod"),
             "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name") or ""),

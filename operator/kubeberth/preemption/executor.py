@@ -15,7 +15,9 @@ QueueingHints of the plugins that rejected it. The task:
    that was only waiting at Permit or in PreBind).
 
 A victim is preempted (`preempt_pod`) by rejecting it where it waits (Permit, PreBind) or else by
-setting its DisruptionTarget condition and deleting it; either way it gets a Preempted event.
+setting its DisruptionTarget condition and deleting it; either way it gets a Preempted event. The
+condition's message and the event's reporter name the preemptor's profile, not the victim's
+scheduler.
 Victims already being deleted get no call at all.
 """
 
@@ -26,7 +28,7 @@ import logging
 import time
 from collections.abc import Sequence
 
-from ..client import ClusterClient
+from ..client import ClusterClient, preemption_message
 from ..framework.handle import Handle
 from ..framework.victims import Candidate
 from ..model import Pod
@@ -129,11 +131,16 @@ class Executor:
                 in_memory = binding.cancel(f"preempted by {self.plugin_name}")
         client: ClusterClient | None = fw.client
         if not in_memory and client is not None:
-            await client.delete_pod(victim)
+            # The preemptor's profile names itself, whichever scheduler placed the victim.
+            await client.delete_pod(victim, preemption_message(preemptor.scheduler_name))
         if in_memory:
             message += " (in kube-scheduler memory)."
         if client is not None:
-            await client.record_event(victim, "Normal", "Preempted", message)
+            # Reported by the preempting profile (upstream records it with the preemptor's
+            # framework's recorder). Upstream names the preemptor as the related object, but
+            # through a wrapper its scheme cannot reference: kube-scheduler v1.37.2's Preempted
+            # events have no related object, and neither have ours.
+            await client.record_event(victim, "Normal", "Preempted", message, reporter=fw.scheduler_name)
         return in_memory
 
     async def clear_lower_priority_nominations(self, preemptor: Pod, node_name: str) -> bool:
