@@ -123,7 +123,7 @@ async def test_an_api_server_answering_503_longer_than_every_retry_budget_is_sur
         await eventually(lambda: bound(kube, "before"), what="bound before the outage")
         proxy.fail(503)
         failed_at = time.monotonic()
-        await eventually(lambda: scheduler_health(op), what="the probe answers")
+        await eventually(lambda: _unsynced(op), what="the probe says synced: false")
         await kube.create("pods", pod("during"))  # straight to the API server: the operator cannot see it
         await hold(op, max(OUTAGE_SECONDS - (time.monotonic() - failed_at), 1.0))
         assert await bound(kube, "during") is None
@@ -138,6 +138,10 @@ async def test_an_api_server_answering_503_longer_than_every_retry_budget_is_sur
 
 async def _synced(op: OperatorProcess) -> bool:
     return (await scheduler_health(op)).get("synced") is True
+
+
+async def _unsynced(op: OperatorProcess) -> bool:
+    return (await scheduler_health(op)).get("synced") is False
 
 
 async def test_credentials_refused_from_the_start_are_told_and_the_process_waits_for_them(
