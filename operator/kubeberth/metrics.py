@@ -196,6 +196,12 @@ class SchedulerMetrics:
             "Number of pods that were successfully scheduled after being flushed from unschedulableEntities "
             "due to timeout. This metric helps detect potential queueing hint misconfigurations or event "
             "handling issues.", registry=r)
+        # kubeberth's own (no upstream counterpart): requests the API server refused with 403.
+        self.api_forbidden_total = Counter(
+            "kubeberth_api_forbidden_total",
+            "Number of API requests refused with 403 Forbidden, by RBAC verb and resource (as `kubectl auth "
+            "can-i` names it, e.g. create pods/binding): a permission the scheduler's credentials lack.",
+            ["verb", "resource"], registry=r)
         self._inflight_labels: set[str] = set()
         self._unschedulable_labels: set[tuple[str, str]] = set()
         for queue in QUEUES:
@@ -283,6 +289,9 @@ class SchedulerMetrics:
         """Calls of each (plugin, extension point) since the last report."""
         for (plugin, point), n in counts.items():
             self.plugin_evaluation_total.labels(plugin=plugin, extension_point=point, profile=profile).inc(n)
+
+    def api_forbidden(self, verb: str, resource: str) -> None:
+        self.api_forbidden_total.labels(verb=verb, resource=resource).inc()
 
     def render(self) -> bytes:
         """The text exposition format, as served on /metrics."""

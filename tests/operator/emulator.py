@@ -346,6 +346,8 @@ class Emulator(kmock.KubernetesScaffold):
         self.log: list[Logged] = []
         self.pod_grace_seconds = 0.2
         self.bindings: list[tuple[str, str, str]] = []  # (namespace/name, uid, node) of successful binds
+        self.token: str | None = None  # when set, every request without "Bearer <token>" is answered 401
+        self.unauthorized = 0
         self._watchers: list[_Watcher] = []
         self._timers: list[asyncio.TimerHandle] = []
         for kind in KINDS:
@@ -667,6 +669,9 @@ class Emulator(kmock.KubernetesScaffold):
     # --- HTTP ---
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
+            self.unauthorized += 1  # as kube-apiserver: authentication before anything else, discovery included
+            return self._error(ApiError(401, "Unauthorized", "Unauthorized"))
         res = request.resource
         kind = self.kinds.get(res.plural) if res is not None and res.plural else None
         if kind is None or res is None or (kind.group, kind.version) != (res.group, res.version):
@@ -689,8 +694,9 @@ class Emulator(kmock.KubernetesScaffold):
                 await asyncio.sleep(fault.delay)
             if fault.status is not None and not fault.after_apply:
                 entry.status = fault.status
-                return self._error(ApiError(fault.status, "InternalError" if fault.status >= 500 else "Conflict",
-                                            fault.message))
+                reason = {401: "Unauthorized", 403: "Forbidden"}.get(
+                    fault.status, "InternalError" if fault.status >= 500 else "Conflict")
+                return self._error(ApiError(fault.status, reason, fault.message))
 
         try:
             if method == "GET" and entry.watch:

@@ -227,3 +227,66 @@ async def test_informers_are_not_connected_while_a_watch_fails_and_again_once_on
     await _until(lambda: not any(r.failing for r in informers.reflectors))
     assert informers.connected
     await informers.stop()
+
+
+async def test_a_silent_watch_is_dropped_at_the_idle_timeout_and_resumed_from_its_version():
+    """The API server sends a bookmark about every minute: a stream silent for longer is hung (a
+    half-open connection, a stalled proxy). Against a real HTTP server that accepts and says nothing."""
+    from aiohttp import web
+    from kubernetes_asyncio.client import Configuration
+
+    from kubeberth.operator.reflector import HungStream
+    from kubeberth.operator.rest import RestClient
+
+    watches: list[str] = []
+    done = asyncio.Event()
+
+    async def silent(request: web.Request) -> web.StreamResponse:
+        watches.append(request.query.get("resourceVersion", ""))
+        response = web.StreamResponse()
+        await response.prepare(request)  # headers sent, then nothing
+        await done.wait()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/pods", silent)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    cfg = Configuration()
+    cfg.host = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    rest = RestClient(cfg)
+    try:
+        r = Reflector(rest=rest, kind=PODS, sink=Sink(), sleep=no_sleep, idle_timeout=0.2)
+        r.resource_version = "42"
+        with pytest.raises(HungStream, match="nothing read for 0s, not even a bookmark"):
+            await r.watch_once()
+        task = asyncio.get_running_loop().create_task(r.run())
+        while len(watches) < 3:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        assert watches == ["42", "42", "42"]  # resumed from where it was, never listed again
+        assert r.lists == 0
+    finally:
+        done.set()
+        await rest.close()
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize(("watch_seconds", "idle", "want"), [
+    ((300, 600), 150.0, 150.0),  # the default: well past the API server's minute between bookmarks
+    ((10, 10), 150.0, 40.0),     # a short watch: the server ends it first
+], ids=["idle-timeout", "watch-timeout"])
+async def test_a_watch_reads_with_the_shorter_of_its_timeout_and_the_idle_timeout(watch_seconds, idle, want):
+    seen: list[float] = []
+
+    class Recording(Server):
+        async def watch(self, path: str, query: Mapping[str, str], **kw: Any) -> AsyncIterator[list[dict[str, Any]]]:
+            seen.append(kw["read_timeout"])
+            yield []
+
+    r = Reflector(rest=Recording(), kind=PODS, sink=Sink(), watch_seconds=watch_seconds,  # type: ignore[arg-type]
+                  idle_timeout=idle)
+    await r.watch_once()
+    assert seen == [want]

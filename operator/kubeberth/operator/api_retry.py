@@ -18,10 +18,12 @@ from .rest import RestClient, describe_error
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+# 401: the token may have been renewed since (its file is read again before the retry, `Credentials`).
+UNAUTHORIZED = 401
 
 
 class ApiUnavailable(Exception):
-    """The API server kept failing (5xx/timeouts) beyond the retry budget."""
+    """The API server kept failing (5xx/429/401/timeouts) beyond the retry budget."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def _status(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, ApiException):
-        return exc.status in RETRYABLE_STATUSES or exc.status == 0
+        return exc.status in RETRYABLE_STATUSES or exc.status in (0, UNAUTHORIZED)
     return isinstance(exc, aiohttp.ClientError | TimeoutError | ConnectionError)
 
 
@@ -85,7 +87,7 @@ class Api:
 
     async def call(self, method: str, path: str, *, what: str, body: Any = None,
                    content_type: str | None = None, query: Mapping[str, str] | None = None) -> Any:
-        """A call retried on 5xx/429/timeouts with backoff; other errors raise at once."""
+        """A call retried on 5xx/429/401/timeouts with backoff; other errors raise at once."""
         delays = self.retry.delays(self.rng)
         while True:
             try:

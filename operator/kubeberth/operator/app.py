@@ -23,11 +23,14 @@ import os
 import random
 import socket
 import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import kopf
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from .. import __version__
 from ..clock import RealClock
@@ -39,12 +42,13 @@ from ..scheduler.watched import WATCHED, WatchedKind, declared_kinds
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
+from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, Forbidden, kubeconfig_user
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
 from .leader import LeaderElector
 from .profiles import ProfileManager
-from .reflector import Informers
-from .rest import RestClient, authorization
+from .reflector import Backoff, Informers
+from .rest import RestClient
 from .run import OperatorConfig
 from .secure_serving import PING, ComponentServer, HealthCheck, make_server
 from .shadow import ShadowEvaluator
@@ -52,6 +56,22 @@ from .shadow import ShadowEvaluator
 logger = logging.getLogger(__name__)
 
 EXIT_LOST_LEADERSHIP = 75  # EX_TEMPFAIL: restart me
+LOGIN_SECONDS = 600.0  # kopf logs in again this often (the token is read again on the way)
+
+
+class RetryForever:
+    """kopf's `networking.error_backoffs`: 1, 2, 4 ... 30 s, then 30 s for ever. An iterable that is
+    not Sized, so kopf retries an API error for as long as it lasts instead of ending the process."""
+
+    def __init__(self, initial: float = 1.0, maximum: float = 30.0) -> None:
+        self.initial = initial
+        self.maximum = maximum
+
+    def __iter__(self) -> Iterator[float]:
+        delay = self.initial
+        while True:
+            yield delay
+            delay = min(delay * 2, self.maximum)
 
 
 async def load_configuration(config: OperatorConfig) -> Configuration:
@@ -71,6 +91,23 @@ async def load_configuration(config: OperatorConfig) -> Configuration:
     return cfg
 
 
+def load_credentials(config: OperatorConfig, cfg: Configuration) -> Credentials:
+    """Where the token of `cfg` comes from: the ServiceAccount's token file in-cluster, a kubeconfig
+    user's tokenFile (both read again as client-go does), else what the configuration holds."""
+    if config.server:
+        return Credentials(cfg, description=f"no credentials (--server {cfg.host})")
+    in_cluster = config.in_cluster
+    if in_cluster is None:
+        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    if in_cluster:
+        return Credentials(cfg, token_file=SERVICE_ACCOUNT_TOKEN,
+                           description=f"the ServiceAccount token file {SERVICE_ACCOUNT_TOKEN}")
+    user = kubeconfig_user(config.kubeconfig, config.context)
+    if user is None:
+        return Credentials(cfg)
+    return Credentials(cfg, token_file=user.token_file, description=user.describe())
+
+
 class OperatorApp:
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
@@ -78,6 +115,7 @@ class OperatorApp:
         self.identity = f"{socket.gethostname()}/{uuid.uuid4().hex[:12]}"
         self.exit_code = 0
         self.configuration: Configuration | None = None
+        self.credentials: Credentials | None = None
         self.api_client: ApiClient | None = None
         self._client: KubernetesClusterClient | None = None
         self._scheduler: Scheduler | None = None
@@ -90,6 +128,7 @@ class OperatorApp:
         self._stop: asyncio.Event | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._metrics_server: ComponentServer | None = None
+        self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
     # The parts exist once run() has connected.
     @property
@@ -125,15 +164,19 @@ class OperatorApp:
     def metrics_port(self) -> int | None:
         return self._metrics_server.port if self._metrics_server is not None else None
 
-    def build(self, configuration: Configuration) -> None:
+    def build(self, configuration: Configuration, credentials: Credentials | None = None) -> None:
         """The scheduler and its helpers, on `configuration` (no I/O yet)."""
         cfg = self.config
         self.configuration = configuration
+        self.credentials = credentials if credentials is not None else Credentials(configuration)
         self.api_client = ApiClient(configuration)
         # Connections: the bindings' own, plus room for the watches, status writers, event senders, the Lease.
         self._rest = RestClient(configuration, request_timeout=cfg.request_timeout,
                                 pool_size=cfg.bind_concurrency + 64,
-                                user_agent=f"kubeberth/{__version__} ({self.identity})")
+                                user_agent=f"kubeberth/{__version__} ({self.identity})",
+                                credentials=self.credentials,
+                                forbidden=Forbidden(subject=self.credentials.description,
+                                                    count=self.metrics.api_forbidden))
         clock = RealClock()
         self._client = KubernetesClusterClient(self._rest, request_timeout=cfg.request_timeout, clock=clock,
                                                bind_concurrency=cfg.bind_concurrency)
@@ -164,7 +207,8 @@ class OperatorApp:
     async def run(self, *, stop_flag: asyncio.Event | None = None,
                   ready_flag: asyncio.Event | None = None) -> int:
         cfg = self.config
-        self.build(await load_configuration(cfg))
+        configuration = await load_configuration(cfg)
+        self.build(configuration, load_credentials(cfg, configuration))
         registry = kopf.OperatorRegistry()
         handlers.register(registry, self)
         # kopf handlers that plugins' modules registered (README: kopf handlers of your own).
@@ -195,6 +239,12 @@ class OperatorApp:
         settings.persistence.finalizer = f"{GROUP}/finalizer"
         settings.posting.level = logging.WARNING
         settings.networking.request_timeout = max(self.config.request_timeout * 6, 60.0)
+        # kopf is the frame only: no resource handler, so its watch of CRDs for resource discovery
+        # (and of namespaces) serves nothing, and it ended the process when the API server failed
+        # longer than kopf's retries. Off; the one discovery scan kopf makes at start-up is
+        # retried for as long as the API server fails, as our reflectors are.
+        settings.scanning.disabled = True
+        settings.networking.error_backoffs = RetryForever()
         for path, value in self.config.extra_settings.items():
             target: Any = settings
             *parents, last = path.split(".")
@@ -203,17 +253,41 @@ class OperatorApp:
             setattr(target, last, value)
 
     async def connection_info(self) -> kopf.ConnectionInfo:
-        """kopf logs in with the same credentials as the scheduler's API client."""
-        cfg = self.configuration
-        assert cfg is not None
-        header = await authorization(cfg)
+        """kopf logs in with the same credentials as the scheduler's API client, once the API server
+        accepts them. kopf ends the process when a login gives it nothing new after a 401, so this
+        never gives up: while the server answers 401 it waits with backoff, reading the token again
+        (`Credentials`); an unreachable server is no credentials problem (kopf's own requests retry).
+        Each answer is a new ConnectionInfo (its expiration differs), which kopf never takes for the
+        one it invalidated, even when the token is the same one the server refused for a while."""
+        cfg, rest, credentials = self.configuration, self._rest, self.credentials
+        assert cfg is not None and rest is not None and credentials is not None
+        backoff = Backoff(initial=1.0, maximum=30.0)
+        waited = False
+        while True:
+            try:
+                await rest.request("GET", "/api", timeout=self.config.request_timeout)
+                break
+            except asyncio.CancelledError:
+                raise
+            except ApiException as exc:
+                if exc.status != 401:
+                    break  # authenticated (a 403 is about permissions) or an outage
+            except Exception:
+                break
+            if not waited:
+                waited = True
+                logger.warning("kopf's login waits until the API server %s accepts the credentials of %s",
+                               credentials.server, credentials.description)
+            await self.sleep(backoff.next())
+        header = await credentials.authorization()
         parts = header.split(" ", 1) if header else []
         scheme, token = ((None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1]))
         return kopf.ConnectionInfo(
             server=str(cfg.host), ca_path=cfg.ssl_ca_cert, insecure=not cfg.verify_ssl,
             username=cfg.username or None, password=cfg.password or None, scheme=scheme, token=token,
             certificate_path=cfg.cert_file, private_key_path=cfg.key_file, proxy_url=cfg.proxy,
-            default_namespace="default")
+            default_namespace="default",
+            expiration=datetime.now(UTC) + timedelta(seconds=LOGIN_SECONDS))
 
     # --- lifecycle (kopf startup / cleanup) ---
 
@@ -259,7 +333,9 @@ class OperatorApp:
 
     async def _watch_leadership(self, elector: LeaderElector) -> None:
         await elector.lost.wait()
-        logger.error("Lost the Lease to another replica; stopping so that this one restarts as a standby")
+        c = elector.config
+        logger.error("Lost the Lease %s/%s: %s; stopping (as kube-scheduler does) so that this process restarts "
+                     "as a standby", c.namespace, c.name, elector.lost_reason())
         self.exit_code = EXIT_LOST_LEADERSHIP
         self.scheduler.stop()
         if self._stop is not None:

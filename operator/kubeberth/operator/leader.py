@@ -61,6 +61,7 @@ class LeaderElector:
         self._observed: dict[str, Any] | None = None  # the spec last read
         self._observed_at = 0.0
         self.transitions = 0
+        self.failure = ""  # why the last attempt did not renew (read when the Lease is lost)
 
     @property
     def path(self) -> str:
@@ -100,7 +101,8 @@ class LeaderElector:
                 await self.rest.request("POST", self.path.rsplit("/", 1)[0], body=body, timeout=c.renew_deadline)
             except ApiException as exc2:
                 if exc2.status == 409:
-                    return False  # another candidate created it first
+                    self.failure = "another replica created it first"
+                    return False
                 raise
             self.transitions += 1
             logger.info("Leader election: %s acquired the Lease %s/%s (created it)", self.identity,
@@ -113,14 +115,17 @@ class LeaderElector:
         holder = spec.get("holderIdentity") or ""
         duration = float(spec.get("leaseDurationSeconds") or c.lease_duration)
         if holder and holder != self.identity and self._observed_at + duration > started:
+            self.failure = f"another replica holds it ({holder})"
             return False  # held by another, and not expired as far as this process has seen
         if self.monotonic() - started > c.renew_deadline:
+            self.failure = "this process was paused longer than the renew deadline"
             return False  # the read is too old to act on (this process was paused): read again
         lease["spec"] = self._spec(spec)
         try:
             updated = await self.rest.request("PUT", self.path, body=lease, timeout=c.renew_deadline)
         except ApiException as exc:
             if exc.status == 409:
+                self.failure = "another replica wrote it after this one read it"
                 return False  # someone wrote it after our read
             raise
         self._observed, self._observed_at = updated.get("spec") or {}, started
@@ -132,12 +137,40 @@ class LeaderElector:
 
     async def _attempt(self) -> bool:
         try:
-            return await asyncio.wait_for(self.try_acquire_or_renew(), self.config.renew_deadline)
+            if await asyncio.wait_for(self.try_acquire_or_renew(), self.config.renew_deadline):
+                self.failure = ""
+                return True
+            return False
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            logger.warning("Leader election: could not read or write the Lease: %s", exc)
+            self.failure = self.describe_failure(exc)
+            logger.warning("Leader election: could not read or write the Lease: %s", self.failure)
             return False
+
+    def describe_failure(self, exc: BaseException) -> str:
+        """Why a read or write of the Lease failed, in words that say whose fault it is."""
+        if isinstance(exc, ApiException) and exc.status == 401:
+            creds = getattr(self.rest, "credentials", None)
+            whose = f"the API server {creds.server} rejected the credentials of {creds.description}" \
+                if creds is not None else "the API server rejected the credentials"
+            return f"{whose} (401 Unauthorized)"
+        if isinstance(exc, ApiException) and exc.status == 403:
+            return (f"the API server refused access to the Lease (403 Forbidden): the credentials lack RBAC "
+                    f"permission on leases.coordination.k8s.io in namespace {self.config.namespace}")
+        if isinstance(exc, ApiException):
+            return f"the API server answered HTTP {exc.status} {exc.reason}".strip()
+        if isinstance(exc, TimeoutError):
+            return f"the API server did not answer within {self.config.renew_deadline:g}s"
+        return f"the API server could not be reached ({type(exc).__name__}: {exc})" if str(exc) else \
+            f"the API server could not be reached ({type(exc).__name__})"
+
+    def lost_reason(self) -> str:
+        """Why leadership ended: another replica, or the failure that kept this one from renewing."""
+        if self.failure.startswith("another replica"):
+            return self.failure
+        return (f"could not renew it within the renew deadline ({self.config.renew_deadline:g}s): "
+                f"{self.failure or 'no attempt succeeded'}")
 
     async def run(self) -> None:
         """Acquire (waiting as long as it takes), then renew until the renew deadline is missed."""
@@ -150,7 +183,7 @@ class LeaderElector:
             if await self._attempt():
                 continue
             if not self.is_leader:
-                logger.error("Leader election: lost the Lease %s/%s", c.namespace, c.name)
+                logger.error("Leader election: lost the Lease %s/%s: %s", c.namespace, c.name, self.lost_reason())
                 self.lost.set()
                 return
 

@@ -56,8 +56,18 @@ def _stub(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 
+# The API server sends a watcher that asked for bookmarks one about every minute (the watch cache's
+# bookmark frequency), so a stream silent for longer than this is hung (a half-open connection, a
+# proxy that stopped forwarding): it is dropped and resumed from the last resourceVersion.
+WATCH_IDLE_SECONDS = 150.0
+
+
 class Gone(Exception):
     """410: the resourceVersion is too old; list again."""
+
+
+class HungStream(Exception):
+    """A watch request or stream that stayed silent past the idle timeout."""
 
 
 @dataclass
@@ -107,9 +117,11 @@ class Reflector:
                  watch_seconds: tuple[int, int] = (300, 600),
                  on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 on_problem: ProblemHook | None = None) -> None:
+                 on_problem: ProblemHook | None = None,
+                 idle_timeout: float = WATCH_IDLE_SECONDS) -> None:
         self.rest = rest
         self.kind = kind
+        self.idle_timeout = idle_timeout
         self.sink = sink
         self.page_size = page_size
         self.watch_seconds = watch_seconds
@@ -238,8 +250,9 @@ class Reflector:
         query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
                  "timeoutSeconds": str(seconds)}
         self.watches += 1
+        idle = min(seconds + 30.0, self.idle_timeout)
         try:
-            async for batch in self.rest.watch(self.kind.path, query, read_timeout=seconds + 30.0):
+            async for batch in self.rest.watch(self.kind.path, query, read_timeout=idle):
                 self.failing = False
                 if self.problem is not None:
                     self.report("watch", None)
@@ -248,6 +261,8 @@ class Reflector:
             if exc.status == 410:
                 raise Gone(str(exc.reason)) from exc
             raise
+        except TimeoutError as exc:
+            raise HungStream(f"nothing read for {idle:.0f}s, not even a bookmark: a hung stream") from exc
 
     async def run(self) -> None:
         """Watch forever (after the initial list): resume, relist on 410, back off on failures."""
@@ -289,9 +304,11 @@ class Informers:
     def __init__(self, *, rest: RestClient, kinds: Iterable[WatchedKind], sink: Sink,
                  on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
                  page_size: int = 500, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 on_problem: ProblemHook | None = None) -> None:
+                 on_problem: ProblemHook | None = None,
+                 idle_timeout: float = WATCH_IDLE_SECONDS) -> None:
         self.reflectors = [Reflector(rest=rest, kind=k, sink=sink, page_size=page_size, on_batch=on_batch,
-                                     sleep=sleep, on_problem=on_problem) for k in kinds]
+                                     sleep=sleep, on_problem=on_problem, idle_timeout=idle_timeout)
+                           for k in kinds]
         self.sink = sink
         self.on_batch = on_batch
         self.sleep = sleep

@@ -9,7 +9,6 @@ Bodies are parsed with orjson; no model classes are built.
 
 from __future__ import annotations
 
-import inspect
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -19,15 +18,11 @@ import orjson
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from .credentials import Credentials, Forbidden, authorization
+
+__all__ = ["JSON", "RestClient", "api_exception", "authorization", "describe_error", "ssl_context"]
+
 JSON = "application/json"
-
-
-async def authorization(cfg: Configuration) -> str | None:
-    """The Authorization header of a bearer token ("Bearer ..."), if the configuration has one."""
-    header: Any = cfg.get_api_key_with_prefix("BearerToken")
-    if inspect.isawaitable(header):  # kubernetes-asyncio >= 33.3 refreshes tokens asynchronously
-        header = await header
-    return str(header) if header else None
 
 
 def ssl_context(cfg: Configuration) -> ssl.SSLContext | bool:
@@ -61,8 +56,13 @@ class RestClient:
     """Raw JSON requests and watch streams on one aiohttp session."""
 
     def __init__(self, configuration: Configuration, *, pool_size: int = 100, request_timeout: float = 10.0,
-                 user_agent: str = "kubeberth") -> None:
+                 user_agent: str = "kubeberth", credentials: Credentials | None = None,
+                 forbidden: Forbidden | None = None) -> None:
         self.configuration = configuration
+        # The token (read again from its file as client-go does) and what a 401 means; a 403 names
+        # the missing permission once per verb and resource.
+        self.credentials = credentials if credentials is not None else Credentials(configuration)
+        self.forbidden = forbidden if forbidden is not None else Forbidden(subject=self.credentials.description)
         self.user_agent = user_agent
         self.host = str(configuration.host).rstrip("/")
         self.request_timeout = request_timeout
@@ -85,7 +85,7 @@ class RestClient:
         headers = {"Accept": JSON, "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
-        auth = await authorization(self.configuration)
+        auth = await self.credentials.authorization()
         if auth:
             headers["Authorization"] = auth
         elif self.configuration.username:
@@ -102,8 +102,18 @@ class RestClient:
                                                headers=headers, timeout=client_timeout) as resp:
             raw = await resp.read()
             if resp.status >= 300:
-                raise api_exception(resp.status, resp.reason or "", raw)
+                raise self._refused(method, path, query, resp.status, resp.reason or "", raw)
+            self.credentials.accepted()
             return orjson.loads(raw) if raw else None
+
+    def _refused(self, method: str, path: str, query: Mapping[str, str] | None, status: int, reason: str,
+                 raw: bytes) -> ApiException:
+        """The error of an answer outside 2xx; a 401 or a 403 is reported as what it is."""
+        if status == 401:
+            self.credentials.unauthorized(method, path)
+        elif status == 403:
+            self.forbidden.report(method, path, query, raw)
+        return api_exception(status, reason, raw)
 
     async def watch(self, path: str, query: Mapping[str, str], *,
                     read_timeout: float | None = None) -> AsyncIterator[list[dict[str, Any]]]:
@@ -115,7 +125,9 @@ class RestClient:
         async with self._get_session().get(self.host + path, params={**query, "watch": "true"},
                                            headers=headers, timeout=timeout) as resp:
             if resp.status >= 300:
-                raise api_exception(resp.status, resp.reason or "", await resp.read())
+                raise self._refused("GET", path, {**query, "watch": "true"}, resp.status, resp.reason or "",
+                                    await resp.read())
+            self.credentials.accepted()
             yield []
             tail = b""
             async for chunk in resp.content.iter_any():
