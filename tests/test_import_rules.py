@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "features": set(),
     "clock": set(),
     "priority": {"model"},
-    "metrics": set(),
+    "metrics": {"features"},
     "client": {"model"},
     "cache": {"model", "clock", "priority"},
     "framework": {"model", "config", "cache", "clock", "priority", "client", "features"},

@@ -35,7 +35,7 @@ from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import MetricsServer, SchedulerMetrics
 from ..plugins import in_tree_registry
 from ..scheduler import Scheduler
-from ..scheduler.watched import WATCHED, WatchedKind
+from ..scheduler.watched import WatchedKind, watched_kinds
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
@@ -150,7 +150,8 @@ class OperatorApp:
             self._profiles.apply_fixed(obj)
         self._ingest = Ingest(self._scheduler, self._profiles.apply, on_pod=self.shadow.on_pod,
                               on_pod_delete=self.shadow.on_pod_delete)
-        self._informers = Informers(rest=self._rest, kinds=WATCHED, sink=self._ingest, on_batch=self._after_batch)
+        self._informers = Informers(rest=self._rest, kinds=watched_kinds(), sink=self._ingest,
+                                    on_batch=self._after_batch)
         if cfg.leader_elect:
             self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
             self._scheduler.may_write = self._client.may_write = lambda: (self._elector is not None

@@ -45,18 +45,18 @@ from ..framework import (
 )
 from ..framework import events as ev
 from ..framework.registry import Registry
-from ..framework.types import QueuedPodInfo
+from ..framework.types import QueuedPodGroupInfo, QueuedPodInfo
 from ..plugins import in_tree_registry
 from ..profile import build_framework
 from ..queue.scheduling_queue import BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL
 from .event_handlers import EventHandlers
 from .records import DEFAULT_MAX_ATTEMPTS, DELETED, EVICTED, IGNORED, PENDING, SCHEDULED, UNSCHEDULABLE
-from .schedule_one import SchedulingCycles
+from .schedule_one_podgroup import PodGroupCycles
 
 log = logging.getLogger("kubeberth.scheduler")
 
 
-class Scheduler(EventHandlers, SchedulingCycles):
+class Scheduler(EventHandlers, PodGroupCycles):
     """Profiles, queue, cache and the scheduling loop. Single event loop, not thread-safe."""
 
     # ---- profiles -----------------------------------------------------------------
@@ -209,6 +209,11 @@ class Scheduler(EventHandlers, SchedulingCycles):
         return cycles
 
     def _give_up(self, q: QueuedPodInfo) -> None:
+        if isinstance(q, QueuedPodGroupInfo):
+            for m in q.members:
+                self._give_up(m)
+            self.queue.add_attempted_pod_group(q, "error")
+            return
         uid = q.pod.uid
         self._given_up.add(uid)
         self.queue.done(uid)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import features
 from ..framework import events as ev
 
 POD = "Pod"
 NODE = "Node"
 SCHEDULING_PROFILE = "SchedulingProfile"
+POD_GROUP = "PodGroup"
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,7 @@ class WatchedKind:
     kind: str
     order: int  # initial-sync order: lower first (classes before the pods that name them...)
     event_resource: str | None = None  # a change is this ClusterEvent resource: it may move pods
+    gate: str = ""  # read only while this feature gate is on (kube-scheduler does not watch it otherwise)
 
     @property
     def path(self) -> str:
@@ -31,6 +34,8 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", 0),
     WatchedKind("", "v1", "namespaces", "Namespace", 0),
     WatchedKind("kubeberth.io", "v1alpha1", "schedulingprofiles", SCHEDULING_PROFILE, 1),
+    WatchedKind("scheduling.k8s.io", "v1beta1", "podgroups", POD_GROUP, 1, ev.POD_GROUP,
+                gate=features.GENERIC_WORKLOAD),
     WatchedKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", 2),
     WatchedKind("", "v1", "persistentvolumes", "PersistentVolume", 2, ev.PERSISTENT_VOLUME),
     WatchedKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", 2, ev.PERSISTENT_VOLUME_CLAIM),
@@ -50,6 +55,14 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("", "v1", "nodes", NODE, 3),
     WatchedKind("", "v1", "pods", POD, 4),
 )
+
+
+
+def watched_kinds(gates: features.FeatureGates | None = None) -> tuple[WatchedKind, ...]:
+    """The kinds read under `gates` (default: the process's): those of a gate that is off are left out."""
+    gates = gates if gates is not None else features.current()
+    return tuple(k for k in WATCHED if not k.gate or gates.enabled(k.gate))
+
 
 # Kinds kept as plain objects for the plugins (everything but pods, nodes and profiles).
 OBJECT_KINDS = frozenset(k.kind for k in WATCHED if k.kind not in (POD, NODE, SCHEDULING_PROFILE))
