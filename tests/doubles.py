@@ -184,8 +184,8 @@ class FixedRng(random.Random):
 
 
 def priority_then_age(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-    """PrioritySort's order: higher priority first, then the earlier queued."""
-    pa, pb = a.pod.priority, b.pod.priority
+    """PrioritySort's order: higher priority first, then the earlier queued (a pod group's entry: its PodGroup's)."""
+    pa, pb = a.priority, b.priority
     return pa > pb or (pa == pb and a.timestamp < b.timestamp)
 
 

@@ -53,9 +53,6 @@ UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 
 
-GANG_SCHEDULING = "GangScheduling"
-
-
 def _members(q: QueuedPodInfo) -> list[QueuedPodInfo]:
     """A pod group entry's pods; a pod's entry is itself."""
     return q.members if isinstance(q, QueuedPodGroupInfo) else [q]
@@ -448,15 +445,14 @@ class PriorityQueue:
             without_backoff = True
             preserve_timestamp = any(q.pod.uid in attempted for q in pending)
             entry.consecutive_errors = entry.unschedulable_count = 0
-            entry.unschedulable_plugins = set()
         elif result == "unschedulable":
             entry.unschedulable_count += 1
             entry.consecutive_errors = 0
-            plugins = {p for q in pending for p in q.unschedulable_plugins | q.pending_plugins}
-            entry.unschedulable_plugins = plugins or {GANG_SCHEDULING}
         else:
             entry.consecutive_errors += 1
-            entry.unschedulable_plugins = set()
+        # As upstream, the group's entry names no rejecting plugin: in backoffQ it waits out its
+        # whole backoff (it is not popped early when activeQ is empty), and no hint moves it.
+        entry.unschedulable_plugins = set()
         entry.pending_plugins = set()
         entry.backoff_expiry = None
         if not preserve_timestamp:
