@@ -215,3 +215,49 @@ async def test_gangs_as_kube_scheduler_places_them(gang_plane: ControlPlane, gan
     # toobig is retried after its backoff (1s, 2s, ... up to 10s), as upstream: a few attempts, no busy loop
     assert 1 <= attempts.get('profile="default-scheduler",result="unschedulable"', 0) <= 20, attempts
     assert 'scheduler_pending_pods{queue="incomplete"}' in metrics
+
+
+async def test_snapshot_writes_pod_groups_and_simulate_agrees_with_kube_scheduler(
+        gang_plane: ControlPlane, gang_kube: Kube, tmp_path: Path) -> None:
+    """`kubeberth snapshot` takes the PodGroups (its ServiceAccount may list them); simulate with
+    the gate on says of the snapshot what kube-scheduler then does on the cluster."""
+    import io
+    import sys
+
+    import yaml
+
+    from kubeberth import features
+    from kubeberth.simulate import run_simulation
+
+    kube = gang_kube
+    for n in ("n1", "n2"):
+        await kube.create("nodes", node(n, cpu="2", memory="4Gi"))
+    await kube.create("podgroups", pod_group("toobig", 3), "default")
+    for i in range(3):
+        await kube.create("pods", member("toobig", i, "1500m"), "default")
+    out = tmp_path / "snapshot.yaml"
+    proc = subprocess.run([sys.executable, "-m", "kubeberth.cli", "snapshot",
+                           f"--kubeconfig={kubeberth_kubeconfig(gang_plane)}", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    objects = [d for d in yaml.safe_load_all(out.read_text()) if d]
+    groups = [o for o in objects if o["kind"] == "PodGroup"]
+    assert [(g["apiVersion"], g["metadata"]["name"]) for g in groups] == [("scheduling.k8s.io/v1beta1", "toobig")]
+    def simulate() -> tuple[Any, Any]:
+        with features.override(FeatureGates.parse(GATES)):
+            return run_simulation(objects, warn=io.StringIO())
+
+    outcomes, sched = await asyncio.to_thread(simulate)
+    simulated = sorted(o.message for o in outcomes)
+    simulated_group = (sched.ctx.objects.get("PodGroup", "default/toobig") or {}).get("status", {})["conditions"][0]
+
+    upstream = start_kube_scheduler(gang_plane)
+    try:
+        states = await settled(kube, [f"toobig-{i}" for i in range(3)])
+        group = await kube.get("podgroups", "toobig", "default")
+    finally:
+        upstream.stop()
+    assert not any(bound for bound, _ in states.values())
+    # which pod is tried first follows the informer's listing order upstream: the messages as a set
+    assert simulated == sorted(message for _, message in states.values())
+    assert (simulated_group["status"], simulated_group["reason"], simulated_group["message"]) == group_state(group)
