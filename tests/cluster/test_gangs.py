@@ -30,6 +30,7 @@ from ..test_features import REFUSED_AS_UPSTREAM
 from .conftest import NAMESPACE, SERVICE_ACCOUNT, OperatorProcess
 from .control_plane import ADMIN_TOKEN, ControlPlane, Process, bin_dir, kubectl
 from .kube import Kube, eventually, node, pod
+from .test_rbac import POD_GROUP_GRANTS, used
 
 pytestmark = pytest.mark.cluster
 
@@ -188,6 +189,7 @@ async def test_gangs_as_kube_scheduler_places_them(gang_plane: ControlPlane, gan
     finally:
         upstream.stop()
     await reset(kube)
+    started = time.time()
     op = OperatorProcess(gang_plane, kubeberth_kubeconfig(gang_plane), [f"--feature-gates={GATES}"],
                          name="kubeberth-gangs")
     try:
@@ -215,6 +217,21 @@ async def test_gangs_as_kube_scheduler_places_them(gang_plane: ControlPlane, gan
     # toobig is retried after its backoff (1s, 2s, ... up to 10s), as upstream: a few attempts, no busy loop
     assert 1 <= attempts.get('profile="default-scheduler",result="unschedulable"', 0) <= 20, attempts
     assert 'scheduler_pending_pods{queue="incomplete"}' in metrics
+
+    # the ServiceAccount's grants for PodGroups were enough, and used (tests/cluster/test_rbac.py leaves them to here)
+    def audited() -> tuple[set[Any], list[str]] | None:
+        asked, refused = used(gang_plane.audit_events(), started)
+        return (asked, refused) if ("scheduling.k8s.io", "podgroups/status", "patch") in asked else None
+
+    deadline = time.monotonic() + 10
+    result = audited()
+    while result is None and time.monotonic() < deadline:  # the audit backend writes in batches
+        await asyncio.sleep(0.5)
+        result = audited()
+    assert result is not None, "no podgroups/status patch in the audit log"
+    asked, refused = result
+    assert refused == [], refused
+    assert POD_GROUP_GRANTS <= asked
 
 
 async def test_snapshot_writes_pod_groups_and_simulate_agrees_with_kube_scheduler(
