@@ -68,10 +68,10 @@ def member(group: str, i: int, cpu: str) -> dict[str, Any]:
 
 
 def pod_state(p: dict[str, Any]) -> tuple[bool, str]:
-    """(bound, the PodScheduled=False message or "")."""
+    """(bound, "reason: message" of PodScheduled=False, or "")."""
     cond = next((c for c in (p.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), None)
-    message = cond.get("message", "") if cond is not None and cond.get("status") == "False" else ""
-    return bool(p["spec"].get("nodeName")), message
+    failed = cond is not None and cond.get("status") == "False"
+    return bool(p["spec"].get("nodeName")), f"{cond.get('reason')}: {cond.get('message', '')}" if failed else ""
 
 
 def group_state(g: dict[str, Any]) -> tuple[str, str, str] | None:
@@ -101,6 +101,8 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     """Two 2-CPU nodes. Returns what became of every pod and PodGroup."""
     for n in ("n1", "n2"):
         await kube.create("nodes", node(n, cpu="2", memory="4Gi"))
+    await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                          "metadata": {"name": "high"}, "value": 1000})
     out: dict[str, Any] = {}
     # a gang that fits: bound whole
     await kube.create("podgroups", pod_group("fits", 3), "default")
@@ -125,6 +127,17 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     out["late-waiting"] = await settled(kube, ["late-0", "late-1"])
     await kube.create("podgroups", pod_group("late", 2), "default")
     out["late"] = await settled(kube, ["late-0", "late-1"])
+    # pods of one group with different priorities: a SchedulerError for each and on the PodGroup
+    await kube.create("podgroups", pod_group("mixed", 2), "default")
+    await kube.create("pods", member("mixed", 0, "100m"), "default")
+    await kube.create("pods", {**member("mixed", 1, "100m"),
+                               "spec": {**member("mixed", 1, "100m")["spec"], "priorityClassName": "high"}}, "default")
+    out["mixed"] = await settled(kube, ["mixed-0", "mixed-1"])
+    # the basic policy: placed in one cycle, no quorum
+    await kube.create("podgroups", pod_group("basic", None), "default")
+    for i in range(2):
+        await kube.create("pods", member("basic", i, "100m"), "default")
+    out["basic"] = await settled(kube, ["basic-0", "basic-1"])
     out["groups"] = {g["metadata"]["name"]: group_state(g) for g in await kube.list("podgroups", "default")}
     return out
 
@@ -133,6 +146,7 @@ async def reset(kube: Kube) -> None:
     await kube.delete_all("pods", "default", grace_period=0)
     await kube.delete_all("podgroups", "default")
     await kube.delete_all("nodes")
+    await kube.delete("priorityclasses", "high")
     # the API server puts scheduling.k8s.io/podgroup-protection on each PodGroup; the controller
     # that takes it off (kube-controller-manager) does not run here: the test plays it
     for g in await kube.list("podgroups", "default"):
@@ -208,6 +222,9 @@ async def test_gangs_as_kube_scheduler_places_them(gang_plane: ControlPlane, gan
     assert all(bound for bound, _ in expected["late"].values())
     assert expected["groups"]["fits"] == ("True", "Scheduled", "")
     assert expected["groups"]["toobig"][:2] == ("False", "Unschedulable")
+    assert expected["groups"]["mixed"][:2] == ("False", "SchedulerError")
+    assert all(not bound and message.startswith("SchedulerError: ") for bound, message in expected["mixed"].values())
+    assert all(bound for bound, _ in expected["basic"].values())
 
     assert got == expected  # every pod, every message, every PodGroup condition, word for word
 
