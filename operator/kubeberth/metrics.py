@@ -234,6 +234,11 @@ class SchedulerMetrics:
         self.podgroup_scheduling_attempt_duration_seconds.labels(result=result, profile=profile).observe(
             max(seconds, 0.0))
 
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """scheduler_queued_entities by (queue, type): "pod" (pods of no group) and "podgroup" entries."""
+        for (queue, kind), n in counts.items():
+            self.queued_entities_gauge.labels(queue=queue, type=kind).set(n)
+
     def pod_group_algorithm_duration(self, seconds: float) -> None:
         if self.podgroup_scheduling_algorithm_duration_seconds is not None:
             self.podgroup_scheduling_algorithm_duration_seconds.observe(max(seconds, 0.0))

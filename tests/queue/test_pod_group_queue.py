@@ -147,3 +147,14 @@ def test_other_pods_stay_individual(gates: FeatureGates) -> None:
     q.add(p)
     got = q.pop_nowait()
     assert got is not None and not isinstance(got, QueuedPodGroupInfo) and got.pod.name == "a"
+
+
+def test_entity_counts_count_a_group_once() -> None:
+    q = gang_queue()
+    q.add_pod_group("default/g", 0)
+    for name in ("a", "b", "c"):
+        q.add(member(name, "g"))
+    q.add(pod("alone"))
+    counts = q.entity_counts()
+    assert counts["active", "podgroup"] == 1 and counts["active", "pod"] == 1
+    assert len(q.pending_pods()[ACTIVE]) == 4

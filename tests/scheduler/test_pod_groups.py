@@ -180,3 +180,5 @@ def test_pod_group_metrics() -> None:
     assert metrics.sample("scheduler_podgroup_schedule_attempts_total",
                           {"result": "scheduled", "profile": "default-scheduler"}) == 1
     assert metrics.sample("scheduler_podgroup_scheduling_algorithm_duration_seconds_count") == 1
+    metrics.queued_entities({("active", "podgroup"): 2})
+    assert metrics.sample("scheduler_queued_entities", {"queue": "active", "type": "podgroup"}) == 2

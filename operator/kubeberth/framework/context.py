@@ -80,6 +80,8 @@ class MetricsRecorder(Protocol):
 
     def pod_group_algorithm_duration(self, seconds: float) -> None: ...
 
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None: ...
+
 
 class NoMetrics:
     """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
@@ -145,6 +147,9 @@ class NoMetrics:
         pass
 
     def pod_group_algorithm_duration(self, seconds: float) -> None:
+        pass
+
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
         pass
 
 

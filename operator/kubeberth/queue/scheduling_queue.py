@@ -717,6 +717,16 @@ class PriorityQueue:
             out[PENDING] = [m.pod for pods in self._pending_members.values() for m in pods.values()]
         return out
 
+    def entity_counts(self) -> dict[tuple[str, str], int]:
+        """(queue, "pod" | "podgroup") -> entries, for scheduler_queued_entities."""
+        counts = {(queue, kind): 0 for queue in (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED) for kind in ("pod", "podgroup")}
+        for queue, entries in ((ACTIVE, list(self._active)), (BACKOFF, list(self._backoff)),
+                               (UNSCHEDULABLE, [q for q in self._unschedulable.values() if not q.gated]),
+                               (GATED, [q for q in self._unschedulable.values() if q.gated])):
+            for q in entries:
+                counts[queue, "podgroup" if isinstance(q, QueuedPodGroupInfo) else "pod"] += 1
+        return counts
+
     def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
         """(plugin, profile) -> pods waiting in the unschedulable pool that the plugin rejected."""
         counts: dict[tuple[str, str], int] = {}

@@ -156,6 +156,8 @@ class Scheduler(EventHandlers, PodGroupCycles):
         counts = {name: len(pods) for name, pods in self.queue.pending_pods().items()}
         for name, n in counts.items():
             self.metrics.pending_pods(name, n)
+        if self.pod_groups_enabled:  # entries, not pods: a pod group's entry counts once, as "podgroup"
+            self.metrics.queued_entities(self.queue.entity_counts())
         self.metrics.unschedulable_pods(self.queue.unschedulable_by_plugin())
         self.metrics.inflight_events(self.queue.inflight_events())
         self.flush_plugin_metrics()
