@@ -158,3 +158,14 @@ def test_entity_counts_count_a_group_once() -> None:
     counts = q.entity_counts()
     assert counts["active", "podgroup"] == 1 and counts["active", "pod"] == 1
     assert len(q.pending_pods()[ACTIVE]) == 4
+
+
+def test_an_update_of_a_pod_whose_group_is_being_scheduled_does_not_queue_it_again() -> None:
+    q = gang_queue()
+    q.add_pod_group("default/g", 0)
+    a = member("a", "g")
+    q.add(a)
+    entry = pop_group(q)
+    q.update(a, Pod({**a.raw, "metadata": {**a.raw["metadata"], "labels": {"x": "y"}}}))
+    assert q.get(a.uid) is None and q.in_flight(a.uid)
+    assert q.add_attempted_pod_group(entry, "scheduled") == ""

@@ -330,6 +330,8 @@ class PriorityQueue:
 
     def _update_member(self, old: Pod | None, new: Pod) -> None:
         uid = new.uid
+        if uid in self._in_flight_members:
+            return  # its group is being scheduled: the attempt ends with the latest version (the scheduler's)
         group = self._member_of.get(uid)
         if group is None:
             if self.get(uid) is None and not self._in_flight.pod(uid):
