@@ -103,6 +103,8 @@ async def scenario(kube: Kube) -> dict[str, Any]:
         await kube.create("nodes", node(n, cpu="2", memory="4Gi"))
     await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                           "metadata": {"name": "high"}, "value": 1000})
+    await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                          "metadata": {"name": "never"}, "value": 0, "preemptionPolicy": "Never"})
     out: dict[str, Any] = {}
     # a gang that fits: bound whole
     await kube.create("podgroups", pod_group("fits", 3), "default")
@@ -138,6 +140,13 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     for i in range(2):
         await kube.create("pods", member("basic", i, "100m"), "default")
     out["basic"] = await settled(kube, ["basic-0", "basic-1"])
+    # a gang of pods that may not preempt: DefaultPreemption's PodGroupPostFilter says so
+    await kube.create("podgroups", pod_group("never", 3), "default")
+    for i in range(3):
+        await kube.create("pods", {**member("never", i, "1500m"),
+                                   "spec": {**member("never", i, "1500m")["spec"], "priorityClassName": "never"}},
+                          "default")
+    out["never"] = await settled(kube, [f"never-{i}" for i in range(3)])
     out["groups"] = {g["metadata"]["name"]: group_state(g) for g in await kube.list("podgroups", "default")}
     return out
 
@@ -147,6 +156,7 @@ async def reset(kube: Kube) -> None:
     await kube.delete_all("podgroups", "default")
     await kube.delete_all("nodes")
     await kube.delete("priorityclasses", "high")
+    await kube.delete("priorityclasses", "never")
     # the API server puts scheduling.k8s.io/podgroup-protection on each PodGroup; the controller
     # that takes it off (kube-controller-manager) does not run here: the test plays it
     for g in await kube.list("podgroups", "default"):
@@ -225,6 +235,7 @@ async def test_gangs_as_kube_scheduler_places_them(gang_plane: ControlPlane, gan
     assert expected["groups"]["mixed"][:2] == ("False", "SchedulerError")
     assert all(not bound and message.startswith("SchedulerError: ") for bound, message in expected["mixed"].values())
     assert all(bound for bound, _ in expected["basic"].values())
+    assert "preemptionPolicy=Never" in expected["groups"]["never"][2]
 
     assert got == expected  # every pod, every message, every PodGroup condition, word for word
 
@@ -282,7 +293,7 @@ async def test_snapshot_writes_pod_groups_and_simulate_agrees_with_kube_schedule
             return run_simulation(objects, warn=io.StringIO())
 
     outcomes, sched = await asyncio.to_thread(simulate)
-    simulated = sorted(o.message for o in outcomes)
+    simulated = sorted(f"Unschedulable: {o.message}" for o in outcomes)
     simulated_group = (sched.ctx.objects.get("PodGroup", "default/toobig") or {}).get("status", {})["conditions"][0]
 
     upstream = start_kube_scheduler(gang_plane)

@@ -182,3 +182,39 @@ def test_pod_group_metrics() -> None:
     assert metrics.sample("scheduler_podgroup_scheduling_algorithm_duration_seconds_count") == 1
     metrics.queued_entities({("active", "podgroup"): 2})
     assert metrics.sample("scheduler_queued_entities", {"queue": "active", "type": "podgroup"}) == 2
+
+
+DRA_POST_FILTER = "deallocation and deletion of ResourceClaims completed"
+
+
+@pytest.mark.parametrize(("extra", "pod_spec", "tail"), [
+    pytest.param([], {}, NO_VICTIMS, id="default-profile"),
+    # kube-scheduler v1.37.2 said these, word for word, on the same objects (DynamicResources'
+    # PodGroupPostFilter first, then DefaultPreemption's, as the default profile orders them)
+    pytest.param([{"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "d"},
+                   "spec": {"schedulerName": "default-scheduler",
+                            "plugins": {"multiPoint": {"disabled": [{"name": "DefaultPreemption"}]}}}}],
+                 {}, DRA_POST_FILTER, id="without-default-preemption"),
+    pytest.param([{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "never"},
+                   "value": 0, "preemptionPolicy": "Never"}],
+                 {"priorityClassName": "never"},
+                 f"{DRA_POST_FILTER}, pod group preemption: not eligible due to preemptionPolicy=Never.",
+                 id="preemption-policy-never"),
+])
+def test_the_pod_group_post_filters_say_what_upstreams_say(extra: list[dict[str, Any]], pod_spec: dict[str, Any],
+                                                           tail: str) -> None:
+    objects = [*two_nodes(), *extra, pod_group("g", 3), *(member("g", i, "1500m", **pod_spec) for i in range(3))]
+    got, sched = run(objects)
+    group = f"minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, {tail}"
+    assert condition(sched, "g") == ("False", "Unschedulable", group)
+    assert got["g-0"].message == f"pod group is unschedulable, {group}"
+
+
+def test_no_group_post_filter_when_lower_priority_pods_could_be_preempted() -> None:
+    """Group preemption is later work: kubeberth does not preempt and does not pretend it found no victim."""
+    low = pod_dict("low", cpu="100m", node="n1", priority=-1)
+    objects = [*two_nodes(), low, pod_group("g", 3), *(member("g", i, "1500m") for i in range(3))]
+    got, sched = run(objects)
+    assert condition(sched, "g") == ("False", "Unschedulable", "minCount (3) cannot be satisfied: 2 scheduled, "
+                                                               "0 remaining")
+    assert got["low"].status == "Existing"

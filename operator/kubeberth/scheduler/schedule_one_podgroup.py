@@ -30,6 +30,7 @@ from ..model.pod_group import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
 )
+from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
 from . import decision_log
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
@@ -39,6 +40,7 @@ from .schedule_one import SchedulingCycles, _single_node_fit_error
 log = logging.getLogger("kubeberth.scheduler")
 
 DEFAULT_PREEMPTION = "DefaultPreemption"
+DYNAMIC_RESOURCES = "DynamicResources"
 PREEMPT_NEVER = "Never"
 
 # upstream's errPodGroupUnschedulable: the first reason of a group's rejection
@@ -193,13 +195,19 @@ class PodGroupCycles(SchedulingCycles):
 
     # ---- the algorithm --------------------------------------------------------------------
     def _placement_feasible(self, fw: Framework, pg: PodGroup, scheduled: int, remaining: int) -> Status | None:
-        """upstream's RunPlacementFeasiblePlugins: the profile's PlacementFeasible plugins (GangScheduling)."""
-        for plugin in fw.plugins.values():
-            if isinstance(plugin, GangScheduling):
-                s = plugin.placement_feasible(pg, scheduled, remaining)
-                if s is not None and not s.is_success():
-                    return s.with_plugin(plugin.name)
-        return None
+        """upstream's RunPlacementFeasiblePlugins, whose only plugin is the profile's GangScheduling
+        (none when the profile disables it: every placement is then feasible)."""
+        started = time.perf_counter()
+        plugin = fw.plugins.get(GANG_SCHEDULING)
+        status = None
+        if isinstance(plugin, GangScheduling):
+            status = plugin.placement_feasible(pg, scheduled, remaining)
+            if status is not None:
+                status.with_plugin(plugin.name)
+        self.metrics.extension_point_duration("PlacementFeasible", (status.code if status is not None else
+                                                                    Code.SUCCESS).upstream_name,
+                                              fw.profile_name, time.perf_counter() - started)
+        return status
 
     async def _pod_group_algorithm(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo]
                                    ) -> tuple[list[_PodResult], Status | None]:
@@ -299,27 +307,38 @@ class PodGroupCycles(SchedulingCycles):
             self.nominator.add_nominated_pod(assumed, assumed.nominated_node_name)
 
     def _pod_group_post_filter(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo]) -> Status | None:
-        """upstream's RunPodGroupPostFilterPlugins, as far as kubeberth has it: DefaultPreemption's
-        PodGroupPostFilter when it finds nothing to do (preemptionPolicy Never, or no pod of lower
-        priority than the group anywhere: "No preemption victims found for incoming preemptor").
-        When lower-priority pods exist upstream would try group preemption (issue 31, later
-        work): kubeberth leaves the group unschedulable and says nothing more (None)."""
-        preemption = next((p for p in fw.post_filter_plugins if p.name == DEFAULT_PREEMPTION), None)
-        if preemption is None:
-            return Status(Code.UNSCHEDULABLE)  # no PodGroupPostFilter plugin: upstream appends an empty reason
-        if pg.preemption_policy == PREEMPT_NEVER:
-            return Status(Code.UNSCHEDULABLE, "pod group preemption: not eligible due to preemptionPolicy=Never.",
-                          plugin=DEFAULT_PREEMPTION)
+        """upstream's RunPodGroupPostFilterPlugins over the profile's PostFilter plugins that have a
+        PodGroupPostFilter (DynamicResources, DefaultPreemption, in the profile's order), as far as
+        kubeberth has them: DynamicResources reports its claims dealt with (kubeberth has no claims
+        of pod groups to deallocate); DefaultPreemption says when there is nothing to preempt
+        (preemptionPolicy Never, or no pod of lower priority than the group anywhere). When
+        lower-priority pods exist upstream tries group preemption (issue 31, later work): kubeberth
+        leaves the group unschedulable and adds nothing (None)."""
+        reasons: list[str] = []
+        for plugin in fw.post_filter_plugins:
+            if plugin.name == DYNAMIC_RESOURCES:
+                reasons.append("deallocation and deletion of ResourceClaims completed")
+            elif plugin.name == DEFAULT_PREEMPTION:
+                # PodGroupPreemptionPolicy off: Never when any of its pods says Never
+                if any(q.pod.preemption_policy == PREEMPT_NEVER for q in queued):
+                    reasons.append("pod group preemption: not eligible due to preemptionPolicy=Never.")
+                    continue
+                if self._lower_priority_pods(pg):
+                    log.info("pod group %s: group preemption is not implemented; lower-priority pods exist", pg.key)
+                    return None
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                              "pod group preemption: No preemption victims found for incoming preemptor",
+                              plugin=DEFAULT_PREEMPTION)
+        return Status(Code.UNSCHEDULABLE, *reasons)
+
+    def _lower_priority_pods(self, pg: PodGroup) -> bool:
+        """Any pod on a node of lower priority than the group (a pod of a group counts with its group's)."""
         for node_info in self.snapshot.node_infos:
             for pod in node_info.pods:
-                victim = self.pod_groups.pod_group(pod.pod_group_key) if pod.pod_group_name else None
-                if (victim.priority if victim is not None else pod.priority) < pg.priority:
-                    log.info("pod group %s: group preemption is not implemented; pod %s has a lower priority",
-                             pg.key, pod.key)
-                    return None
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                      "pod group preemption: No preemption victims found for incoming preemptor",
-                      plugin=DEFAULT_PREEMPTION)
+                group = self.pod_groups.pod_group(pod.pod_group_key) if pod.pod_group_name else None
+                if (group.priority if group is not None else pod.priority) < pg.priority:
+                    return True
+        return False
 
     # ---- the outcome ---------------------------------------------------------------------
     async def _submit_pod_group_result(self, fw: Framework, g: QueuedPodGroupInfo, pg: PodGroup,
