@@ -15,20 +15,21 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "operator" / "kubeberth"
 
-LEAVES = {"model", "config", "clock", "priority"}
+LEAVES = {"model", "config", "clock", "priority", "features"}
 CORE = LEAVES | {"cache", "framework", "client", "metrics"}
 # part -> the parts it may import (itself always). A part is a subpackage or a top-level module.
 ALLOWED: dict[str, set[str]] = {
     "model": set(),
-    "config": set(),
+    "config": {"features"},
+    "features": set(),
     "clock": set(),
     "priority": {"model"},
-    "metrics": set(),
+    "metrics": {"features"},
     "client": {"model"},
     "cache": {"model", "clock", "priority"},
-    "framework": {"model", "config", "cache", "clock", "priority", "client"},
-    "queue": {"model", "framework", "clock", "config"},
-    "preemption": {"model", "framework", "priority", "cache", "clock", "client"},
+    "framework": {"model", "config", "cache", "clock", "priority", "client", "features"},
+    "queue": {"model", "framework", "clock", "config", "features"},
+    "preemption": {"model", "framework", "priority", "cache", "clock", "client", "features"},
     "extender": {"model", "config", "framework", "cache"},
     "plugins": CORE | {"preemption"},
     "profile": CORE | {"extender"},
