@@ -21,6 +21,7 @@ from ..cache.node_arrays import MEM as COL_MEM
 from ..cache.node_arrays import PODS as COL_PODS
 from ..cache.node_arrays import NodeArrays
 from ..cache.objects import ObjectStore, object_key
+from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
 from ..cache.snapshot import Snapshot
 from ..client import BindConflict, ClusterClient
 from ..clock import Clock
@@ -35,6 +36,7 @@ from ..model import (
     NodeSelectorTerm,
     Pod,
     PodAffinityTerms,
+    PodGroup,
     PreferredTerm,
     QuantityError,
     Requirement,
@@ -65,6 +67,7 @@ from .events import (
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
     POD,
+    POD_GROUP,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     STORAGE_CLASS,
@@ -165,3 +168,5 @@ __all__ += [
     "qualified_name_errors", "quantity_value", "required_node_affinity_mask", "requirement_key", "selector_key",
     "snapshot_arrays", "term_key", "term_mask", "tolerated", "validate_selector",
 ]
+# Workloads (GenericWorkload): the scheduling.k8s.io PodGroup and the scheduler's state of each.
+__all__ += ["POD_GROUP", "POD_GROUP_STATES", "PodGroup", "PodGroupStates"]

@@ -14,21 +14,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
-from ..framework.cycle_state import CycleState
-from ..framework.events import (
+from ..framework import (
     ASSIGNED_POD,
     POD_GROUP,
+    POD_GROUP_STATES,
     UNSCHEDULED_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    ModelError,
+    PermitPlugin,
+    Pod,
+    PodGroup,
+    PodGroupStates,
+    PreEnqueuePlugin,
     QueueingHint,
+    Status,
 )
-from ..framework.handle import Handle
-from ..framework.interfaces import PermitPlugin, PreEnqueuePlugin
-from ..framework.status import Code, Status
-from ..model import ModelError, Pod, PodGroup
 
 NAME = "GangScheduling"
 PERMIT_TIMEOUT_SECONDS = 5 * 60.0  # upstream's permitTimeoutDuration
