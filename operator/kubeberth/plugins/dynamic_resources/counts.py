@@ -79,13 +79,15 @@ class Predicate:
 class _Table:
     """One predicate's eligible devices per node, over one SliceIndex."""
 
-    __slots__ = ("by_node", "node_of", "rows")
+    __slots__ = ("by_node", "invalid", "node_of", "rows")
 
     def __init__(self) -> None:
         self.by_node: dict[str, int] = {}  # node -> eligible devices (COMPLEX: not described)
         self.node_of: dict[DeviceID, str] = {}  # eligible device -> its node
-        # (the rows' names list, its version, static counts per row, eligible device -> row)
-        self.rows: tuple[list[str], Any, np.ndarray, dict[DeviceID, int]] | None = None
+        self.invalid: set[str] = set()  # nodes with an invalid pool (a failed search says so)
+        # the rows' names list, its version, static counts per row, eligible device -> row, and
+        # the rows with an invalid pool
+        self.rows: tuple[list[str], Any, np.ndarray, dict[DeviceID, int], np.ndarray] | None = None
 
     def node(self, node: Node, index: SliceIndex, pred: Predicate) -> int:
         hit = self.by_node.get(node.name)
@@ -93,7 +95,10 @@ class _Table:
             return hit
         count = 0
         found: list[DeviceID] = []
-        for pool in gather_pools(node, index):
+        pools = gather_pools(node, index)
+        if any(pool.invalid for pool in pools):
+            self.invalid.add(node.name)
+        for pool in pools:
             if pool.incomplete or pool.invalid:
                 continue  # never searched (an invalid one only changes the failure's wording)
             for sl in pool.slices:
@@ -167,11 +172,12 @@ def plain_requests(allocator: Allocator, claims: Sequence[Mapping[str, Any]],
 
 
 def free_counts(index: SliceIndex, pred: Predicate, nodes: Iterable[NodeInfo], names: list[str],
-                version: Any, allocated: Iterable[DeviceID], shared: Iterable[DeviceID]) -> np.ndarray:
+                version: Any, allocated: Iterable[DeviceID], shared: Iterable[DeviceID]
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Free eligible devices per row (COMPLEX for rows the counts do not describe): `nodes` (the
     NodeInfos) and `names` are the snapshot's rows, `version` changes whenever they do; `allocated` are the
     devices held, `shared` those whose capacity allocations consume (rows holding one are
-    COMPLEX: their capacity check depends on it)."""
+    COMPLEX: their capacity check depends on it). Also returns the rows with an invalid pool."""
     cache: CountIndex | None = getattr(index, "counts", None)
     if cache is None:
         cache = index.counts = CountIndex()
@@ -184,15 +190,16 @@ def free_counts(index: SliceIndex, pred: Predicate, nodes: Iterable[NodeInfo], n
                 static[i] = table.node(ni.node, index, pred)
         pos = {name: i for i, name in enumerate(names)}
         device_rows = {d: pos[n] for d, n in table.node_of.items() if n in pos}
-        rows = table.rows = (names, version, static, device_rows)
-    static, device_rows = rows[2], rows[3]
+        invalid = np.fromiter((name in table.invalid for name in names), dtype=bool, count=len(names))
+        rows = table.rows = (names, version, static, device_rows, invalid)
+    static, device_rows, invalid = rows[2], rows[3], rows[4]
     get = device_rows.get
     held = [r for r in map(get, allocated) if r is not None]
     complex_rows = [r for r in map(get, shared) if r is not None]
     if not held and not complex_rows:
-        return static
+        return static, invalid
     out = static - np.bincount(np.asarray(held, dtype=np.intp), minlength=len(static))
     out[static == COMPLEX] = COMPLEX
     if complex_rows:
         out[complex_rows] = COMPLEX
-    return out
+    return out, invalid

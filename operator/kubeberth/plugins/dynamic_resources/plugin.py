@@ -68,8 +68,9 @@ STATE_NOT_FOUND = "not found"
 
 
 class _State:
-    __slots__ = ("allocator", "available_on", "claims", "extended", "extended_index", "lazy_nodes",
-                 "node_allocations", "node_extended", "pending", "plain", "prioritized", "to_allocate", "unavailable")
+    __slots__ = ("allocator", "available_on", "claims", "count_rejects", "extended", "extended_index",
+                 "invalid_rows", "lazy_nodes", "node_allocations", "node_extended", "pending", "plain",
+                 "prioritized", "to_allocate", "unavailable")
 
     def __init__(self) -> None:
         self.claims: list[Mapping[str, Any]] = []
@@ -90,6 +91,10 @@ class _State:
         # when it decided nodes without Filter, the nodes by name (Reserve allocates on its node).
         self.plain: list[tuple[counts.Predicate, int]] | None = None
         self.lazy_nodes: tuple[NodeView | AllNodes, Mapping[str, int]] | None = None
+        # Per row: filter_all rejected it on the counts alone (its Filter status is known), and
+        # whether it has an invalid pool (which that status names).
+        self.count_rejects: np.ndarray | None = None
+        self.invalid_rows: np.ndarray | None = None
 
     def clone(self) -> _State:
         return self
@@ -285,9 +290,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 return None
             s.plain = plain
         pred, want = s.plain[0]
-        free = counts.free_counts(allocator.index, pred, nodes, arrays.names, arrays.node_version,
-                                  allocator.allocated, allocator.shared)
+        free, invalid = counts.free_counts(allocator.index, pred, nodes, arrays.names, arrays.node_version,
+                                           allocator.allocated, allocator.shared)
         undecided = ok & (free == counts.COMPLEX)
+        s.count_rejects = ok & ~undecided & (free < want)
+        s.invalid_rows = invalid
         ok &= free >= want
         if undecided.any():
             rows = np.flatnonzero(undecided)
@@ -297,6 +304,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 ok[i] = self.filter(state, pod, nodes[i]) is None
         s.lazy_nodes = (nodes, arrays.pos)
         return ok
+
+    def filter_statuses(self, state: CycleState, pod: Pod, arrays: Any, rows: np.ndarray) -> list[Status] | None:
+        """The statuses of rows filter_all rejected on the counts alone: the search would have
+        failed there, naming the invalid pools when the node has some (as `filter`)."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or s.count_rejects is None or s.invalid_rows is None:
+            return None
+        if not s.count_rejects[rows].all():
+            return None
+        fail = Status.unresolvable("cannot allocate all claims")
+        bad = s.invalid_rows[rows]
+        if not bad.any():
+            return [fail] * len(rows)
+        invalid = Status.unresolvable("invalid resource pools were encountered")
+        return [invalid if b else fail for b in bad.tolist()]
 
     # ---- PostFilter -----------------------------------------------------------------------------
     async def post_filter(self, state: CycleState, pod: Pod,
