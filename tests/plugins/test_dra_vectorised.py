@@ -166,7 +166,8 @@ def claim_specs(draw: Any, name: str) -> dict[str, Any]:
 def _store(c: dict[str, Any]) -> ObjectStore:
     objects = ObjectStore()
     for klass, selectors in CLASSES.items():
-        objects.put("DeviceClass", {"kind": "DeviceClass", "metadata": {"name": klass}, "spec": {"selectors": selectors}})
+        objects.put("DeviceClass", {"kind": "DeviceClass", "metadata": {"name": klass},
+                                    "spec": {"selectors": selectors}})
     for kind, objs in (("ResourceSlice", c["slices"]), ("ResourceClaim", c["claims"]), ("DeviceTaintRule", c["rules"])):
         for o in objs:
             objects.put(kind, copy.deepcopy(o))
