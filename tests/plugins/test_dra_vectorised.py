@@ -74,7 +74,7 @@ def devices(draw: Any, driver: str, count: int, shared_ok: bool) -> list[dict[st
 def clusters(draw: Any, max_nodes: int = 8) -> dict[str, Any]:
     n = draw(st.integers(1, max_nodes))
     nodes = [node_dict(f"n{i:02d}", labels={"zone": draw(st.sampled_from("ab"))}) for i in range(n)]
-    slices = []
+    slices: list[dict[str, Any]] = []
     for i in range(n):
         for p in range(draw(st.integers(0, 2))):
             driver = draw(st.sampled_from(DRIVERS))
@@ -93,7 +93,7 @@ def clusters(draw: Any, max_nodes: int = 8) -> dict[str, Any]:
     for c in range(draw(st.integers(1, 6))):
         claims.append(draw(claim_specs(f"c{c}")))
     # Devices already held: claims allocated on some node's devices.
-    held = []
+    held: list[dict[str, Any]] = []
     for k, sl in enumerate(slices):
         devs = sl["spec"]["devices"]
         if devs and draw(st.integers(0, 2)) == 0:
@@ -107,7 +107,7 @@ def clusters(draw: Any, max_nodes: int = 8) -> dict[str, Any]:
                                                       "device": devs[0]["name"]}]},
                              "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
                                  {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}}}})
-    pods = []
+    pods: list[dict[str, Any]] = []
     for p in range(draw(st.integers(1, 6))):
         names = draw(st.lists(st.sampled_from([c["metadata"]["name"] for c in claims]), min_size=1, max_size=2,
                               unique=True))
@@ -135,7 +135,7 @@ def clusters(draw: Any, max_nodes: int = 8) -> dict[str, Any]:
 
 @st.composite
 def claim_specs(draw: Any, name: str) -> dict[str, Any]:
-    requests = []
+    requests: list[dict[str, Any]] = []
     for r in range(draw(st.integers(1, 2))):
         kind = draw(st.integers(0, 11))
         exact: dict[str, Any] = {"deviceClassName": draw(st.sampled_from([*CLASSES, *(["missing"] if kind == 0
@@ -168,7 +168,9 @@ def _store(c: dict[str, Any]) -> ObjectStore:
     for klass, selectors in CLASSES.items():
         objects.put("DeviceClass", {"kind": "DeviceClass", "metadata": {"name": klass},
                                     "spec": {"selectors": selectors}})
-    for kind, objs in (("ResourceSlice", c["slices"]), ("ResourceClaim", c["claims"]), ("DeviceTaintRule", c["rules"])):
+    kinds: list[tuple[str, list[dict[str, Any]]]] = [
+        ("ResourceSlice", c["slices"]), ("ResourceClaim", c["claims"]), ("DeviceTaintRule", c["rules"])]
+    for kind, objs in kinds:
         for o in objs:
             objects.put(kind, copy.deepcopy(o))
     return objects
@@ -290,7 +292,8 @@ def test_plain_claims_are_decided_by_the_counts_without_a_search_and_reserve_all
     state, pod = CycleState(), Pod(c["pods"][0])
     assert pl.pre_filter(state, pod, snap.node_infos)[1] is None
     view = AllNodes(snap.node_infos, snap.arrays())
-    assert pl.filter_all(state, pod, view).tolist() == [True, False, True, False]
+    mask = pl.filter_all(state, pod, view)
+    assert mask is not None and mask.tolist() == [True, False, True, False]
     statuses = pl.filter_statuses(state, pod, view.arrays, np.asarray([1, 3]))
     assert statuses is not None and [x.message() for x in statuses] == ["cannot allocate all claims"] * 2
     assert state.read("DynamicResources").node_allocations == {}  # no search ran
