@@ -19,7 +19,7 @@ pod.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from .cel_env import CelError, compile_selector
 from .devices import Device, DeviceID, tolerates
 from .pools import SliceIndex, gather_pools
 from .requests import EXACT_COUNT, RESULTS_MAX, Request
+from .tracker import HeldDevices
 
 # A predicate: class name, the class object's identity, the class's and the request's selector
 # expressions, and the request's tolerations.
@@ -79,12 +80,14 @@ class Predicate:
 class _Table:
     """One predicate's eligible devices per node, over one SliceIndex."""
 
-    __slots__ = ("by_node", "invalid", "node_of", "rows")
+    __slots__ = ("by_node", "held", "invalid", "node_of", "rows")
 
     def __init__(self) -> None:
         self.by_node: dict[str, int] = {}  # node -> eligible devices (COMPLEX: not described)
         self.node_of: dict[DeviceID, str] = {}  # eligible device -> its node
         self.invalid: set[str] = set()  # nodes with an invalid pool (a failed search says so)
+        # the tracker, its log position and the devices held per row then
+        self.held: tuple[object, int, np.ndarray] | None = None
         # the rows' names list, its version, static counts per row, eligible device -> row, and
         # the rows with an invalid pool
         self.rows: tuple[list[str], Any, np.ndarray, dict[DeviceID, int], np.ndarray] | None = None
@@ -172,13 +175,14 @@ def plain_requests(allocator: Allocator, claims: Sequence[Mapping[str, Any]],
 
 
 def free_counts(index: SliceIndex, pred: Predicate, nodes: Iterable[NodeInfo], names: list[str],
-                version: Any, allocated: Iterable[DeviceID], shared: Iterable[DeviceID]
+                version: Any, allocated: Collection[DeviceID], shared: Iterable[DeviceID]
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Free eligible devices per row (COMPLEX for rows the counts do not describe): `nodes` (the
-    NodeInfos) and `names` are the snapshot's rows, `version` changes whenever they do; `allocated` are the
-    devices held, `shared` those whose capacity allocations consume (rows holding one are
+    NodeInfos) and `names` are the snapshot's rows, `version` changes whenever they do;
+    `allocated` are the devices held (a tracker's HeldDevices: counted from its log of changes
+    since the last pod), `shared` those whose capacity allocations consume (rows holding one are
     COMPLEX: their capacity check depends on it). Also returns the rows with an invalid pool."""
-    cache: CountIndex | None = getattr(index, "counts", None)
+    cache: CountIndex | None = index.counts
     if cache is None:
         cache = index.counts = CountIndex()
     table = cache.table(pred)
@@ -192,14 +196,42 @@ def free_counts(index: SliceIndex, pred: Predicate, nodes: Iterable[NodeInfo], n
         device_rows = {d: pos[n] for d, n in table.node_of.items() if n in pos}
         invalid = np.fromiter((name in table.invalid for name in names), dtype=bool, count=len(names))
         rows = table.rows = (names, version, static, device_rows, invalid)
+        table.held = None
     static, device_rows, invalid = rows[2], rows[3], rows[4]
     get = device_rows.get
-    held = [r for r in map(get, allocated) if r is not None]
+    if isinstance(allocated, HeldDevices):
+        held = _held_rows(table, allocated, len(static))
+        extra = [r for r in map(get, (d for d in allocated.extra if d not in allocated.held)) if r is not None]
+    else:
+        held = np.bincount(np.asarray([r for r in map(get, allocated) if r is not None], dtype=np.intp),
+                           minlength=len(static))
+        extra = []
     complex_rows = [r for r in map(get, shared) if r is not None]
-    if not held and not complex_rows:
-        return static, invalid
-    out = static - np.bincount(np.asarray(held, dtype=np.intp), minlength=len(static))
+    out = static - held
+    if extra:
+        out -= np.bincount(np.asarray(extra, dtype=np.intp), minlength=len(static))
     out[static == COMPLEX] = COMPLEX
     if complex_rows:
         out[complex_rows] = COMPLEX
     return out, invalid
+
+
+def _held_rows(table: _Table, allocated: HeldDevices, n: int) -> np.ndarray:
+    """The devices held per row by the claims in the store, kept from pod to pod by the held
+    set's log of changes."""
+    rows = table.rows
+    assert rows is not None
+    get = rows[3].get
+    end = allocated.log_base + len(allocated.log)
+    have = table.held
+    if have is None or have[0] is not allocated.source or not allocated.log_base <= have[1] <= end:
+        counted = np.bincount(np.asarray([r for r in map(get, allocated.held) if r is not None], dtype=np.intp),
+                              minlength=n)
+    else:
+        counted = have[2]
+        for device, sign in allocated.log[have[1] - allocated.log_base:]:
+            r = get(device)
+            if r is not None:
+                counted[r] += sign
+    table.held = (allocated.source, end, counted)
+    return counted
