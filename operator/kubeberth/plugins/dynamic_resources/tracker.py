@@ -50,6 +50,29 @@ class HeldDevices:
         return len(self.held) + sum(1 for d in self.extra if d not in self.held)
 
 
+class _PlusExtra(Mapping[tuple[str, str], int]):
+    """Devices held per pool: the tracker's counts plus those of the devices in flight."""
+
+    __slots__ = ("base", "extra")
+
+    def __init__(self, base: Mapping[tuple[str, str], int], extra: Mapping[tuple[str, str], int]) -> None:
+        self.base = base
+        self.extra = extra
+
+    def __getitem__(self, key: tuple[str, str]) -> int:
+        value = self.base.get(key, 0) + self.extra.get(key, 0)
+        if not value:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        yield from self.base
+        yield from (k for k in self.extra if k not in self.base)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class AllocationTracker:
     def __init__(self) -> None:
         self._store: object | None = None
@@ -99,12 +122,10 @@ class AllocationTracker:
                 extra.update(self._claim_devices(claim))
                 for device_id, used in self._claim_shares(claim):
                     capacity.add(shared, device_id, used)
-            extra -= self._held.keys()
+            held = self._held
+            extra = {d for d in extra if d not in held}
             if extra:
-                counted = Counter(self._per_pool)
-                for driver, pool, _ in extra:
-                    counted[(driver, pool)] += 1
-                per_pool = counted
+                per_pool = _PlusExtra(self._per_pool, Counter((driver, pool) for driver, pool, _ in extra))
         allocated = HeldDevices(self, self._held, extra, self.log, self.log_base)
         consumed = {i: d for i, d in index.counter_devices.items() if i in allocated}
         return Allocator(lambda name: objects.get(DEVICE_CLASS, name), slices, allocated, consumed, index=index,
