@@ -7,7 +7,7 @@ from typing import Any
 
 from ..priority import PriorityResolver
 
-LOG_MAX = 65536
+LOG_MAX = 8192
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -28,16 +28,17 @@ class ObjectStore:
         self._by_kind: dict[str, dict[str, Mapping[str, Any]]] = {}
         self.priorities = PriorityResolver()
         self.generation = 0
-        # Per kind someone follows (`changes`): the (old, new) versions put and deleted since
-        # position `_log_base[kind]`, so that a reader keeps its view current without a rescan.
-        self._logs: dict[str, list[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]] = {}
+        # Per kind someone follows (`changes`): the keys put (with the new version) and deleted
+        # (None) since position `_log_base[kind]`, so that a reader keeps its view current
+        # without a rescan.
+        self._logs: dict[str, list[tuple[str, Mapping[str, Any] | None]]] = {}
         self._log_base: dict[str, int] = {}
 
     def put(self, kind: str, obj: Mapping[str, Any]) -> None:
         objs = self._by_kind.setdefault(kind, {})
         key = object_key(obj)
         if self._logs and kind in self._logs:
-            self._record(kind, objs.get(key), obj)
+            self._record(kind, key, obj)
         objs[key] = obj
         if kind == "PriorityClass":
             self.priorities.put(obj)
@@ -46,23 +47,24 @@ class ObjectStore:
     def delete(self, kind: str, key: str) -> None:
         old = self._by_kind.get(kind, {}).pop(key, None)
         if old is not None and self._logs and kind in self._logs:
-            self._record(kind, old, None)
+            self._record(kind, key, None)
         if kind == "PriorityClass":
             self.priorities.delete(key)
         self.generation += 1
 
-    def _record(self, kind: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+    def _record(self, kind: str, key: str, new: Mapping[str, Any] | None) -> None:
         log = self._logs[kind]
-        log.append((old, new))
+        log.append((key, new))
         if len(log) > LOG_MAX:  # readers this far behind rescan
             self._log_base[kind] += len(log)
             log.clear()
 
     def changes(self, kind: str, since: int | None
-                ) -> tuple[int, Sequence[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]] | None]:
-        """The position now and the (old, new) versions of `kind` put (old None: added) and deleted
-        (new None) since position `since`; None instead of them when they are not known (the
-        first call for a kind starts following it, `since` None, or too far behind): rescan."""
+                ) -> tuple[int, Sequence[tuple[str, Mapping[str, Any] | None]] | None]:
+        """The position now and the (key, new version) of each object of `kind` put (deleted:
+        None) since position `since`, in order; None instead of them when they are not known
+        (the first call for a kind starts following it, `since` None, or too far behind):
+        rescan."""
         log = self._logs.get(kind)
         if log is None:
             self._logs[kind] = []

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ...cache.objects import object_key
 from . import capacity
 from .allocator import Allocator
 from .claims import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, allocated_device_ids, allocation
@@ -81,7 +82,7 @@ class AllocationTracker:
         self._index: tuple[tuple[int, ...], SliceIndex] | None = None
         self._claim_pos: int | None = None
         self._devices: dict[int, tuple[Mapping[str, Any], tuple[DeviceID, ...]]] = {}
-        self._versions: dict[int, Mapping[str, Any]] = {}  # the claims in the store, by id()
+        self._versions: dict[str, Mapping[str, Any]] = {}  # the claims in the store, by key
         self._held: Counter[DeviceID] = Counter()  # devices held by those claims' allocations
         self._per_pool: Counter[tuple[str, str]] = Counter()  # devices held per pool
         self._shared: dict[DeviceID, capacity.Consumed] = {}  # capacity they consume on shared devices
@@ -108,11 +109,14 @@ class AllocationTracker:
         if delta is None:
             self._track_allocations(list(objects.list(RESOURCE_CLAIM)))
         else:
-            for old, new in delta:
-                if old is not None and self._versions.get(id(old)) is old:
-                    self._forget(id(old))
-                if new is not None and id(new) not in self._versions:
-                    self._add(new)
+            for key, new in delta:
+                old = self._versions.get(key)
+                if old is new:
+                    continue
+                if old is not None:
+                    self._forget(key)
+                if new is not None:
+                    self._add(key, new)
         extra: set[DeviceID] = set()
         shared = self._shared
         per_pool: Mapping[tuple[str, str], int] = self._per_pool
@@ -148,14 +152,15 @@ class AllocationTracker:
     def _track_allocations(self, claims: Sequence[Mapping[str, Any]]) -> None:
         """The devices held by the claims in the store, from the claim versions that came and
         went since the last pod."""
-        now = {id(c): c for c in claims}
-        for key in self._versions.keys() - now.keys():
+        now = {object_key(c): c for c in claims}
+        for key in [k for k, c in self._versions.items() if now.get(k) is not c]:
             self._forget(key)
-        for key in now.keys() - self._versions.keys():
-            self._add(now[key])
+        for key, claim in now.items():
+            if key not in self._versions:
+                self._add(key, claim)
 
-    def _add(self, claim: Mapping[str, Any]) -> None:
-        self._versions[id(claim)] = claim
+    def _add(self, key: str, claim: Mapping[str, Any]) -> None:
+        self._versions[key] = claim
         for device in self._claim_devices(claim):
             self._held[device] += 1
             if self._held[device] == 1:
@@ -164,7 +169,7 @@ class AllocationTracker:
         for device_id, used in self._claim_shares(claim):
             capacity.add(self._shared, device_id, used)
 
-    def _forget(self, key: int) -> None:
+    def _forget(self, key: str) -> None:
         claim = self._versions.pop(key)
         for device in self._claim_devices(claim):
             self._held[device] -= 1
