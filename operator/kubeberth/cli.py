@@ -125,6 +125,37 @@ def _run(args: argparse.Namespace) -> int:
     return run_main(args)
 
 
+PLUGINS_HELP = ("load scheduling plugins of your own from a .py file, a directory of them or a dotted module "
+                "(repeatable; installed distributions' `kubeberth.plugins` entry points load without it)")
+
+
+def _add_plugins_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plugins", action="append", default=None, metavar="PATH_OR_MODULE", help=PLUGINS_HELP)
+
+
+def _load_plugins(args: argparse.Namespace) -> int | None:
+    """Load the entry points' and --plugins' plugins; report each one that failed once. An error
+    exit status when they cannot be merged (a name taken twice) or a source names nothing."""
+    from .plugins import PluginLoadError, use_plugins
+
+    try:
+        loaded = use_plugins(args.plugins or [])
+    except PluginLoadError as exc:
+        print(f"kubeberth: {exc}", file=sys.stderr)
+        return 2
+    for failure in loaded.failures:
+        print(f"kubeberth: plugin unavailable: {failure}", file=sys.stderr)
+    return None
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    from .plugins import loaded
+    from .plugins._listing import render_json, render_table
+
+    print(render_json(loaded()) if args.output == "json" else render_table(loaded()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubeberth", description="A Kubernetes scheduler run as a kopf operator.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -154,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--compare", nargs="*", metavar="PROFILE", default=None,
                      help="schedule the same cluster under two configurations: two SchedulingProfile files "
                           "(A B) or, with no file, the two --config files; prints what changes")
+    _add_plugins_argument(sim)
     sim.set_defaults(func=_simulate)
     from .operator.run import add_run_arguments
 
@@ -161,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Run kubeberth in a cluster: watch pods, nodes and SchedulingProfiles, "
                                      "bind pending pods of the served scheduler names.")
     add_run_arguments(run)
+    _add_plugins_argument(run)
     run.set_defaults(func=_run)
     test = sub.add_parser("test", help="run scheduling policy tests (cases: cluster, profile, expected outcomes)",
                           description="Run each case (YAML: objects, optional profile, expect) through simulate "
@@ -168,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "failed, 2 a case is malformed.")
     test.add_argument("cases", nargs="+", metavar="CASES", help="case files or directories of *.yaml cases")
     test.add_argument("--verbose", "-v", action="store_true", help="list the cases that pass too")
+    _add_plugins_argument(test)
     test.set_defaults(func=_test)
     from .snapshot import add_arguments as add_snapshot_arguments
 
@@ -183,7 +217,16 @@ def build_parser() -> argparse.ArgumentParser:
                                          "KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) "
                                          "that kube-scheduler would run them with.")
     export.add_argument("files", nargs="+", metavar="FILE", help="YAML files of SchedulingProfile objects")
+    _add_plugins_argument(export)
     export.set_defaults(func=_profile_export)
+    plugins = sub.add_parser("plugins", help="list the scheduling plugins: in-tree and your own",
+                             description="Every plugin kubeberth can run, with its origin (in-tree, a "
+                                         "distribution's entry point, a --plugins path or module), extension "
+                                         "points, vectorised hooks and args (JSON Schema with -o json); and "
+                                         "the plugins that failed to load, with the error.")
+    plugins.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
+    _add_plugins_argument(plugins)
+    plugins.set_defaults(func=_plugins)
     # Parsed by convert_policy.main itself (see main below); listed here for --help.
     sub.add_parser("convert-policy", add_help=False,
                    help="convert an old kube-scheduler Policy file (JSON/YAML) into a SchedulingProfile")
@@ -198,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         return convert_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    if hasattr(args, "plugins"):
+        failed = _load_plugins(args)
+        if failed is not None:
+            return failed
     return int(args.func(args) or 0)
 
 

@@ -17,6 +17,18 @@ from .framework.registry import Registry
 from .framework.runtime import Framework
 from .framework.types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
 
+
+class PluginUnavailable(ConfigError):
+    """The profile names a plugin that could not be loaded (its import failed, or it wants
+    another API version): the reason is the loader's."""
+
+
+def _unknown(path: str, registry: Registry, name: str) -> ConfigError:
+    if name in registry.unavailable:
+        return PluginUnavailable(path, registry.unknown(name))
+    return ConfigError(path, registry.unknown(name))
+
+
 _ATTR = {
     "preEnqueue": "pre_enqueue_plugins",
     "queueSort": "queue_sort_plugins",
@@ -66,7 +78,7 @@ def expand_points(plugins: Plugins, registry: Registry) -> dict[str, list[Plugin
         for i, ref in enumerate(ps.enabled):
             spec = registry.get(ref.name)
             if spec is None:
-                raise ConfigError(f"spec.plugins.{point}.enabled[{i}].name", f"plugin {ref.name!r} does not exist")
+                raise _unknown(f"spec.plugins.{point}.enabled[{i}].name", registry, ref.name)
             if not issubclass(spec.cls, base):
                 raise ConfigError(f"spec.plugins.{point}.enabled[{i}].name",
                                   f"plugin {ref.name!r} does not extend {point} plugin")
@@ -83,8 +95,7 @@ def expand_points(plugins: Plugins, registry: Registry) -> dict[str, list[Plugin
         for i, ref in enumerate(plugins.multiPoint.enabled):
             spec = registry.get(ref.name)
             if spec is None:
-                raise ConfigError(f"spec.plugins.multiPoint.enabled[{i}].name",
-                                  f"plugin {ref.name!r} does not exist")
+                raise _unknown(f"spec.plugins.multiPoint.enabled[{i}].name", registry, ref.name)
             if not issubclass(spec.cls, base) or ref.name in disabled:
                 continue
             if ref.name in explicit:
@@ -145,7 +156,7 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
     """Raises ConfigError naming the field when the profile cannot run."""
     for i, pc in enumerate(spec.pluginConfig):
         if pc.name not in registry and registry.alias(pc.name) is None:
-            raise ConfigError(f"spec.pluginConfig[{i}].name", f"plugin {pc.name!r} does not exist")
+            raise _unknown(f"spec.pluginConfig[{i}].name", registry, pc.name)
     alias_args: dict[str, dict[str, Any]] = {}
     custom = _resolve_aliases(spec.plugins, registry, alias_args)
     for i, pc in enumerate(spec.pluginConfig):

@@ -55,10 +55,10 @@ def load_config(path: str | Path, warn: TextIO) -> ImportedConfig:
 def check_profiles(imported: ImportedConfig, source: str) -> None:
     """A configuration whose profile cannot run is refused, as kube-scheduler refuses to start."""
     from .config import parse_profile_object
-    from .plugins import in_tree_registry
+    from .plugins import plugin_registry
     from .profile import check_buildable
 
-    registry = in_tree_registry()
+    registry = plugin_registry()
     for obj in imported.profiles:
         spec = parse_profile_object(obj)[1]
         try:

@@ -20,10 +20,10 @@ from .framework import Framework, SchedulerContext
 from .framework.registry import Registry
 from .model import ModelError, Node, Pod
 from .model.pod import parse_time
-from .plugins import in_tree_registry
+from .plugins import plugin_registry
 from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
 from .plugins.dynamic_resources.claims import claim_from_template
-from .profile import build_framework
+from .profile import PluginUnavailable, build_framework
 from .scheduler import (
     DELETED,
     EVICTED,
@@ -36,7 +36,7 @@ from .scheduler import (
     Scheduler,
 )
 from .scheduler.watched import OBJECT_KINDS
-from .sim_io import PodOutcome, outcome_dict
+from .sim_io import InputError, PodOutcome, outcome_dict
 from .sim_volumes import bind_claimed_volume, provision_claim
 
 
@@ -48,7 +48,8 @@ def _key(obj: Mapping[str, Any]) -> str:
 def build_profiles(objects: list[dict[str, Any]], ctx: SchedulerContext, registry: Registry,
                    warn: TextIO) -> dict[str, Framework]:
     """One framework per schedulerName; an invalid profile is reported and left out
-    (for default-scheduler the upstream default then applies)."""
+    (for default-scheduler the upstream default then applies). A profile naming a plugin that
+    could not be loaded is an InputError: what it would decide cannot be shown."""
     specs: dict[str, tuple[str, SchedulingProfileSpec]] = {}
     for obj in objects:
         if obj.get("kind") != "SchedulingProfile":
@@ -63,6 +64,8 @@ def build_profiles(objects: list[dict[str, Any]], ctx: SchedulerContext, registr
     for scheduler_name, (name, spec) in specs.items():
         try:
             frameworks[scheduler_name] = build_framework(spec, registry, ctx, profile_name=scheduler_name)
+        except PluginUnavailable as exc:
+            raise InputError(f"SchedulingProfile {name}: {exc}") from None
         except ConfigError as exc:
             warn.write(f"SchedulingProfile {name}: rejected: {exc}\n")
     if DEFAULT_SCHEDULER_NAME not in frameworks:
@@ -308,7 +311,7 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     client = InMemoryClient(sched)
     sched.ctx.client = client
     end_terminating_victims_at_once(sched)
-    for fw in build_profiles(objects, sched.ctx, in_tree_registry(), warn).values():
+    for fw in build_profiles(objects, sched.ctx, plugin_registry(), warn).values():
         sched.set_profile(fw)
     objects = with_template_claims(objects)
     for obj in objects:

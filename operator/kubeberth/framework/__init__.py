@@ -1,7 +1,49 @@
-"""The scheduling framework: extension points, status, cycle state, registry, runtime."""
+"""The scheduling framework, and the public plugin API.
 
-from .context import SchedulerContext
-from .cycle_state import CycleState
+Everything in `__all__` is the contract a plugin is written against (`API_VERSION`; see
+README "Write your own plugin" and HACKING.md "Plugins"): the bases of every extension point,
+Status and its codes, CycleState, the Handle protocol and what it hands out (the snapshot of
+NodeInfos, the object store, the cluster client, waiting pods, the clock, metrics), the Pod and
+Node views, cluster events and QueueingHints, the vectorised hooks' node views and helpers,
+the label-selector and resource helpers of the model, ObjectKind for the kinds a plugin reads,
+and the Registry. A plugin needs no other kubeberth module; nothing here changes meaning
+without the major number of API_VERSION changing.
+"""
+
+from ..cache.node_arrays import NodeArrays
+from ..cache.objects import ObjectStore, object_key
+from ..cache.snapshot import Snapshot
+from ..client import BindConflict, ClusterClient
+from ..clock import Clock
+from ..model import (
+    LabelSelector,
+    ModelError,
+    Node,
+    NodeInfo,
+    NodeSelector,
+    Pod,
+    Resource,
+    Taint,
+    Toleration,
+    find_untolerated,
+    parse_quantity,
+    pod_requests,
+)
+from .context import MetricsRecorder, SchedulerContext
+from .cycle_state import CycleState, StateData
+from .events import (
+    ASSIGNED_POD,
+    NODE,
+    POD,
+    TARGET_POD,
+    UNSCHEDULED_POD,
+    WILDCARD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from .handle import Handle
 from .interfaces import (
     EXTENSION_POINTS,
     BindPlugin,
@@ -19,11 +61,13 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from .plugin_api import API_VERSION, ObjectKind
 from .registry import Alias, PluginSpec, Registry, RegistryError
 from .runtime import Framework
 from .status import Code, PluginError, Status, is_success
 from .types import (
     MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     Diagnosis,
     FitError,
     NodePluginScores,
@@ -33,12 +77,19 @@ from .types import (
     PreFilterResult,
     QueuedPodInfo,
 )
+from .vector import AllNodes, NodeView, default_normalize_all, zero_scores
+from .waiting_pods import WaitingPod, WaitingPods
 
 __all__ = [
-    "EXTENSION_POINTS", "MAX_NODE_SCORE", "Alias", "BindPlugin", "Code", "CycleState", "Diagnosis",
-    "FilterPlugin", "FitError", "Framework", "NodePluginScores", "NodeScore", "NodeToStatus", "PermitPlugin",
-    "Plugin", "PluginError", "PluginSpec", "PostBindPlugin", "PostFilterPlugin", "PostFilterResult",
-    "PreBindPlugin", "PreEnqueuePlugin", "PreFilterExtensions", "PreFilterPlugin", "PreFilterResult",
-    "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "Registry", "RegistryError", "ReservePlugin",
-    "SchedulerContext", "ScorePlugin", "Status", "is_success",
+    "API_VERSION", "ASSIGNED_POD", "EXTENSION_POINTS", "MAX_NODE_SCORE", "MIN_NODE_SCORE", "NODE", "POD",
+    "TARGET_POD", "UNSCHEDULED_POD", "WILDCARD", "ActionType", "Alias", "AllNodes", "BindConflict", "BindPlugin",
+    "Clock", "ClusterClient", "ClusterEvent", "ClusterEventWithHint", "Code", "CycleState", "Diagnosis",
+    "FilterPlugin", "FitError", "Framework", "Handle", "LabelSelector", "MetricsRecorder", "ModelError", "Node",
+    "NodeArrays", "NodeInfo", "NodePluginScores", "NodeScore", "NodeSelector", "NodeToStatus", "NodeView",
+    "ObjectKind", "ObjectStore", "PermitPlugin", "Plugin", "PluginError", "PluginSpec", "Pod", "PostBindPlugin",
+    "PostFilterPlugin", "PostFilterResult", "PreBindPlugin", "PreEnqueuePlugin", "PreFilterExtensions",
+    "PreFilterPlugin", "PreFilterResult", "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "QueueingHint",
+    "Registry", "RegistryError", "ReservePlugin", "Resource", "SchedulerContext", "ScorePlugin", "Snapshot",
+    "StateData", "Status", "Taint", "Toleration", "WaitingPod", "WaitingPods", "default_normalize_all",
+    "find_untolerated", "is_success", "object_key", "parse_quantity", "pod_requests", "zero_scores",
 ]

@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from ..model import NodeInfo, Pod
 from .cycle_state import CycleState
 from .events import ClusterEvent, ClusterEventWithHint
+from .plugin_api import ObjectKind
 from .status import Status
 from .types import NodeScore, PostFilterResult, PreFilterResult, QueuedPodInfo
 from .vector import AllNodes, NodeView
@@ -29,7 +31,16 @@ if TYPE_CHECKING:
 
 
 class Plugin:
+    """The base of every plugin. `name` is how profiles name it; `args_model` (a pydantic model,
+    or None: the plugin takes no args) validates its `pluginConfig[].args` and is what its
+    `__init__(self, args, handle)` receives; `reads` declares the kinds it reads besides pods
+    and nodes (the operator lists and watches them); `requires_api` is a PEP 440 specifier of
+    the `kubeberth.framework.API_VERSION`s it works with (None: any)."""
+
     name: ClassVar[str] = ""
+    args_model: ClassVar[type[BaseModel] | None] = None
+    reads: ClassVar[tuple[ObjectKind, ...]] = ()
+    requires_api: ClassVar[str | None] = None
 
     def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
         """Cluster events that may make a pod this plugin rejected schedulable, each with an

@@ -25,12 +25,16 @@ class Alias:
     note: str = ""
 
 
+IN_TREE = "in-tree"
+
+
 @dataclass(frozen=True)
 class PluginSpec:
     name: str
     cls: type[Plugin]
     args_model: type[BaseModel] | None = None
     factory: Callable[[Any, Any], Plugin] | None = None
+    origin: str = IN_TREE  # where it came from: in-tree, a distribution, a path, a module
 
     def build(self, args: Any, handle: Any) -> Plugin:
         if self.factory is not None:
@@ -44,19 +48,29 @@ class PluginSpec:
 
 
 class Registry:
+    """Plugins by name (upstream's Registry: Register, Unregister, Merge; a name is taken once).
+
+    It also remembers the plugins that could not be loaded (`unavailable`: name -> why) and the
+    load failures whose plugin names are not known, so that a profile naming one is refused
+    with the reason rather than with "does not exist"."""
+
     def __init__(self, specs: Iterable[PluginSpec] = ()) -> None:
         self._specs: dict[str, PluginSpec] = {}
         self._aliases: dict[str, Alias] = {}
+        self.unavailable: dict[str, str] = {}
+        self.load_failures: list[str] = []
         for s in specs:
             self.register(s)
 
-    def register(self, spec: PluginSpec | type[Plugin]) -> None:
+    def register(self, spec: PluginSpec | type[Plugin], origin: str = IN_TREE) -> None:
         if isinstance(spec, type):
-            spec = PluginSpec(spec.name, spec, getattr(spec, "args_model", None))
+            spec = PluginSpec(spec.name, spec, getattr(spec, "args_model", None), origin=origin)
         if not spec.name:
             raise RegistryError(f"plugin class {spec.cls.__name__} has no name")
-        if spec.name in self._specs:
-            raise RegistryError(f"a plugin named {spec.name!r} already exists")
+        taken = self._specs.get(spec.name)
+        if taken is not None:
+            raise RegistryError(f"a plugin named {spec.name!r} already exists: {taken.origin} has it, "
+                                f"{spec.origin} brings another")
         self._specs[spec.name] = spec
 
     def unregister(self, name: str) -> None:
@@ -69,6 +83,21 @@ class Registry:
             self.register(spec)
         for alias in other._aliases.values():
             self.add_alias(alias)
+        for name, why in other.unavailable.items():
+            self.unavailable.setdefault(name, why)
+        self.load_failures += [f for f in other.load_failures if f not in self.load_failures]
+
+    def unknown(self, name: str) -> str:
+        """Why a profile may not name `name` (not registered): unavailable, or does not exist."""
+        why = self.unavailable.get(name)
+        if why is not None:
+            return f"plugin {name!r} is unavailable: {why}"
+        if self.load_failures:
+            return f"plugin {name!r} does not exist (plugins that failed to load: {'; '.join(self.load_failures)})"
+        return f"plugin {name!r} does not exist"
+
+    def specs(self) -> list[PluginSpec]:
+        return list(self._specs.values())
 
     def add_alias(self, alias: Alias) -> None:
         if alias.name in self._aliases or alias.name in self._specs:
@@ -91,4 +120,6 @@ class Registry:
         r = Registry(self._specs.values())
         for a in self._aliases.values():
             r.add_alias(a)
+        r.unavailable = dict(self.unavailable)
+        r.load_failures = list(self.load_failures)
         return r

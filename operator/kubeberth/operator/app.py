@@ -33,7 +33,7 @@ from .. import __version__
 from ..clock import RealClock
 from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import MetricsServer, SchedulerMetrics
-from ..plugins import in_tree_registry
+from ..plugins import plugin_registry
 from ..scheduler import Scheduler
 from ..scheduler.watched import WATCHED, WatchedKind
 from . import handlers
@@ -144,7 +144,7 @@ class OperatorApp:
         client = self._client
         self.shadow = ShadowEvaluator(self._scheduler, self.metrics.registry, annotate=self._annotate_pod,
                                       active=lambda: client.may_write())  # late-bound: set for leader election
-        self._profiles = ProfileManager(self._scheduler, in_tree_registry(), default_profile=cfg.default_profile,
+        self._profiles = ProfileManager(self._scheduler, plugin_registry(), default_profile=cfg.default_profile,
                                         shadow=self.shadow)
         for obj in cfg.config_profiles:
             self._profiles.apply_fixed(obj)

@@ -46,7 +46,7 @@ from ..framework import (
 from ..framework import events as ev
 from ..framework.registry import Registry
 from ..framework.types import QueuedPodInfo
-from ..plugins import in_tree_registry
+from ..plugins import plugin_registry
 from ..profile import build_framework
 from ..queue.scheduling_queue import BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL
 from .event_handlers import EventHandlers
@@ -69,7 +69,7 @@ class Scheduler(EventHandlers, SchedulingCycles):
         """Build a framework for a SchedulingProfile spec on this scheduler's context and use it.
         Raises ConfigError (the running profile, if any, stays)."""
         if registry is None:
-            registry = in_tree_registry()
+            registry = plugin_registry()
         fw = build_framework(spec, registry, self.ctx, profile_name=profile_name)
         self.set_profile(fw)
         return fw

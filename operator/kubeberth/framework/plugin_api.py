@@ -1,0 +1,41 @@
+"""What the public plugin API adds to the framework's own types: its version and the kinds a
+plugin declares it reads (`kubeberth.framework` exports both; the loader checks them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The version of the public plugin surface (`kubeberth.framework.__all__`). The minor number
+# grows when names are added; the major number when a name changes or goes. A plugin pins the
+# versions it was written for with `requires_api = ">=1.0,<2"` (a PEP 440 specifier).
+API_VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    """A kind a plugin reads, e.g. its own CRD:
+    `ObjectKind("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True)`.
+
+    The operator lists and watches it (`/apis/<group>/<version>/<resource>`, or
+    `/api/<version>/<resource>` for the core group "") into the handle's object store
+    (`handle.objects.get(kind, "namespace/name")`, `handle.objects.list(kind, namespace)`);
+    a change is a ClusterEvent whose resource is `kind`. simulate reads documents of this
+    apiVersion and kind from its input, and `kubeberth snapshot` writes them."""
+
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def path(self) -> str:
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{prefix}/{self.resource}"
+
+    def __str__(self) -> str:
+        return f"{self.resource}.{self.group}" if self.group else self.resource

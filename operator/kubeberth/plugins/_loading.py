@@ -1,0 +1,259 @@
+"""Plugins of one's own: loaded from installed distributions' entry points (group
+`kubeberth.plugins`) and from `--plugins` paths or modules, checked, and merged into the
+in-tree registry by upstream's Merge rule (a name is taken once; a second one is an error
+naming both origins).
+
+A plugin that cannot be loaded (its import raised, its class is malformed, or it wants another
+API version) is not fatal: it is recorded as unavailable with its origin and the error, and a
+profile naming it is refused with that reason. A clash of names, or a `--plugins` argument that
+names no file, directory or module, is fatal (`PluginLoadError`), as upstream's Merge error
+stops kube-scheduler.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+from pydantic import BaseModel
+
+from ..framework.interfaces import EXTENSION_POINTS, Plugin
+from ..framework.plugin_api import API_VERSION, ObjectKind
+from ..framework.registry import PluginSpec, Registry, RegistryError
+
+ENTRY_POINT_GROUP = "kubeberth.plugins"
+
+
+class PluginLoadError(Exception):
+    """Plugins cannot be merged (a name taken twice) or a source names nothing."""
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    origin: str
+    error: str
+    names: tuple[str, ...] = ()  # the plugin names it would have brought, where known
+
+    def __str__(self) -> str:
+        return f"{self.origin}: {self.error}"
+
+
+@dataclass
+class Loaded:
+    registry: Registry
+    failures: list[LoadFailure] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)  # the modules imported (for their kopf handlers)
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def check_plugin_class(cls: Any) -> str | None:
+    """Why `cls` cannot be a plugin (None: it can)."""
+    if not isinstance(cls, type) or not issubclass(cls, Plugin):
+        return f"{cls!r} is not a subclass of kubeberth.framework.Plugin"
+    name = getattr(cls, "name", "")
+    if not isinstance(name, str) or not name:
+        return f"plugin class {cls.__qualname__} has no name (set name = \"...\")"
+    if not any(issubclass(cls, base) for base in EXTENSION_POINTS.values()):
+        return f"plugin {name!r} extends no extension point (subclass FilterPlugin, ScorePlugin, ...)"
+    model = cls.args_model
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return f"plugin {name!r}: args_model must be a pydantic BaseModel subclass or None, not {model!r}"
+    reads = cls.reads
+    if not isinstance(reads, tuple) or not all(isinstance(k, ObjectKind) for k in reads):
+        return f"plugin {name!r}: reads must be a tuple of kubeberth.framework.ObjectKind"
+    wanted = cls.requires_api
+    if wanted is not None:
+        try:
+            fits = SpecifierSet(wanted).contains(Version(API_VERSION))
+        except InvalidSpecifier:
+            return f"plugin {name!r}: requires_api {wanted!r} is not a version specifier (e.g. \">=1.0,<2\")"
+        if not fits:
+            return (f"plugin {name!r} requires kubeberth.framework API {wanted} but this kubeberth "
+                    f"has API {API_VERSION}")
+    return None
+
+
+def _declared_names(source: str) -> tuple[str, ...]:
+    """The `name = "..."` of the classes of a module's source (to say which plugins a module
+    whose import failed would have brought)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            target = value = None
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target, value = stmt.targets[0], stmt.value
+            elif isinstance(stmt, ast.AnnAssign):
+                target, value = stmt.target, stmt.value
+            if (isinstance(target, ast.Name) and target.id == "name" and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str) and value.value):
+                names.append(value.value)
+    return tuple(names)
+
+
+def _module_source(module: str) -> str:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return ""
+    try:
+        return Path(spec.origin).read_text()
+    except OSError:
+        return ""
+
+
+def plugins_of_module(module: ModuleType) -> list[Any]:
+    """`PLUGINS = [...]` if the module has it, else the plugin classes it defines."""
+    listed = getattr(module, "PLUGINS", None)
+    if listed is not None:
+        return list(listed)
+    found: list[Any] = []
+    for obj in vars(module).values():
+        if isinstance(obj, type) and issubclass(obj, Plugin) and obj.__module__ == module.__name__ and obj.name:
+            found.append(obj)
+    return found
+
+
+class Loader:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.failures: list[LoadFailure] = []
+        self.modules: list[str] = []
+
+    def fail(self, origin: str, error: str, names: Iterable[str] = ()) -> None:
+        failure = LoadFailure(origin, error, tuple(names))
+        self.failures.append(failure)
+        for name in failure.names:
+            if name not in self.registry:
+                self.registry.unavailable.setdefault(name, f"{origin}: {error}")
+        if not failure.names:
+            self.registry.load_failures.append(str(failure))
+
+    def add(self, candidates: Iterable[Any], origin: str) -> None:
+        for cls in candidates:
+            why = check_plugin_class(cls)
+            if why is not None:
+                name = getattr(cls, "name", "")
+                self.fail(origin, why, [name] if isinstance(name, str) and name else [])
+                continue
+            taken = self.registry.get(cls.name)
+            if taken is not None and taken.cls is cls:
+                continue  # the same class reached twice (an entry point and --plugins)
+            try:
+                self.registry.register(PluginSpec(cls.name, cls, cls.args_model, origin=origin))
+            except RegistryError as exc:
+                raise PluginLoadError(str(exc)) from None
+            self.registry.unavailable.pop(cls.name, None)
+
+    # --- the sources ---
+
+    def entry_points(self) -> None:
+        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            dist = ep.dist
+            where = f"distribution {dist.name} {dist.version}" if dist is not None else "an installed distribution"
+            origin = f"{where} (entry point {ep.name} = {ep.value})"
+            try:
+                obj = ep.load()
+            except Exception as exc:
+                names = {ep.name, *_declared_names(_module_source(ep.module))}
+                self.fail(origin, f"import failed: {_error_text(exc)}", sorted(names))
+                continue
+            if isinstance(obj, ModuleType):
+                self.modules.append(obj.__name__)
+                self.add(plugins_of_module(obj), origin)
+            else:
+                self.modules.append(ep.module)
+                self.add([obj], origin)
+
+    def source(self, text: str) -> None:
+        path = Path(text)
+        if text.endswith(".py") or path.exists() or "/" in text or "\\" in text:
+            if path.is_dir():
+                files = sorted(p for p in path.glob("*.py") if not p.name.startswith("_"))
+                for f in files:
+                    self.file(f)
+                return
+            if not path.is_file():
+                raise PluginLoadError(f"--plugins {text}: no such file or directory")
+            self.file(path)
+            return
+        self.module(text)
+
+    def file(self, path: Path) -> None:
+        path = path.resolve()
+        origin = f"path {path}"
+        name = path.stem
+        known = sys.modules.get(name)
+        if known is not None:
+            if getattr(known, "__file__", None) == str(path):
+                self.add(plugins_of_module(known), origin)
+                return
+            name = f"kubeberth_plugin_{abs(hash(str(path))):x}_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise PluginLoadError(f"--plugins {path}: not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[name]
+            try:
+                source = path.read_text()
+            except OSError:
+                source = ""
+            self.fail(origin, f"import failed: {_error_text(exc)}", _declared_names(source))
+            return
+        self.modules.append(name)
+        self.add(plugins_of_module(module), origin)
+
+    def module(self, name: str) -> None:
+        origin = f"module {name}"
+        try:
+            found = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise PluginLoadError(f"--plugins {name}: no such file, directory or module")
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:
+            self.fail(origin, f"import failed: {_error_text(exc)}", _declared_names(_module_source(name)))
+            return
+        self.modules.append(name)
+        self.add(plugins_of_module(module), origin)
+
+
+def load(base: Registry, sources: Sequence[str] = (), *, entry_points: bool = True,
+         registered: Iterable[tuple[type[Plugin], str]] = ()) -> Loaded:
+    """`base` (the in-tree registry, copied) merged with the entry points' plugins, then the
+    `sources`' (paths or modules, in order), then plugins registered in the process."""
+    loader = Loader(base.copy())
+    if entry_points:
+        loader.entry_points()
+    for text in sources:
+        loader.source(text)
+    for cls, origin in registered:
+        loader.add([cls], origin)
+    return Loaded(loader.registry, loader.failures, loader.modules)
