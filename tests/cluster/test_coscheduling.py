@@ -58,7 +58,9 @@ def member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
 
 
 async def fresh(kube: Kube) -> None:
-    for pg in (await kube.request("GET", PODGROUPS)).get("items") or []:
+    # A CRD just established may answer 429 (storage initializing) for a moment.
+    listed = await eventually(lambda: kube.request("GET", PODGROUPS), what="PodGroups listed")
+    for pg in listed.get("items") or []:
         await kube.request("DELETE", f"{PODGROUPS}/{pg['metadata']['name']}", ok=(200, 202, 404))
 
 
@@ -135,14 +137,12 @@ async def test_a_quorum_that_never_comes_is_released_after_its_timeout_and_retri
     await kube.create("pods", member("w2", "job", cpu="2"))  # fits no node
     timeout = "rejected due to timeout after waiting 2s at plugin Coscheduling"
 
-    async def released_twice() -> list[str] | None:
+    async def released() -> list[str] | None:
         got = [m for n in ("w0", "w1") for m in await failed_messages(kube, n)]
-        # Events of one kind and message are counted on one object: look at the distinct ones
-        # and at the pods' retries through the counts.
-        return got if any(timeout in m for m in got) else None
+        return got if any(m == f"0/1 nodes are available: 1 {timeout}." for m in got) else None
 
-    messages = await eventually(released_twice, what="the Permit timeout", timeout=60)
-    assert all(timeout in m or "rejection in Unreserve" in m or "optimistic rejection" in m for m in messages), messages
+    # (Before w2 exists, the first members are turned away for want of siblings.)
+    await eventually(released, what="the Permit timeout", timeout=60)
 
     async def retried() -> int | None:
         events = [e for n in ("w0", "w1")
