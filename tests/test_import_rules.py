@@ -38,6 +38,12 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
+# In-tree plugins written against the public plugin API alone, as a plugin of one's own is: they
+# import `kubeberth.framework` (the package, i.e. its __all__) and nothing else of kubeberth.
+PUBLIC_API_PLUGINS = {"default_binder", "image_locality", "node_declared_features", "node_name", "node_ports",
+                      "priority_sort", "scheduling_gates"}
+
+
 def part_of(module: str) -> str:
     """kubeberth.framework.runtime -> framework; kubeberth.scheduler -> scheduler."""
     parts = module.split(".")
@@ -109,3 +115,24 @@ def test_imports_respect_the_layers(path: Path) -> None:
 ])
 def test_the_rules_resolve_relative_and_late_imports(source: str, name: str, expected: list[str]) -> None:
     assert violations(source, name, is_package=name == "kubeberth.preemption") == expected
+
+
+def public_api_violations(source: str, name: str) -> list[str]:
+    return [f"line {line}: {target}" for line, target in imported_modules(source, name)
+            if target != "kubeberth.framework"]
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC_API_PLUGINS))
+def test_these_in_tree_plugins_use_only_the_public_plugin_api(module: str) -> None:
+    path = PACKAGE / "plugins" / f"{module}.py"
+    assert public_api_violations(path.read_text(), f"kubeberth.plugins.{module}") == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ..framework import Status, ScorePlugin\n", []),
+    ("from ..framework.status import Status\n", ["line 1: kubeberth.framework.status"]),
+    ("from ..model import Pod\n", ["line 1: kubeberth.model"]),
+    ("from kubeberth.framework import Pod\nfrom ..cache import objects\n", ["line 2: kubeberth.cache"]),
+])
+def test_the_public_api_rule(source: str, expected: list[str]) -> None:
+    assert public_api_violations(source, "kubeberth.plugins.mine") == expected

@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="List (page by page) exactly the kinds simulate reads and write them as one "
                                       "YAML stream, without managedFields and status noise.")
     add_snapshot_arguments(snap)
+    _add_plugins_argument(snap)  # the kinds your plugins read are in the snapshot too
     snap.set_defaults(func=_snapshot)
     prof = sub.add_parser("profile", help="SchedulingProfile tools").add_subparsers(dest="profile_command",
                                                                                   required=True)
@@ -247,6 +248,27 @@ def main(argv: list[str] | None = None) -> int:
             return failed
     return int(args.func(args) or 0)
 
+
+KOPF_RUN_REFUSAL = (
+    "kubeberth: `kopf run` does not run kubeberth's scheduler (it would run your handlers and schedule "
+    "nothing). Run `kubeberth run --plugins my.py` instead: the kopf handlers your module registers run in "
+    "kubeberth's own kopf operator, with its login and leader election.")
+
+
+def _refuse_kopf_run() -> None:
+    """`kopf run -m kubeberth.cli my.py` imports this module inside kopf's `run` command: say plainly
+    that it is not the way, and stop, rather than run the handlers and schedule nothing."""
+    if "kopf" not in sys.modules or "click" not in sys.modules:
+        return
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or ctx.command.name != "run" or "kopf" not in str(ctx.find_root().info_name or ""):
+        return
+    raise SystemExit(KOPF_RUN_REFUSAL)
+
+
+_refuse_kopf_run()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -176,6 +176,10 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
     for name in needed:
         plugin_spec = registry.get(name)
         assert plugin_spec is not None
+        for kind in plugin_spec.cls.reads:
+            problem = registry.kind_problems.get(kind.kind)
+            if problem is not None:
+                raise PluginUnavailable("", f"plugin {name!r} reads {kind.kind}: {problem}")
         args = _plugin_args(spec, registry, name, alias_args)
         try:
             fw.plugins[name] = plugin_spec.build(args, fw)

@@ -72,7 +72,11 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     """Expand KubeSchedulerConfiguration documents into their profiles, add `config`'s profiles
     last (they win over a SchedulingProfile of the inputs serving the same schedulerName) and
     warn once per kind simulate does not read."""
+    from .plugins import plugin_registry
+    from .scheduler.watched import declared_kinds
+
     out = SimInput()
+    declared = {(k.api_version, k.kind) for k in declared_kinds(plugin_registry())}
     ignored: dict[str, int] = {}
     configs: list[ImportedConfig] = []
     for obj in objects:
@@ -81,7 +85,7 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
             imported = _import(obj, source, warn)
             check_profiles(imported, source)
             configs.append(imported)
-        elif kind in READ_KINDS:
+        elif kind in READ_KINDS or (obj.get("apiVersion"), kind) in declared:
             out.objects.append(obj)
         else:
             ignored[kind] = ignored.get(kind, 0) + 1

@@ -35,7 +35,7 @@ from .scheduler import (
     PodRecord,
     Scheduler,
 )
-from .scheduler.watched import OBJECT_KINDS
+from .scheduler.watched import OBJECT_KINDS, declared_kinds
 from .sim_io import InputError, PodOutcome, outcome_dict
 from .sim_volumes import bind_claimed_volume, provision_claim
 
@@ -287,7 +287,7 @@ def with_template_claims(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
+def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
              percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
     `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own).
@@ -298,10 +298,13 @@ def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys
                           explain=explain)[0]
 
 
-def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO = sys.stderr,
+def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
                    percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None
                    ) -> tuple[list[PodOutcome], Scheduler]:
-    """simulate(), and the scheduler it ran (for the report)."""
+    """simulate(), and the scheduler it ran (for the report). `warn`: sys.stderr when None (the
+    one of the call's time)."""
+    if warn is None:
+        warn = sys.stderr
     clock = FakeClock()
     sched = Scheduler(clock=clock, seed=seed)
     if explain is not None:
@@ -311,11 +314,14 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     client = InMemoryClient(sched)
     sched.ctx.client = client
     end_terminating_victims_at_once(sched)
-    for fw in build_profiles(objects, sched.ctx, plugin_registry(), warn).values():
+    registry = plugin_registry()
+    for fw in build_profiles(objects, sched.ctx, registry, warn).values():
         sched.set_profile(fw)
     objects = with_template_claims(objects)
+    # The kinds plugins of one's own declare they read: documents of that apiVersion and kind.
+    declared = {(k.api_version, k.kind) for k in declared_kinds(registry)}
     for obj in objects:
-        if obj.get("kind") in OBJECT_KINDS:
+        if obj.get("kind") in OBJECT_KINDS or (obj.get("apiVersion"), obj.get("kind")) in declared:
             sched.on_object(str(obj["kind"]), obj)
     for obj in objects:
         if obj.get("kind") == "Node" and sched.on_node_add(obj) is None:

@@ -12,12 +12,12 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import yaml
 
-from .scheduler.watched import POD, WATCHED, WatchedKind
+from .scheduler.watched import POD, WATCHED, WatchedKind, declared_kinds
 
 DEFAULT_PAGE_SIZE = 500
 # Status fields the scheduler reads, per kind; other kinds keep their whole status (PV/PVC phase...).
@@ -90,12 +90,18 @@ class Lister:
 
 
 async def take(rest: Any, *, namespace: str | None = None, selector: str | None = None,
-               page_size: int = DEFAULT_PAGE_SIZE, progress: TextIO = sys.stderr) -> list[dict[str, Any]]:
-    """The cluster's objects, kinds in the scheduler's sync order (classes first, pods last)."""
+               page_size: int = DEFAULT_PAGE_SIZE, progress: TextIO = sys.stderr,
+               kinds: Sequence[WatchedKind] | None = None) -> list[dict[str, Any]]:
+    """The cluster's objects, kinds in the scheduler's sync order (classes first, pods last):
+    the table's and those the loaded plugins declare they read (`kinds` instead, if given)."""
+    if kinds is None:
+        from .plugins import plugin_registry
+
+        kinds = [*WATCHED, *declared_kinds(plugin_registry())]
     lister = Lister(rest, page_size, progress)
     out: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
-    for kind in sorted(WATCHED, key=lambda k: k.order):
+    for kind in sorted(kinds, key=lambda k: k.order):
         if kind.kind == POD:
             items = await _pods(lister, kind, namespace, selector)
         else:

@@ -16,6 +16,7 @@ from ..cache.snapshot import Snapshot
 from ..client import BindConflict, ClusterClient
 from ..clock import Clock
 from ..model import (
+    HostPort,
     LabelSelector,
     ModelError,
     Node,
@@ -84,7 +85,8 @@ __all__ = [
     "API_VERSION", "ASSIGNED_POD", "EXTENSION_POINTS", "MAX_NODE_SCORE", "MIN_NODE_SCORE", "NODE", "POD",
     "TARGET_POD", "UNSCHEDULED_POD", "WILDCARD", "ActionType", "Alias", "AllNodes", "BindConflict", "BindPlugin",
     "Clock", "ClusterClient", "ClusterEvent", "ClusterEventWithHint", "Code", "CycleState", "Diagnosis",
-    "FilterPlugin", "FitError", "Framework", "Handle", "LabelSelector", "MetricsRecorder", "ModelError", "Node",
+    "FilterPlugin", "FitError", "Framework", "Handle", "HostPort", "LabelSelector", "MetricsRecorder", "ModelError",
+    "Node",
     "NodeArrays", "NodeInfo", "NodePluginScores", "NodeScore", "NodeSelector", "NodeToStatus", "NodeView",
     "ObjectKind", "ObjectStore", "PermitPlugin", "Plugin", "PluginError", "PluginSpec", "Pod", "PostBindPlugin",
     "PostFilterPlugin", "PostFilterResult", "PreBindPlugin", "PreEnqueuePlugin", "PreFilterExtensions",

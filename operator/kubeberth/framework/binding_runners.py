@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..model import Pod
 from .cycle_state import CycleState
 from .interfaces import BindPlugin, PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
+from .isolation import raised
 from .plugin_metrics import PluginMetrics
 from .status import Code, Status
 from .waiting_pods import WaitingPod
@@ -38,7 +39,10 @@ class BindingCycleRunners:
         timed = state.record_plugin_metrics
         for p in self.reserve_plugins:
             t0 = time.perf_counter() if timed else 0.0
-            s = p.reserve(state, pod, node_name)
+            try:
+                s = p.reserve(state, pod, node_name)
+            except Exception as exc:
+                return raised("Reserve", p.name, exc)
             if timed:
                 self.plugin_metrics.took(p.name, "Reserve", s, time.perf_counter() - t0)
             if s is not None and not s.is_success():
@@ -49,14 +53,20 @@ class BindingCycleRunners:
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for p in reversed(self.reserve_plugins):
-            p.unreserve(state, pod, node_name)
+            try:
+                p.unreserve(state, pod, node_name)
+            except Exception as exc:  # logged; the others still release what they hold
+                raised("Unreserve", p.name, exc)
 
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
         timed = state.record_plugin_metrics
         for p in self.permit_plugins:
             t0 = time.perf_counter() if timed else 0.0
-            s, timeout = p.permit(state, pod, node_name)
+            try:
+                s, timeout = p.permit(state, pod, node_name)
+            except Exception as exc:
+                return raised("Permit", p.name, exc)
             if timed:
                 self.plugin_metrics.took(p.name, "Permit", s, time.perf_counter() - t0)
             if s is None or s.is_success():
@@ -152,6 +162,9 @@ class BindingCycleRunners:
         timed = state.record_plugin_metrics
         for p in self.post_bind_plugins:
             t0 = time.perf_counter() if timed else 0.0
-            p.post_bind(state, pod, node_name)
+            try:
+                p.post_bind(state, pod, node_name)
+            except Exception as exc:  # informational only, as upstream's PostBind: logged
+                raised("PostBind", p.name, exc)
             if timed:
                 self.plugin_metrics.took(p.name, "PostBind", None, time.perf_counter() - t0)

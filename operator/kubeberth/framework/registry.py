@@ -59,6 +59,9 @@ class Registry:
         self._aliases: dict[str, Alias] = {}
         self.unavailable: dict[str, str] = {}
         self.load_failures: list[str] = []
+        # A kind plugins declare they read (its `kind`) that cannot be read now -> why (the operator
+        # sets it: a CRD not installed, a verb RBAC does not grant); plugins reading it cannot run.
+        self.kind_problems: dict[str, str] = {}
         for s in specs:
             self.register(s)
 
@@ -122,4 +125,5 @@ class Registry:
             r.add_alias(a)
         r.unavailable = dict(self.unavailable)
         r.load_failures = list(self.load_failures)
+        r.kind_problems = dict(self.kind_problems)
         return r

@@ -30,6 +30,7 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from .isolation import raised
 from .plugin_metrics import PluginMetrics, PrefixCounts
 from .status import Code, PluginError, Status, filter_failure
 from .types import (
@@ -75,6 +76,7 @@ class Framework(BindingCycleRunners, ContextHandle):
         self.extenders: list[Extender] = []
         self.plugin_metrics = PluginMetrics()
         self._prefix_counts: dict[str, PrefixCounts] = {}
+        self._queue_sort_failed = False
 
     def plugin(self, name: str) -> Plugin | None:
         return self.plugins.get(name)
@@ -96,11 +98,21 @@ class Framework(BindingCycleRunners, ContextHandle):
 
     # ---- queue ----------------------------------------------------------------
     def queue_sort_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        return self.queue_sort_plugins[0].less(a, b)
+        try:
+            return self.queue_sort_plugins[0].less(a, b)
+        except Exception as exc:
+            # The heap stays a heap: the two pods count as equals. Logged once per framework.
+            if not self._queue_sort_failed:
+                self._queue_sort_failed = True
+                raised("QueueSort", self.queue_sort_plugins[0].name, exc)
+            return False
 
     def run_pre_enqueue(self, pod: Pod) -> Status | None:
         for p in self.pre_enqueue_plugins:
-            s = p.pre_enqueue(pod)
+            try:
+                s = p.pre_enqueue(pod)
+            except Exception as exc:  # as upstream's unexpected PreEnqueue error: the pod is gated by it
+                return raised("PreEnqueue", p.name, exc)
             if s is not None and not s.is_success():
                 return s.with_plugin(p.name)
         return None
@@ -174,7 +186,10 @@ class Framework(BindingCycleRunners, ContextHandle):
             if ext is None:
                 continue
             call = ext.add_pod if which == "AddPod" else ext.remove_pod
-            s = call(state, pod, other, node_info)
+            try:
+                s = call(state, pod, other, node_info)
+            except Exception as exc:
+                return raised(which, p.name, exc)
             if s is not None and not s.is_success():
                 return Status.error(f'running {which} on PreFilter plugin "{p.name}": {s.message()}', p.name)
         return None

@@ -35,7 +35,7 @@ from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import MetricsServer, SchedulerMetrics
 from ..plugins import plugin_registry
 from ..scheduler import Scheduler
-from ..scheduler.watched import WATCHED, WatchedKind
+from ..scheduler.watched import WATCHED, WatchedKind, declared_kinds
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
@@ -150,7 +150,11 @@ class OperatorApp:
             self._profiles.apply_fixed(obj)
         self._ingest = Ingest(self._scheduler, self._profiles.apply, on_pod=self.shadow.on_pod,
                               on_pod_delete=self.shadow.on_pod_delete)
-        self._informers = Informers(rest=self._rest, kinds=WATCHED, sink=self._ingest, on_batch=self._after_batch)
+        # The table's kinds, and those the plugins declare they read (a plugin's CRD): a kind that
+        # cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
+        kinds = [*WATCHED, *declared_kinds(self._profiles.registry)]
+        self._informers = Informers(rest=self._rest, kinds=kinds, sink=self._ingest, on_batch=self._after_batch,
+                                    on_problem=self._on_kind_problem)
         if cfg.leader_elect:
             self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
             self._scheduler.may_write = self._client.may_write = lambda: (self._elector is not None
@@ -162,6 +166,10 @@ class OperatorApp:
         self.build(await load_configuration(cfg))
         registry = kopf.OperatorRegistry()
         handlers.register(registry, self)
+        # kopf handlers that plugins' modules registered (README: kopf handlers of your own).
+        adopted = handlers.adopt(registry, kopf.get_default_registry(), self.leading)
+        if adopted:
+            logger.info("Running %d kopf handler(s) of the plugins' modules", adopted)
         settings = kopf.OperatorSettings()
         self.configure_settings(settings)
         self._stop = stop_flag if stop_flag is not None else asyncio.Event()
@@ -267,6 +275,19 @@ class OperatorApp:
             await self._client.close()
         if self._metrics_server is not None:
             await self._metrics_server.stop()
+
+    async def leading(self) -> None:
+        """Returns once this replica may act: at once without leader election, else once it holds
+        the Lease (a leader that loses it exits). The plugins' kopf resource handlers wait on it."""
+        if self._elector is not None:
+            await self._elector.elected.wait()
+
+    def _on_kind_problem(self, kind: WatchedKind, problem: str | None) -> None:
+        """A kind plugins read cannot be read, or can again: judge the profiles again, write their status."""
+        self.profiles.set_kind_problem(kind.kind, problem)
+        if self.profiles.dirty and self.ingest.synced.is_set():
+            task = asyncio.get_running_loop().create_task(self._after_batch(kind), name="kubeberth profile status")
+            self._tasks.append(task)
 
     # --- after every batch of events: profile statuses ---
 

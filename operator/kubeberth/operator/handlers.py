@@ -13,7 +13,13 @@ resource handler, so it writes nothing on any object.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import dataclasses
+import functools
+import inspect
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import kopf
@@ -45,3 +51,54 @@ def register(registry: kopf.OperatorRegistry, app: OperatorApp) -> None:
     @kopf.on.probe(registry=registry, id="scheduler")
     def probe(**_: Any) -> dict[str, Any]:
         return app.health()
+
+
+# --- kopf handlers of one's own ---
+
+Gate = Callable[[], Awaitable[None]]
+
+# kopf's resource registries, and whether their handlers run on the leader only.
+_RESOURCE_REGISTRIES: tuple[tuple[str, bool], ...] = (
+    ("_indexing", False),  # indices: read-only, kept on every replica as our cache is
+    ("_watching", True),   # @kopf.on.event
+    ("_spawning", True),   # @kopf.timer, @kopf.daemon
+    ("_changing", True),   # @kopf.on.create/update/delete/resume/field
+    ("_webhooks", False),  # admission webhooks answer on every replica
+)
+
+
+def _gated(fn: Callable[..., Any], gate: Gate) -> Callable[..., Awaitable[Any]]:
+    """`fn`, called once `gate()` returns (this replica leads). An async function either way (no
+    functools.wraps: kopf would take a wrapped sync function for a sync one)."""
+    if inspect.iscoroutinefunction(fn):
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            await gate()
+            return await fn(*args, **kwargs)
+        return call_async
+
+    async def call_sync(*args: Any, **kwargs: Any) -> Any:
+        await gate()
+        ctx = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(ctx.run, fn, *args,
+                                                                                        **kwargs))
+    return call_sync
+
+
+def adopt(registry: kopf.OperatorRegistry, source: kopf.OperatorRegistry, gate: Gate) -> int:
+    """Put the handlers that plugins' modules registered with kopf's decorators on `source` (kopf's
+    default registry) into the operator's `registry`: their resource handlers (events, timers,
+    daemons, changes) run once `gate()` returns, i.e. on the leader only (indices and webhooks on
+    every replica); their activities (startup, cleanup, probes) on every replica; their login
+    handlers not at all (the operator logs in as the scheduler does). Returns how many."""
+    adopted = 0
+    for handler in source._activities.get_all_handlers():
+        if handler.activity == "authentication":  # kopf's Activity.AUTHENTICATION (a StrEnum)
+            continue
+        registry._activities.append(handler)
+        adopted += 1
+    for attr, leader_only in _RESOURCE_REGISTRIES:
+        target = getattr(registry, attr)
+        for handler in getattr(source, attr).get_all_handlers():
+            target.append(dataclasses.replace(handler, fn=_gated(handler.fn, gate)) if leader_only else handler)
+            adopted += 1
+    return adopted

@@ -22,6 +22,7 @@ from typing import Any
 from ..config import DEFAULT_SCHEDULER_NAME, ConfigError, SchedulingProfileSpec, default_spec, parse_spec
 from ..config.models import SHADOW
 from ..framework.registry import Registry
+from ..profile import PluginUnavailable
 from ..scheduler import Scheduler
 from .shadow import ShadowEvaluator
 
@@ -129,12 +130,29 @@ class ProfileManager:
             self._release(current.schedulerName, name)
         return VALID
 
+    def set_kind_problem(self, kind: str, problem: str | None) -> None:
+        """A kind that plugins read cannot be read (`problem`: its CRD is not installed, RBAC does not
+        grant a verb) or can again (None). Profiles whose plugins read it are refused while it cannot;
+        the refused profiles are judged again on every change (a profile in force stays in force)."""
+        if self.registry.kind_problems.get(kind) == problem:
+            return
+        if problem is None:
+            del self.registry.kind_problems[kind]
+            logger.info("Plugins may read %s now", kind)
+        else:
+            self.registry.kind_problems[kind] = problem
+            logger.warning("Plugins cannot read %s: %s", kind, problem)
+        for name, obj in list(self.objects.items()):
+            verdict = self.verdicts.get(name)
+            if verdict is not None and not verdict.accepted:
+                self.apply(name, obj)
+
     def _refused(self, name: str, exc: ConfigError) -> Verdict:
         message = f"{exc.path}: {exc.detail}" if exc.path else exc.detail
         running = self.running.get(name)
         if running is not None:
             message += " (the previous version stays in force)"
-        return Verdict(False, "Invalid", message)
+        return Verdict(False, "PluginUnavailable" if isinstance(exc, PluginUnavailable) else "Invalid", message)
 
     def _release(self, scheduler_name: str, name: str) -> None:
         """`name` no longer serves `scheduler_name`: the default comes back, or nobody serves it."""

@@ -79,13 +79,35 @@ class Backoff:
         return self._delay * (1 + random.random() * 0.2)
 
 
+ProblemHook = Callable[[WatchedKind, str | None], None]
+
+
+def kind_problem(kind: WatchedKind, verb: str, exc: ApiException) -> str | None:
+    """Why a kind a plugin declared cannot be read, from the answer to a `verb` (list or watch) of
+    it: not served (404: its CRD is not installed) or forbidden (403: RBAC); None for other errors
+    (outages, retried as for every kind)."""
+    resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+    if exc.status == 404:
+        return (f"the API server does not serve {resource}/{kind.version} (404 on {verb}: is its "
+                f"CustomResourceDefinition installed?)")
+    if exc.status == 403:
+        return (f"the ServiceAccount may not {verb} {resource} (403; its ClusterRole needs a rule "
+                f"apiGroups: [\"{kind.group}\"], resources: [{kind.plural}], verbs: [list, watch])")
+    return None
+
+
 class Reflector:
-    """Lists and watches one kind; keeps (key -> resourceVersion) to replace after a relist."""
+    """Lists and watches one kind; keeps (key -> resourceVersion) to replace after a relist.
+
+    For a kind a plugin declared (`kind.declared`), `on_problem` hears when it cannot be read
+    (not served, or a verb forbidden) and when it can again; such a kind does not hold up the
+    initial sync."""
 
     def __init__(self, *, rest: RestClient, kind: WatchedKind, sink: Sink, page_size: int = 500,
                  watch_seconds: tuple[int, int] = (300, 600),
                  on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 on_problem: ProblemHook | None = None) -> None:
         self.rest = rest
         self.kind = kind
         self.sink = sink
@@ -102,6 +124,25 @@ class Reflector:
         self.lists = 0
         self.watches = 0
         self.events = 0
+        self.on_problem = on_problem
+        self.problem: str | None = None
+        self._problem_verb = ""  # the verb `problem` is about
+
+    def report(self, verb: str, exc: BaseException | None) -> bool:
+        """A declared kind's list or watch answered `exc` (None: it went through): tell on_problem
+        when that changes whether it can be read. True when `exc` is such a problem."""
+        if not self.kind.declared:
+            return False
+        problem = kind_problem(self.kind, verb, exc) if isinstance(exc, ApiException) else None
+        if exc is not None and problem is None:
+            return False  # an outage: nothing to tell the profiles
+        if exc is None and verb == "list" and self._problem_verb == "watch":
+            return False  # listing went through; watching still may not
+        if problem != self.problem:
+            self.problem, self._problem_verb = problem, verb if problem is not None else ""
+            if self.on_problem is not None:
+                self.on_problem(self.kind, problem)
+        return problem is not None
 
     # --- LIST ---
 
@@ -200,6 +241,8 @@ class Reflector:
         try:
             async for batch in self.rest.watch(self.kind.path, query, read_timeout=seconds + 30.0):
                 self.failing = False
+                if self.problem is not None:
+                    self.report("watch", None)
                 await self._deliver(self._translate(batch))
         except ApiException as exc:
             if exc.status == 410:
@@ -209,6 +252,7 @@ class Reflector:
     async def run(self) -> None:
         """Watch forever (after the initial list): resume, relist on 410, back off on failures."""
         while True:
+            verb = "list"
             try:
                 if not self.resource_version:
                     await self._deliver(await self.relist())
@@ -216,6 +260,8 @@ class Reflector:
                     if self.missing:
                         self.missing = False
                         logger.info("The API server serves %s now", self.kind.path)
+                    self.report("list", None)
+                verb = "watch"
                 await self.watch_once()
                 continue  # the server ended the stream (timeoutSeconds): resume
             except asyncio.CancelledError:
@@ -226,6 +272,8 @@ class Reflector:
                 continue
             except Exception as exc:
                 self.failing = not self.missing
+                if self.report(verb, exc):
+                    self.failing = False  # refused profiles say why; the kind is not an outage
                 delay = self.backoff.next()
                 if isinstance(exc, ApiException) and exc.status == 404 and self.missing:
                     logger.debug("%s is still not served; retrying in %.1fs", self.kind.path, delay)
@@ -240,9 +288,10 @@ class Informers:
 
     def __init__(self, *, rest: RestClient, kinds: Iterable[WatchedKind], sink: Sink,
                  on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
-                 page_size: int = 500, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+                 page_size: int = 500, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 on_problem: ProblemHook | None = None) -> None:
         self.reflectors = [Reflector(rest=rest, kind=k, sink=sink, page_size=page_size, on_batch=on_batch,
-                                     sleep=sleep) for k in kinds]
+                                     sleep=sleep, on_problem=on_problem) for k in kinds]
         self.sink = sink
         self.on_batch = on_batch
         self.sleep = sleep
@@ -258,6 +307,10 @@ class Informers:
             except asyncio.CancelledError:
                 raise
             except ApiException as exc:
+                if reflector.report("list", exc):  # a plugin's kind: its profiles are refused, the rest go on
+                    logger.warning("Cannot list %s, which plugins read: %s", reflector.kind.path, reflector.problem)
+                    reflector.missing = exc.status == 404
+                    return []
                 if exc.status == 404:  # not served (a CRD not installed yet): empty until it is
                     logger.warning("The API server does not serve %s (404): taking it as empty, and watching "
                                    "for it to appear", reflector.kind.path)

@@ -203,6 +203,10 @@ class Loader:
     def file(self, path: Path) -> None:
         path = path.resolve()
         origin = f"path {path}"
+        # As Python does for a script: its directory is importable (helpers, a base plugin next to
+        # it), appended so that it shadows nothing installed.
+        if str(path.parent) not in sys.path:
+            sys.path.append(str(path.parent))
         name = path.stem
         known = sys.modules.get(name)
         if known is not None:

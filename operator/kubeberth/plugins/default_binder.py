@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client import BindConflict
-from ..framework.cycle_state import CycleState
-from ..framework.handle import Handle
-from ..framework.interfaces import BindPlugin
-from ..framework.status import Status
-from ..model import Pod
+from ..framework import (
+    BindConflict,
+    BindPlugin,
+    CycleState,
+    Handle,
+    Pod,
+    Status,
+)
 
 
 class DefaultBinder(BindPlugin):

@@ -7,11 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.cycle_state import CycleState
-from ..framework.handle import Handle
-from ..framework.interfaces import ScorePlugin
-from ..framework.types import MAX_NODE_SCORE
-from ..model import NodeInfo, Pod
+from ..framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    NodeInfo,
+    Pod,
+    ScorePlugin,
+)
 
 NAME = "ImageLocality"
 

@@ -13,13 +13,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterPlugin
-from ..framework.status import Status
-from ..framework.types import PreFilterResult
-from ..model import Node, NodeInfo, Pod
+from ..framework import (
+    NODE,
+    TARGET_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    Node,
+    NodeInfo,
+    Pod,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
 
 NAME = "NodeDeclaredFeatures"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -6,12 +6,18 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin
-from ..framework.status import Status
-from ..model import NodeInfo, Pod
+from ..framework import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    Pod,
+    Status,
+)
 
 ERR_REASON = "node(s) didn't match the requested node name"
 

@@ -7,13 +7,23 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import ASSIGNED_POD, NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterPlugin
-from ..framework.status import Status
-from ..framework.types import PreFilterResult
-from ..model import HostPort, NodeInfo, Pod
+from ..framework import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    HostPort,
+    NodeInfo,
+    Pod,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
 
 NAME = "NodePorts"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

@@ -6,11 +6,18 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin
-from ..framework.status import Status
+from ..framework import (
+    NODE,
+    TARGET_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    QueueingHint,
+    Status,
+)
 from ..model import Node, NodeInfo, Pod
 from ..model.taints import NO_SCHEDULE, Taint, tolerated
 

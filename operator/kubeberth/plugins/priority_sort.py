@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..framework.handle import Handle
-from ..framework.interfaces import QueueSortPlugin
-from ..framework.types import QueuedPodInfo
+from ..framework import (
+    Handle,
+    QueuedPodInfo,
+    QueueSortPlugin,
+)
 
 
 class PrioritySort(QueueSortPlugin):

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..framework.events import TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint
-from ..framework.handle import Handle
-from ..framework.interfaces import PreEnqueuePlugin
-from ..framework.status import Status
-from ..model import Pod
+from ..framework import (
+    TARGET_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Handle,
+    Pod,
+    PreEnqueuePlugin,
+    Status,
+)
 
 
 class SchedulingGates(PreEnqueuePlugin):

@@ -22,6 +22,7 @@ from ..model import Pod
 from ..queue.scheduling_queue import PriorityQueue
 from .nominations import LoggedNominator
 from .records import EVICTED, PodRecord
+from .watched import EVENT_RESOURCES
 
 if TYPE_CHECKING:
     from .explain import Explanation
@@ -59,6 +60,9 @@ class SchedulerBase:
         # simulate reports evicted pods; a long-running operator drops the records of deleted pods.
         self.keep_deleted_records = keep_deleted_records
         self.node_errors: dict[str, str] = {}
+        # kind -> the ClusterEvent resource its changes are (the table's, and the kinds the
+        # profiles' plugins declare they read: set_profile adds them).
+        self.event_resources: dict[str, str] = dict(EVENT_RESOURCES)
         self._plugin_metrics_flushed = 0.0  # time.monotonic() of the last per-plugin metrics report
         self._pending: dict[str, Pod] = {}          # uid -> latest unassigned pod (any profile)
         self._wait_priority: dict[str, Mapping[str, Any]] = {}  # uid -> raw pod naming an unknown class

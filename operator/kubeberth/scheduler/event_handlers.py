@@ -24,7 +24,6 @@ from .records import (
     raw_uid,
     truncate_message,
 )
-from .watched import EVENT_RESOURCES
 
 log = logging.getLogger("kubeberth.scheduler")
 
@@ -313,7 +312,7 @@ class EventHandlers(SchedulerBase):
         key = object_key(obj)
         old = self.ctx.objects.get(kind, key)
         self.ctx.objects.put(kind, obj)
-        resource = EVENT_RESOURCES.get(kind)
+        resource = self.event_resources.get(kind)
         if resource is not None:
             action = ev.ActionType.UPDATE_OTHER if old is not None else ev.ActionType.ADD
             self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, action), old, obj)
@@ -326,7 +325,7 @@ class EventHandlers(SchedulerBase):
         started = time.perf_counter()
         old = self.ctx.objects.get(kind, key)
         self.ctx.objects.delete(kind, key)
-        resource = EVENT_RESOURCES.get(kind)
+        resource = self.event_resources.get(kind)
         if resource is not None:
             self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE), old, None)
             self._handled(f"{resource}Delete", started)

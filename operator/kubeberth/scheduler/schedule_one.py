@@ -18,6 +18,7 @@ from ..framework import (
     Status,
 )
 from ..framework import events as ev
+from ..framework.isolation import failure_status
 from ..framework.status import Code
 from ..framework.types import QueuedPodInfo
 from ..model import Pod
@@ -98,9 +99,8 @@ class SchedulingCycles(SchedulerBase):
         except SchedulingError as exc:
             await self._fail(fw, q, exc.status, nominating="", started=started)
             return
-        except Exception as exc:
-            log.exception("scheduling %s failed", pod.key)
-            await self._fail(fw, q, Status.error(str(exc) or type(exc).__name__), nominating="", started=started)
+        except Exception as exc:  # a plugin raised: its Error, upstream's wording (framework/isolation.py)
+            await self._fail(fw, q, failure_status(fw.plugins, exc), nominating="", started=started)
             return
         host = result.suggested_host
         decision_log.attempt_placed(pod, q.attempts, fw.profile_name, len(self.snapshot), result)
@@ -173,8 +173,7 @@ class SchedulingCycles(SchedulerBase):
             try:
                 result, status = await fw.run_post_filter(state, q.pod, fit.diagnosis.node_to_status)
             except Exception as exc:
-                log.exception("PostFilter for %s failed", q.pod.key)
-                result, status = None, Status.error(str(exc))
+                result, status = None, failure_status(fw.plugins, exc)
             fit.diagnosis.post_filter_msg = status.message() if status is not None else ""
             if result is not None:
                 nominating = result.nominated_node_name
@@ -271,9 +270,7 @@ class SchedulingCycles(SchedulerBase):
             self._record(assumed).attempts = max(self._record(assumed).attempts, q.attempts)
             return
         except Exception as exc:
-            log.exception("binding %s to %s failed", assumed.key, host)
-            await self._binding_failed(fw, state, q, assumed, host, Status.error(str(exc) or type(exc).__name__),
-                                       None, started)
+            await self._binding_failed(fw, state, q, assumed, host, failure_status(fw.plugins, exc), None, started)
             return
         rec = self._record(assumed)
         if assumed.uid in self._pending or self.cache.get_pod(assumed.uid) is not None:
@@ -323,7 +320,7 @@ class SchedulingCycles(SchedulerBase):
                 raise
             status = Status.error(str(exc))
         except Exception as exc:
-            status = Status.error(str(exc) or type(exc).__name__)
+            status = failure_status(fw.plugins, exc)
         if status is not None and status.code == Code.SKIP:
             status = Status.error("no Bind plugin bound the pod")
         self.cache.finish_binding(assumed)

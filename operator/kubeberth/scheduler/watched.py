@@ -3,9 +3,14 @@ loads them from a cluster dump, and the event handlers know which of them move p
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..framework import events as ev
+from ..framework.registry import Registry
+
+log = logging.getLogger(__name__)
 
 POD = "Pod"
 NODE = "Node"
@@ -20,6 +25,11 @@ class WatchedKind:
     kind: str
     order: int  # initial-sync order: lower first (classes before the pods that name them...)
     event_resource: str | None = None  # a change is this ClusterEvent resource: it may move pods
+    declared: bool = False  # a kind a plugin of one's own reads (Plugin.reads), not one of the table's
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def path(self) -> str:
@@ -55,3 +65,32 @@ WATCHED: tuple[WatchedKind, ...] = (
 OBJECT_KINDS = frozenset(k.kind for k in WATCHED if k.kind not in (POD, NODE, SCHEDULING_PROFILE))
 # Kinds whose changes may make pods schedulable, as the ClusterEvent resource they are.
 EVENT_RESOURCES = {k.kind: k.event_resource for k in WATCHED if k.event_resource is not None}
+
+
+def declared_kinds(registry: Registry, names: Iterable[str] | None = None) -> list[WatchedKind]:
+    """The kinds the registry's plugins (or those of `names`) declare they read, beyond the table's:
+    listed and watched like the others (after the classes, before the nodes), stored for plugins
+    under their `kind`, a change being a ClusterEvent of resource `kind`. A kind two plugins declare
+    differently, or one the table already has, is taken once (the first, the table's)."""
+    taken = {k.kind: k for k in WATCHED}
+    out: list[WatchedKind] = []
+    wanted = None if names is None else set(names)
+    for spec in registry.specs():
+        if wanted is not None and spec.name not in wanted:
+            continue
+        for k in spec.cls.reads:
+            kind = WatchedKind(k.group, k.version, k.resource, k.kind, 2, k.kind, declared=True)
+            seen = taken.get(k.kind)
+            if seen is None:
+                taken[k.kind] = kind
+                out.append(kind)
+            elif (seen.group, seen.version, seen.plural) != (k.group, k.version, k.resource):
+                log.warning("Plugin %s reads %s as %s; it is already read as %s", spec.name, k.kind, kind.path,
+                            seen.path)
+    return out
+
+
+def reads_of(registry: Registry, plugin: str) -> tuple[str, ...]:
+    """The kinds (their `kind`) plugin `plugin` declares it reads."""
+    spec = registry.get(plugin)
+    return tuple(k.kind for k in spec.cls.reads) if spec is not None else ()
