@@ -5,12 +5,13 @@ handlers that run inside `kubeberth run` (or any kopf operator that imports this
 event, hence the next step): "" -> Pending; Pending -> Scheduling once the group has minMember
 pods; then the running/succeeded/failed counts and the phase they give (Scheduling, Running,
 Failed, Finished; back to Pending when pods go). Finished and Failed are final. Where upstream
-leaves `scheduleStartTime` empty, we set it when the group enters Scheduling.
+leaves `scheduleStartTime` empty, we set it when the group enters Scheduling (and, since it is
+set, leave out upstream's check that stops reconciling a group whose scheduleStartTime is 48
+hours past its creation: upstream never sets the field, so the check never fires there).
 
 The handlers keep an index of the labelled pods from kopf's watch of pods and of the PodGroups
 from theirs, and patch `/status` with the scheduler's own API client (kopf's memo key
-`kubeberth_api_client`, set by `kubeberth run`; a standalone `kopf run` loads the kubeconfig or
-the in-cluster config itself).
+`kubeberth_api_client`, set by `kubeberth run`, which runs these handlers on the leader).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 import kopf
 
@@ -34,14 +35,9 @@ from .podgroup import (
     RUNNING,
     SCHEDULING,
     VERSION,
-    parse_time,
 )
 
 log = logging.getLogger("kubeberth.coscheduling.controller")
-
-# Upstream stops reconciling a group still not running 48 hours after it was created.
-GIVE_UP_SECONDS = 48 * 3600.0
-
 
 @dataclass(frozen=True)
 class PodSummary:
@@ -60,10 +56,9 @@ class PodSummary:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one reconcile decides: the status fields to patch (None: nothing) and an Event."""
+    """What one reconcile decides: the status fields to patch (None: nothing)."""
 
     status: dict[str, Any] | None = None
-    event: tuple[str, str, str] | None = None  # (type, reason, message)
 
 
 def _count(pods: list[PodSummary]) -> tuple[int, int, int]:
@@ -90,11 +85,6 @@ def reconcile(pg: Mapping[str, Any], pods: list[PodSummary], now: datetime) -> O
     phase = str(status.get("phase") or "")
     if phase in (FINISHED, FAILED):
         return Outcome()
-    started = parse_time(status.get("scheduleStartTime"))
-    created = parse_time(meta.get("creationTimestamp"))
-    if (phase in (SCHEDULING, PENDING) and not status.get("running") and started is not None
-            and created is not None and started - created > GIVE_UP_SECONDS):
-        return Outcome(event=("Warning", "Timeout", "schedule time longer than 48 hours"))
     pods = sorted(pods, key=lambda p: p.name)
     new = dict(status)
     if phase == "":
@@ -171,24 +161,17 @@ class Index:
 INDEX = Index()
 
 
-async def _api_client(memo: Any) -> Any:
-    client = memo.get("kubeberth_api_client") if hasattr(memo, "get") else None
-    if client is not None:
-        return client
-    own = memo.get("coscheduling_api_client") if hasattr(memo, "get") else None
-    if own is not None:
-        return own
-    from kubernetes_asyncio import config
-    from kubernetes_asyncio.client import ApiClient, Configuration
+class NoApiClient(RuntimeError):
+    pass
 
-    cfg = Configuration()
-    try:
-        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    except config.ConfigException:
-        await config.load_kube_config(client_configuration=cfg)
-    own = ApiClient(cfg)
-    memo["coscheduling_api_client"] = own
-    return own
+
+def _api_client(memo: Any) -> Any:
+    """The scheduler's kubernetes-asyncio ApiClient, which `kubeberth run` puts in kopf's memo."""
+    client = memo.get("kubeberth_api_client") if hasattr(memo, "get") else None
+    if client is None:
+        raise NoApiClient("no API client in kopf's memo (kubeberth_api_client): these handlers run inside "
+                          "`kubeberth run`, which loads this package through its entry point")
+    return client
 
 
 async def patch_status(api_client: Any, namespace: str, name: str, status: dict[str, Any]) -> Mapping[str, Any]:
@@ -201,20 +184,18 @@ async def patch_status(api_client: Any, namespace: str, name: str, status: dict[
     return result
 
 
-async def sync(key: tuple[str, str], memo: Any, index: Index = INDEX) -> None:
+async def sync(key: tuple[str, str], memo: Any, index: Index | None = None) -> None:
     """Reconcile the group `key` once with what the index holds, and write what changed."""
+    index = index if index is not None else INDEX
     async with index.lock(key):
         pg = index.groups.get(key)
         if pg is None:
             return
         outcome = reconcile(pg, index.pods_of(key), datetime.now(UTC))
-        if outcome.event is not None:
-            kind, reason, message = outcome.event
-            kopf.event(kopf.Body(cast(kopf.RawBody, dict(pg))), type=kind, reason=reason, message=message)
         if outcome.status is None:
             return
         try:
-            updated = await patch_status(await _api_client(memo), key[0], key[1], outcome.status)
+            updated = await patch_status(_api_client(memo), key[0], key[1], outcome.status)
         except Exception as exc:  # the next event of the group or of its pods tries again
             log.warning("PodGroup %s/%s: status patch failed: %s", key[0], key[1], exc)
             return

@@ -48,10 +48,12 @@ def test_reconcile(group: dict[str, Any], members: list[PodSummary], expected: d
     assert reconcile(group, members, NOW) == Outcome(status=expected)
 
 
-def test_a_group_not_running_48_hours_after_creation_is_left_alone_with_an_event() -> None:
-    group = pg("Scheduling", scheduleStartTime="2024-01-03T00:00:01Z")
+def test_a_group_whose_pods_come_days_after_it_is_still_reconciled() -> None:
+    # scheduleStartTime (which upstream never sets) three days after creation: upstream's
+    # 48-hour check, dead code there, does not stop the group here either.
+    group = pg("Scheduling", scheduleStartTime="2024-01-04T00:00:00Z")
     assert reconcile(group, pods("Running", "Running", "Running"), NOW) == Outcome(
-        event=("Warning", "Timeout", "schedule time longer than 48 hours"))
+        status={"phase": "Running", "running": 3})
 
 
 def test_scheduling_start_time_is_kept_once_set() -> None:
@@ -91,3 +93,43 @@ def test_the_crd_matches_what_the_plugin_reads() -> None:
     assert set(props["status"]["properties"]) == {"phase", "occupiedBy", "running", "succeeded", "failed",
                                                   "scheduleStartTime"}
     assert version["subresources"] == {"status": {}}
+
+
+async def test_the_handlers_write_the_status_step_by_step(monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    import kopf
+    from kubeberth_coscheduling import controller
+
+    index = Index()
+    monkeypatch.setattr(controller, "INDEX", index)
+    writes: list[tuple[str, str, dict[str, Any]]] = []
+
+    async def patch(client: Any, namespace: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        assert client == "the scheduler's client"
+        writes.append((namespace, name, status))
+        current = index.groups[(namespace, name)]
+        return {**current, "status": {**(current.get("status") or {}), **status}}
+
+    monkeypatch.setattr(controller, "patch_status", patch)
+    memo = kopf.Memo(kubeberth_api_client="the scheduler's client")
+    group = pod_group("job", 2)
+    await controller.podgroup_event(type=None, body=kopf.Body(group), memo=memo)
+    assert writes == [("default", "job", {"phase": "Pending"})]
+    for name in ("w0", "w1"):
+        raw = pod_dict(name, group="job")
+        raw["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "trainer"}]
+        await controller.pod_event(type=None, body=kopf.Body(raw), memo=memo)
+    assert writes[1][2]["phase"] == "Scheduling" and writes[1][2]["occupiedBy"] == "default/trainer"
+    assert len(writes) == 2  # the first pod alone changed nothing
+    # The status patch comes back as a watch event of the group: the next step.
+    await controller.podgroup_event(type="MODIFIED", body=kopf.Body(index.groups[("default", "job")]), memo=memo)
+    assert len(writes) == 2  # pending pods: nothing more to say
+    for name in ("w0", "w1"):
+        await controller.pod_event(type="MODIFIED", body=kopf.Body(pod_dict(name, group="job", node="n1")),
+                                   memo=memo)
+    assert [w[2] for w in writes[2:]] == [{"running": 1}, {"phase": "Running", "running": 2}]
+    # Without kubeberth's client (not inside `kubeberth run`) nothing is written, and the log says why.
+    await controller.pod_event(type="DELETED", body=kopf.Body(pod_dict("w0", group="job", node="n1")),
+                               memo=kopf.Memo())
+    assert len(writes) == 4
+    assert "no API client in kopf's memo (kubeberth_api_client)" in caplog.text
