@@ -9,6 +9,7 @@ The test plays the kubelet where one is needed (pod phases): there is none here.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from .conftest import Operators
 from .control_plane import ROOT, ControlPlane, kubectl
 from .kube import Kube, eventually, node, pod
+from .test_rbac import Permission, granted, used
 
 pytestmark = pytest.mark.cluster
 
@@ -157,8 +159,10 @@ async def test_a_quorum_that_never_comes_is_released_after_its_timeout_and_retri
     assert await bound(kube, ["w0", "w1", "w2"]) == {}
 
 
-async def test_the_podgroup_status_follows_its_pods(kube: Kube, operators: Operators, podgroup_crd: None) -> None:
+async def test_the_podgroup_status_follows_its_pods(kube: Kube, operators: Operators, podgroup_crd: None,
+                                                   control_plane: ControlPlane) -> None:
     await fresh(kube)
+    started = time.time()
     for i in range(2):
         await kube.create("nodes", node(f"n{i}", cpu="2"))
     await kube.create("schedulingprofiles", profile())
@@ -186,6 +190,20 @@ async def test_the_podgroup_status_follows_its_pods(kube: Kube, operators: Opera
     for name in ("w0", "w1"):
         meta = (await kube.get("pods", name, "default"))["metadata"]
         assert not meta.get("finalizers") and not meta.get("annotations")
+    # The plugin's RBAC, judged by the audit log: nothing refused, every grant used.
+    operators.stop_all()
+    mine = granted(PLUGIN / "manifests" / "rbac.yaml")
+
+    def audited() -> set[Permission] | None:
+        asked, refused = used(control_plane.audit_events(), started)
+        assert [r for r in refused if "podgroups" in r] == []
+        return asked if mine <= asked else None
+
+    deadline = time.monotonic() + 10
+    while audited() is None and time.monotonic() < deadline:  # the audit backend writes in batches
+        await asyncio.sleep(0.5)
+    asked = audited()
+    assert asked is not None, f"granted but not used: {sorted(mine - used(control_plane.audit_events(), started)[0])}"
 
 
 async def _phase(kube: Kube, name: str, phase: str) -> dict[str, Any] | None:
