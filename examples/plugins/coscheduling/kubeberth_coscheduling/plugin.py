@@ -134,9 +134,11 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         """The group's non-terminal pods, bound, assumed or pending (upstream's pod lister)."""
         return [p for p in self.handle.list_pods(namespace) if p.labels.get(POD_GROUP_LABEL) == group]
 
-    def assigned_count(self, pod: Pod) -> int:
-        """The group's pods placed on a node: bound, or assumed (waiting at Permit or binding)."""
-        return sum(1 for p in self.group_pods(pod.namespace, pod_group_label(pod)) if p.node_name)
+    @staticmethod
+    def placed(members: list[Pod]) -> int:
+        """How many of the group's pods are on a node: bound, or assumed (waiting at Permit or
+        binding); upstream's assigned pods of the group."""
+        return sum(1 for p in members if p.node_name)
 
     def _live(self, table: dict[str, float], key: str) -> bool:
         until = table.get(key)
@@ -241,7 +243,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             return None, Status.error(str(exc))
         if pg is None:
             return PostFilterResult(), Status(Code.UNSCHEDULABLE, "can not find pod group")
-        assigned = self.assigned_count(pod)
+        members = self.group_pods(pod.namespace, pg.name)
+        assigned = self.placed(members)
         if assigned >= pg.min_member:
             # Enough of the group is placed already: do not reject the rest of it.
             return PostFilterResult(), Status(Code.UNSCHEDULABLE)
@@ -250,7 +253,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             return PostFilterResult(), Status(Code.UNSCHEDULABLE)
         # If this member fails, the others most likely would too: release the ones waiting.
         self._reject_waiting(pod.namespace, pg.name, "optimistic rejection in PostFilter")
-        if self.backoff > 0 and len(self.group_pods(pod.namespace, pg.name)) >= pg.min_member:
+        if self.backoff > 0 and len(members) >= pg.min_member:
             self.backed_off[full] = self.handle.clock.now() + self.backoff
         self._mark_failed(full)
         message = f"PodGroup {full} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
@@ -267,7 +270,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         if pg is None:
             return Status(Code.UNSCHEDULABLE, "PodGroup not found"), 0.0
         # The pod itself is assumed on its node already, so it is among the placed ones.
-        assigned = self.assigned_count(pod)
+        members = self.group_pods(pod.namespace, pg.name)
+        assigned = self.placed(members)
         if assigned >= pg.min_member:
             self.last_failed.pop(full, None)
             for wp in self._siblings_waiting(pod.namespace, pg.name):
@@ -276,7 +280,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         if assigned == 1:
             # The first member to arrive here brings its siblings back from the unschedulable
             # pool and backoff, so that they try now rather than after their backoff.
-            siblings = [p for p in self.group_pods(pod.namespace, pg.name) if p.uid != pod.uid]
+            siblings = [p for p in members if p.uid != pod.uid]
             if siblings:
                 self.handle.activate(siblings)
         return Status(Code.WAIT), self.wait_seconds(pg)
