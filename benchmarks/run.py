@@ -158,10 +158,11 @@ class Bench:
     happens at upstream's intervals (200 ms / 1 s). loop "sim": simulate's `run_until_idle()`
     under a fake clock (no waiting, every run the same), churn every `Churn.every` cycles."""
 
-    def __init__(self, w: wl.Workload, seed: int = 0, vectorise: bool = True, loop: str = "operator") -> None:
+    def __init__(self, w: wl.Workload, seed: int = 0, vectorise: bool = True, loop: str = "operator",
+                 profile_spec: dict[str, Any] | None = None) -> None:
         from kubeberth.clock import FakeClock, RealClock
-        from kubeberth.config import default_spec
-        from kubeberth.plugins import in_tree_registry
+        from kubeberth.config import default_spec, parse_spec
+        from kubeberth.plugins import plugin_registry
         from kubeberth.profile import build_framework
         from kubeberth.scheduler import Scheduler
         from kubeberth.simulate import InMemoryClient
@@ -173,7 +174,8 @@ class Bench:
         self.sched = Scheduler(clock=clock, seed=seed, metrics=self.recorder)
         self.client = _CountingClient(InMemoryClient(self.sched))
         self.sched.ctx.client = self.client
-        self.fw = build_framework(default_spec(), in_tree_registry(), self.sched.ctx)
+        spec = parse_spec(profile_spec) if profile_spec is not None else default_spec()
+        self.fw = build_framework(spec, plugin_registry(), self.sched.ctx)
         if hasattr(self.fw, "vectorise"):
             self.fw.vectorise = vectorise
         self.sched.set_profile(self.fw)
@@ -337,9 +339,22 @@ class Bench:
         }
 
 
+def load_profile_spec(path: str | None) -> dict[str, Any] | None:
+    """--scheduling-profile: a SchedulingProfile (or its bare spec) for default-scheduler."""
+    if path is None:
+        return None
+    import yaml
+
+    doc = yaml.safe_load(Path(path).read_text())
+    spec = dict(doc.get("spec", doc) if doc.get("kind") == "SchedulingProfile" else doc)
+    spec["schedulerName"] = "default-scheduler"  # the workloads' pods
+    return spec
+
+
 def run_workload(w: wl.Workload, *, seed: int = 0, vectorise: bool = True, profiler: str | None = None,
-                 profile_out: Path | None = None, loop: str = "operator") -> dict[str, Any]:
-    b = Bench(w, seed=seed, vectorise=vectorise, loop=loop)
+                 profile_out: Path | None = None, loop: str = "operator",
+                 profile_spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    b = Bench(w, seed=seed, vectorise=vectorise, loop=loop, profile_spec=profile_spec)
     setup = b.setup()
     m = b.measure(profiler, profile_out)
     out = describe(w)
@@ -349,6 +364,8 @@ def run_workload(w: wl.Workload, *, seed: int = 0, vectorise: bool = True, profi
     out["peak_rss_mib"] = round(peak_rss_mib(), 1)
     out["vectorised"] = vectorise
     out["mode"] = "in-process"
+    if profile_spec is not None:
+        out["profile"] = profile_spec
     return out
 
 
@@ -373,6 +390,10 @@ def _child_args(w: wl.Workload, args: argparse.Namespace) -> list[str]:
     out += ["--loop", args.loop]
     if args.profile:
         out += ["--profile", args.profile]
+    for source in args.plugins or []:
+        out += ["--plugins", source]
+    if args.scheduling_profile:
+        out += ["--scheduling-profile", args.scheduling_profile]
     return out
 
 
@@ -479,6 +500,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="operator: Scheduler.run() in real time (default); sim: simulate's loop, fake clock")
     p.add_argument("--profile", choices=["cprofile", "pyinstrument"],
                    help="profile the measured phase; writes benchmarks/results/profiles/")
+    p.add_argument("--plugins", action="append", default=None, metavar="PATH_OR_MODULE",
+                   help="plugins of your own, as kubeberth's --plugins (repeatable)")
+    p.add_argument("--scheduling-profile", dest="scheduling_profile", metavar="FILE",
+                   help="a SchedulingProfile (or its spec) to schedule the workloads with instead of the default "
+                        "profile, e.g. benchmarks/plugins/prefer-label.yaml")
     p.add_argument("--same-process", action="store_true", help="run every workload in this process")
     p.add_argument("--e2e", action="store_true", help="through the operator and the API emulator (loopback)")
     p.add_argument("--peer", choices=["kube-scheduler"], default=None,
@@ -494,6 +520,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-write", action="store_true", help="do not write JSON results")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.plugins:
+        from kubeberth.plugins import use_plugins
+
+        for failure in use_plugins(args.plugins).failures:
+            sys.stderr.write(f"plugin unavailable: {failure}\n")
+    profile_spec = load_profile_spec(args.scheduling_profile)
 
     if args.list:
         for w in [*wl.WORKLOADS, *wl.scale_workloads()]:
@@ -505,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         w = wl.find(args.child).resized(nodes=args.nodes, init_pods=args.init, measure_pods=args.pods)
         prof_out = _profile_path(w, args.profile) if args.profile else None
         r = run_workload(w, seed=args.seed, vectorise=not args.per_node, profiler=args.profile,
-                         profile_out=prof_out, loop=args.loop)
+                         profile_out=prof_out, loop=args.loop, profile_spec=profile_spec)
         print("RESULT " + json.dumps(r))
         return 0
 
@@ -567,7 +599,9 @@ def main(argv: list[str] | None = None) -> int:
 
     m = machine()
     print(f"kubeberth bench: {m['cpu']}, {m['nproc']} cpu, Python {m['python']}, numpy {m['numpy']}; "
-          f"{'per-node' if args.per_node else 'vectorised'} path, seed {args.seed}\n")
+          f"{'per-node' if args.per_node else 'vectorised'} path, seed {args.seed}"
+          + (f"; profile {args.scheduling_profile}, plugins {', '.join(args.plugins or [])}"
+             if args.scheduling_profile else "") + "\n")
     results = []
     for w in selected:
         sys.stderr.write(f"running {w.id} ({w.nodes} nodes, {w.init_pods} init, {w.measure_pods} measured)...\n")
@@ -576,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.same_process:
                 prof_out = _profile_path(w, args.profile) if args.profile else None
                 runs.append(run_workload(w, seed=args.seed, vectorise=not args.per_node, profiler=args.profile,
-                                         profile_out=prof_out, loop=args.loop))
+                                         profile_out=prof_out, loop=args.loop, profile_spec=profile_spec))
             else:
                 runs.append(_run_child(w, args))
         ok = [r for r in runs if not r.get("error")] or runs

@@ -165,3 +165,8 @@ def test_the_live_profile_runs_with_the_plugin(workdir: Path) -> None:
     check_buildable(parse_profile_object(obj)[1], registry)
     served = yaml.safe_load((ROOT / "manifests" / "profile-default.yaml").read_text())
     assert obj["spec"]["schedulerName"] == served["spec"]["schedulerName"]
+
+
+def test_the_benchmarks_copies_are_the_readmes() -> None:
+    for name in ("myplugin.py", "myplugin_fast.py"):
+        assert (ROOT / "benchmarks" / "plugins" / name).read_text() == files()[name], name

@@ -78,7 +78,16 @@ from .types import (
     PreFilterResult,
     QueuedPodInfo,
 )
-from .vector import AllNodes, NodeView, default_normalize_all, zero_scores
+from .vector import (
+    AllNodes,
+    NodeView,
+    default_normalize_all,
+    labels_mask,
+    requirement_mask,
+    selector_mask,
+    untolerated_free_mask,
+    zero_scores,
+)
 from .waiting_pods import WaitingPod, WaitingPods
 
 __all__ = [
@@ -93,5 +102,6 @@ __all__ = [
     "PreFilterPlugin", "PreFilterResult", "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "QueueingHint",
     "Registry", "RegistryError", "ReservePlugin", "Resource", "SchedulerContext", "ScorePlugin", "Snapshot",
     "StateData", "Status", "Taint", "Toleration", "WaitingPod", "WaitingPods", "default_normalize_all",
-    "find_untolerated", "is_success", "object_key", "parse_quantity", "pod_requests", "zero_scores",
+    "find_untolerated", "is_success", "labels_mask", "object_key", "parse_quantity", "pod_requests",
+    "requirement_mask", "selector_mask", "untolerated_free_mask", "zero_scores",
 ]

@@ -89,8 +89,3 @@ def declared_kinds(registry: Registry, names: Iterable[str] | None = None) -> li
                             seen.path)
     return out
 
-
-def reads_of(registry: Registry, plugin: str) -> tuple[str, ...]:
-    """The kinds (their `kind`) plugin `plugin` declares it reads."""
-    spec = registry.get(plugin)
-    return tuple(k.kind for k in spec.cls.reads) if spec is not None else ()
