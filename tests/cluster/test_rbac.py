@@ -8,6 +8,7 @@ been used, so that it is no wider than needed.
 
 from __future__ import annotations
 
+import importlib.metadata
 import time
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 from .conftest import NAMESPACE, SERVICE_ACCOUNT, Operators
-from .control_plane import ROOT, ControlPlane
+from .control_plane import ROOT, ControlPlane, kubectl
 from .kube import Kube, eventually, node, pod
 
 pytestmark = pytest.mark.cluster
@@ -36,6 +37,19 @@ IMPLIED: dict[Permission, Permission] = {
 
 # Granted for VolumeBinding's PreBind; the run that uses them, and their audit, is in test_volume_binding.py.
 VOLUME_WRITES: set[Permission] = {("", "persistentvolumes", "update"), ("", "persistentvolumeclaims", "update")}
+
+# Plugin distributions installed beside kubeberth (`make install` adds Coscheduling's) make the
+# operator list and watch the kinds they read and run their kopf handlers: their CRDs and their
+# own RBAC are installed for this run, and their grants judged with kubeberth's.
+PLUGIN_DISTRIBUTIONS = {"kubeberth-coscheduling": ROOT / "examples" / "plugins" / "coscheduling"}
+# Coscheduling's PodGroup controller writes a group's status; this run has no PodGroup (its
+# audit is in test_coscheduling.py).
+PLUGIN_WRITES: set[Permission] = {("scheduling.x-k8s.io", "podgroups/status", "patch")}
+
+
+def installed_plugins() -> list[Path]:
+    names = {ep.dist.name for ep in importlib.metadata.entry_points(group="kubeberth.plugins") if ep.dist is not None}
+    return [path for dist, path in PLUGIN_DISTRIBUTIONS.items() if dist in names]
 
 
 def granted(path: Path = ROOT / "manifests" / "rbac.yaml") -> set[Permission]:
@@ -93,6 +107,12 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
                                              "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
     trainer = pod("trainer", cpu="100m")
     trainer["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    plugins = installed_plugins()
+    for path in plugins:
+        kubectl(control_plane, "apply", "-f", str(path / "crds"))
+        kubectl(control_plane, "apply", "-f", str(path / "manifests" / "rbac.yaml"))
+    for path in plugins:
+        kubectl(control_plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(path / "crds"))
     operators.start("--leader-elect")
     await kube.create("pods", trainer)
     await eventually(lambda: _bound(kube, "trainer"), what="trainer bound")
@@ -143,10 +163,14 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
     assert result is not None, "no binding in the audit log"
     asked, refused = result
     assert refused == [], "refused by RBAC:\n" + "\n".join(refused)
+    for path in plugins:  # the next tests start without them
+        kubectl(control_plane, "delete", "-f", str(path / "manifests" / "rbac.yaml"), check=False)
+        kubectl(control_plane, "delete", "-f", str(path / "crds"), check=False)
+    grants = granted().union(*(granted(path / "manifests" / "rbac.yaml") for path in plugins))
     # "create" of events is counted as used when a patch of them is seen too, and vice versa.
-    unused = sorted(granted() - asked - set(FAULT_PATHS) - VOLUME_WRITES)
+    unused = sorted(grants - asked - set(FAULT_PATHS) - VOLUME_WRITES - PLUGIN_WRITES)
     assert unused == [], f"granted but never used in a full run: {unused}"
-    beyond = sorted(asked - granted())
+    beyond = sorted(asked - grants)
     assert beyond == [], f"used without being granted (should have been refused): {beyond}"
 
 
