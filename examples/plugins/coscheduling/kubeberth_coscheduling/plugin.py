@@ -108,6 +108,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         self.backed_off: dict[str, float] = {}   # failed lately, rejected at PreFilter until
         self.last_failed: dict[str, float] = {}  # when the group last failed (QueueSort's time)
         self._parsed: dict[str, tuple[Mapping[str, Any], PodGroup]] = {}
+        self._unreadable: dict[str, Mapping[str, Any]] = {}  # PodGroups QueueSort warned about
 
     # ---- events ---------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
@@ -159,7 +160,10 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         try:
             _, pg = self.pod_group(pod)
         except PodGroupError as exc:
-            log.warning("%s (queue order falls back to the pod's first attempt)", exc)
+            obj = self.handle.objects.get(KIND, full)
+            if obj is not None and self._unreadable.get(full) is not obj:  # once per version of it
+                self._unreadable[full] = obj
+                log.warning("%s (its pods are ordered by their first attempt; PreFilter fails them)", exc)
             return default
         return pg.creation_timestamp if pg is not None else default
 

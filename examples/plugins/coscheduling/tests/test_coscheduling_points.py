@@ -266,3 +266,13 @@ def test_args_are_checked(args: dict[str, Any], field: str, message: str) -> Non
 def test_args_defaults_are_upstreams() -> None:
     assert CoschedulingArgs().model_dump() == {
         "permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 0, "podGroupRejectPercentage": 10}
+
+
+def test_queue_sort_orders_a_broken_podgroup_by_first_attempt_and_warns_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    bad = pod_group("bad", 2)
+    bad["metadata"]["creationTimestamp"] = "yesterday"
+    s = Setup(bad, pod_group("early", 2, created="2024-01-01T00:00:00Z"))
+    a, b = queued(pod("a", group="bad"), T0), queued(pod("b", group="early"), T0)
+    assert s.plugin.less(a, b) and s.plugin.less(a, b)  # T0 (Nov 2023) is before the good group
+    assert caplog.text.count("PodGroup default/bad: metadata.creationTimestamp 'yesterday'") == 1
