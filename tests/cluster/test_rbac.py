@@ -8,7 +8,6 @@ been used, so that it is no wider than needed.
 
 from __future__ import annotations
 
-import importlib.metadata
 import time
 from datetime import datetime
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import NAMESPACE, SERVICE_ACCOUNT, Operators
-from .control_plane import ROOT, ControlPlane, kubectl
+from .conftest import NAMESPACE, SERVICE_ACCOUNT, Operators, installed_plugins
+from .control_plane import ROOT, ControlPlane
 from .kube import Kube, eventually, node, pod
 
 pytestmark = pytest.mark.cluster
@@ -39,17 +38,11 @@ IMPLIED: dict[Permission, Permission] = {
 VOLUME_WRITES: set[Permission] = {("", "persistentvolumes", "update"), ("", "persistentvolumeclaims", "update")}
 
 # Plugin distributions installed beside kubeberth (`make install` adds Coscheduling's) make the
-# operator list and watch the kinds they read and run their kopf handlers: their CRDs and their
-# own RBAC are installed for this run, and their grants judged with kubeberth's.
-PLUGIN_DISTRIBUTIONS = {"kubeberth-coscheduling": ROOT / "examples" / "plugins" / "coscheduling"}
+# operator list and watch the kinds they read and run their kopf handlers: the session installs
+# their CRDs and RBAC (conftest.py), and their grants are judged with kubeberth's.
 # Coscheduling's PodGroup controller writes a group's status; this run has no PodGroup (its
 # audit is in test_coscheduling.py).
 PLUGIN_WRITES: set[Permission] = {("scheduling.x-k8s.io", "podgroups/status", "patch")}
-
-
-def installed_plugins() -> list[Path]:
-    names = {ep.dist.name for ep in importlib.metadata.entry_points(group="kubeberth.plugins") if ep.dist is not None}
-    return [path for dist, path in PLUGIN_DISTRIBUTIONS.items() if dist in names]
 
 
 def granted(path: Path = ROOT / "manifests" / "rbac.yaml") -> set[Permission]:
@@ -107,12 +100,6 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
                                              "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
     trainer = pod("trainer", cpu="100m")
     trainer["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
-    plugins = installed_plugins()
-    for path in plugins:
-        kubectl(control_plane, "apply", "-f", str(path / "crds"))
-        kubectl(control_plane, "apply", "-f", str(path / "manifests" / "rbac.yaml"))
-    for path in plugins:
-        kubectl(control_plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(path / "crds"))
     operators.start("--leader-elect")
     await kube.create("pods", trainer)
     await eventually(lambda: _bound(kube, "trainer"), what="trainer bound")
@@ -163,10 +150,7 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
     assert result is not None, "no binding in the audit log"
     asked, refused = result
     assert refused == [], "refused by RBAC:\n" + "\n".join(refused)
-    for path in plugins:  # the next tests start without them
-        kubectl(control_plane, "delete", "-f", str(path / "manifests" / "rbac.yaml"), check=False)
-        kubectl(control_plane, "delete", "-f", str(path / "crds"), check=False)
-    grants = granted().union(*(granted(path / "manifests" / "rbac.yaml") for path in plugins))
+    grants = granted().union(*(granted(path / "manifests" / "rbac.yaml") for path in installed_plugins().values()))
     # "create" of events is counted as used when a patch of them is seen too, and vice versa.
     unused = sorted(grants - asked - set(FAULT_PATHS) - VOLUME_WRITES - PLUGIN_WRITES)
     assert unused == [], f"granted but never used in a full run: {unused}"
