@@ -187,6 +187,9 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
             raise
         except ValueError as exc:
             raise ConfigError(f"spec.pluginConfig[{name}].args", str(exc)) from exc
+        except Exception as exc:  # a plugin's own bug: its profile is refused, the scheduler goes on
+            text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise PluginUnavailable("", f'initializing plugin "{name}": {text}') from exc
     for point, refs in points.items():
         setattr(fw, _ATTR[point], [fw.plugins[r.name] for r in refs])
     fw.score_weights = _score_weights(merged, points)

@@ -7,11 +7,14 @@ module run in the operator, and nothing of kopf's bookkeeping lands on the pods.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from .conftest import Operators
 from .kube import Kube, eventually, node, pod
@@ -95,7 +98,8 @@ async def bound_node(kube: Kube, name: str) -> str | None:
     return (await kube.get("pods", name, "default"))["spec"].get("nodeName")
 
 
-async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operators, tmp_path: Path) -> None:
+async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operators, tmp_path: Path,
+                                                   sa_kubeconfig: Path) -> None:
     seen = tmp_path / "seen.txt"
     plugin = tmp_path / "myplugins.py"
     plugin.write_text(textwrap.dedent(PLUGIN.format(seen=str(seen))))
@@ -148,6 +152,16 @@ async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operat
         # A pod that came before the gate opened binds once it is open.
         assert await eventually(lambda: bound_node(kube, "gated-early"), timeout=60, what="bound") == "silver-1"
 
+        # `kubeberth snapshot --plugins` writes the Gate objects; simulate reads them back.
+        out = tmp_path / "snapshot.yaml"
+        done = subprocess.run([sys.executable, "-m", "kubeberth.cli", "snapshot", f"--kubeconfig={sa_kubeconfig}",
+                               "-o", str(out), f"--plugins={plugin}"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        objects = list(yaml.safe_load_all(out.read_text()))
+        assert {"apiVersion": "example.com/v1", "kind": "Gate", "metadata": {"name": "silver-1"},
+                "spec": {"open": True}} in [{**o, "metadata": {"name": o["metadata"]["name"]}} for o in objects
+                                            if o["kind"] == "Gate"]
+
         # The module's kopf handler ran in the operator; no kopf bookkeeping on the pods.
         await eventually(lambda: _read(seen, "gated-pod"), what="the plugin module's kopf handler saw the pods")
         for name in ("web", "gated-pod"):
@@ -166,3 +180,27 @@ async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operat
 
 async def _read(path: Path, name: str) -> bool:
     return path.exists() and name in path.read_text().split()
+
+
+async def test_a_plugin_from_an_installed_distribution(kube: Kube, operators: Operators, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry point in the group kubeberth.plugins: `kubeberth run` loads it without --plugins."""
+    site = tmp_path / "site-packages"
+    (site / "prefer_tier-1.2.dist-info").mkdir(parents=True)
+    (site / "prefer_tier-1.2.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: prefer-tier\n"
+                                                                 "Version: 1.2\n")
+    (site / "prefer_tier-1.2.dist-info" / "entry_points.txt").write_text(
+        "[kubeberth.plugins]\nPreferTier = prefer_tier:PreferTier\n")
+    source = PLUGIN.format(seen=str(tmp_path / "seen.txt")).replace('name = "PreferLabel"', 'name = "PreferTier"')
+    (site / "prefer_tier.py").write_text(textwrap.dedent(source.replace("class PreferLabel(", "class PreferTier(")))
+    monkeypatch.setenv("PYTHONPATH", str(site))  # the operator process inherits it
+    await kube.create("nodes", node("silver-1", cpu="16", labels={"tier": "silver"}))
+    await kube.create("nodes", node("gold-1", cpu="4", labels={"tier": "gold"}))
+    op = operators.start("--no-default-profile")
+    await kube.create("schedulingprofiles", profile("tiered", {
+        "schedulerName": "tiered", "plugins": {"score": {"enabled": [{"name": "PreferTier", "weight": 5}]}}}))
+    cond = await eventually(lambda: accepted(kube, "tiered"), what="tiered judged")
+    assert cond["status"] == "True", cond
+    await kube.create("pods", pod("web", scheduler="tiered"))
+    assert await eventually(lambda: bound_node(kube, "web"), what="web bound") == "gold-1"
+    assert "plugin unavailable" not in op.log()

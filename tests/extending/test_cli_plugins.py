@@ -113,3 +113,13 @@ def test_plugins_lists_origins_points_hooks_and_args(write: Callable[[str, str],
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith("PreferGold"))
     assert row.split() == ["PreferGold", "path", str(path), "score", "no", "label,", "value"]
+
+
+def test_profile_export_takes_plugins(write: Callable[[str, str], Path], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = write("gold.py", score_plugin("PreferGold"))
+    files = tmp_path / "profile.yaml"
+    files.write_text(yaml.safe_dump(profile("PreferGold")))
+    assert main(["profile", "export", str(files), "--plugins", str(path)]) == 0
+    exported = yaml.safe_load(capsys.readouterr().out)
+    assert exported["profiles"][0]["plugins"]["score"]["enabled"] == [{"name": "PreferGold", "weight": 50}]

@@ -189,3 +189,30 @@ def test_an_unknown_plugin_without_failures_does_not_exist() -> None:
         build_framework(parse_spec(profile_with("Nope")), loaded(entry_points=False).registry, SchedulerContext())
     assert not isinstance(err.value, PluginUnavailable)
     assert err.value.detail == "plugin 'Nope' does not exist"
+
+
+def test_the_operator_refuses_a_profile_naming_an_unavailable_plugin(write: Callable[[str, str], Path]) -> None:
+    from kubeberth.operator.profiles import ProfileManager
+    from kubeberth.scheduler import Scheduler
+
+    path = write("broken.py", score_plugin("Broken") + "\nraise ImportError('libfoo.so: cannot open')\n")
+    sched = Scheduler()
+    manager = ProfileManager(sched, loaded(str(path), entry_points=False).registry)
+    manager.apply("mine", {"metadata": {"name": "mine", "generation": 1}, "spec": profile_with("Broken")})
+    manager.apply("other", {"metadata": {"name": "other", "generation": 1},
+                            "spec": {"schedulerName": "other"}})
+    verdict = manager.verdicts["mine"]
+    assert (verdict.accepted, verdict.reason) == (False, "PluginUnavailable")
+    assert verdict.message == (f"spec.plugins.score.enabled[0].name: plugin 'Broken' is unavailable: path {path}: "
+                               "import failed: ImportError: libfoo.so: cannot open")
+    assert manager.verdicts["other"].accepted and "other" in sched.profiles and "mine" not in sched.profiles
+
+
+def test_a_plugin_whose_init_raises_refuses_its_profile(write: Callable[[str, str], Path]) -> None:
+    source = score_plugin("Fragile").replace("        self.args = args\n",
+                                             "        self.args = args\n        raise KeyError('kubeconfig')\n")
+    path = write("fragile.py", source)
+    with pytest.raises(PluginUnavailable) as err:
+        build_framework(parse_spec(profile_with("Fragile")), loaded(str(path), entry_points=False).registry,
+                        SchedulerContext())
+    assert str(err.value) == '''initializing plugin "Fragile": KeyError: 'kubeconfig\''''
