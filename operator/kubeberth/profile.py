@@ -177,7 +177,7 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
         plugin_spec = registry.get(name)
         assert plugin_spec is not None
         for kind in plugin_spec.cls.reads:
-            problem = registry.kind_problems.get(kind.kind)
+            problem = registry.kind_problems.get(kind.group_kind)
             if problem is not None:
                 raise PluginUnavailable("", f"plugin {name!r} reads {kind.kind}: {problem}")
         args = _plugin_args(spec, registry, name, alias_args)

@@ -35,7 +35,7 @@ from .scheduler import (
     PodRecord,
     Scheduler,
 )
-from .scheduler.watched import OBJECT_KINDS, declared_kinds
+from .scheduler.watched import OBJECT_KINDS, declared_kinds, table_kind
 from .sim_io import InputError, PodOutcome, outcome_dict
 from .sim_volumes import bind_claimed_volume, provision_claim
 
@@ -336,10 +336,14 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     for fw in build_profiles(objects, sched.ctx, registry).values():
         sched.set_profile(fw)
     objects = with_template_claims(objects)
-    # The kinds plugins of one's own declare they read: documents of that apiVersion and kind.
-    declared = {(k.api_version, k.kind) for k in declared_kinds(registry)}
+    # The kinds plugins of one's own declare they read: documents of that apiVersion and kind,
+    # stored under their GroupKind (a PodGroup of scheduling.x-k8s.io is not scheduling.k8s.io's).
+    declared = {(k.api_version, k.kind): k.store_key for k in declared_kinds(registry)}
     for obj in objects:
-        if obj.get("kind") in OBJECT_KINDS or (obj.get("apiVersion"), obj.get("kind")) in declared:
+        store_key = declared.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+        if store_key is not None:
+            sched.on_object(store_key, obj)
+        elif table_kind(obj) in OBJECT_KINDS:
             sched.on_object(str(obj["kind"]), obj)
     for obj in objects:
         if obj.get("kind") == "Node" and sched.on_node_add(obj) is None:

@@ -41,7 +41,7 @@ def test_an_entry_point_naming_a_module_with_plugins(install: Callable[..., Path
     got = loaded()
     assert got.registry.get("B") is not None
     assert got.registry.get("A") is None  # PLUGINS says which
-    assert got.modules == ["pkg.mod"]
+    assert [m for m in got.modules if m.startswith("pkg.")] == ["pkg.mod"]  # (other installed plugins too)
 
 
 def test_an_entry_point_whose_import_fails_leaves_its_plugins_unavailable(install: Callable[..., Path]) -> None:

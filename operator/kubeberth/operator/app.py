@@ -374,7 +374,7 @@ class OperatorApp:
 
     def _on_kind_problem(self, kind: WatchedKind, problem: str | None) -> None:
         """A kind plugins read cannot be read, or can again: judge the profiles again, write their status."""
-        self.profiles.set_kind_problem(kind.kind, problem)
+        self.profiles.set_kind_problem(kind.store_key, problem)
         if self.profiles.dirty and self.ingest.synced.is_set():
             task = asyncio.get_running_loop().create_task(self._after_batch(kind), name="kubeberth profile status")
             self._tasks.append(task)

@@ -81,8 +81,8 @@ class Scheduler(EventHandlers, PodGroupCycles):
         if fw.ctx is not self.ctx:
             raise ValueError(f"framework for {name} was built on another SchedulerContext")
         for plugin in fw.plugins.values():
-            for k in plugin.reads:  # kinds of plugins of one's own: their changes are events by kind
-                self.event_resources.setdefault(k.kind, k.kind)
+            for k in plugin.reads:  # kinds of plugins of one's own: their changes are events by GroupKind
+                self.event_resources.setdefault(k.group_kind, k.group_kind)
         old = self.profiles.get(name)
         self.profiles[name] = fw
         if old is not None and old is not fw:
