@@ -34,6 +34,7 @@ from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process
 from tests.cluster.kube import Kube, as_created
 
 from . import workloads as wl
+from .event_lag import ScheduledEventWatch, lag_summary
 
 PEERS = ("kube-scheduler", "kubeberth")
 CONNECTIONS = 50
@@ -281,6 +282,8 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 for i in range(w.init_pods)))
             watch = BindingWatch(kube)
             await watch.start()
+            events = ScheduledEventWatch(kube)
+            await events.start()
             started = time.monotonic()
             scheduler = start_scheduler(peer, plane)
             sched = scheduler.process
@@ -316,11 +319,13 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
                 out["scheduled_events"] = await scheduled_events(kube, w.measure_namespace)
+                out.update(lag_summary(watch.bound_at, events.seen_at, "pod-"))
                 synced = synced_seconds(sched)
                 if synced is not None:
                     out["synced_s"] = synced
             finally:
                 await watch.stop()
+                await events.stop()
                 sched.stop()
     return out
 
@@ -478,6 +483,10 @@ def print_peer_table(results: list[dict[str, Any]]) -> None:
                   f"{(str(p99) + 'ms') if p99 is not None else '-':>12} "
                   f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
                   f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8} {p.get('scheduled_events', '-'):>12}")
+            if p.get("event_lag_p50_ms") is not None:
+                print(f"{'':<42} {'':<15} Scheduled event after its binding: p50 {p['event_lag_p50_ms']} ms, "
+                      f"p99 {p['event_lag_p99_ms']} ms, max {p['event_lag_max_ms']} ms, "
+                      f"{p['events_within_1s']} within 1 s, {p['event_lag_missing']} missing")
         if r.get("ratio") is not None:
             print(f"{'':<42} {'ratio':<15} {r['ratio']:>8}")
 

@@ -170,9 +170,10 @@ class OperatorApp:
         self.configuration = configuration
         self.credentials = credentials if credentials is not None else Credentials(configuration)
         self.api_client = ApiClient(configuration)
-        # Connections: the bindings' own, plus room for the watches, status writers, event senders, the Lease.
+        # Connections: the bindings' own, the event senders' (as many), plus room for the watches, status
+        # writers, the Lease.
         self._rest = RestClient(configuration, request_timeout=cfg.request_timeout,
-                                pool_size=cfg.bind_concurrency + 64,
+                                pool_size=2 * cfg.bind_concurrency + 64,
                                 user_agent=f"kubeberth/{__version__} ({self.identity})",
                                 credentials=self.credentials,
                                 forbidden=Forbidden(subject=self.credentials.description,
