@@ -34,6 +34,7 @@ from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process
 from tests.cluster.kube import Kube, as_created
 
 from . import workloads as wl
+from .bytecode import compile_sources
 from .event_lag import lag_summary
 
 PEERS = ("kube-scheduler", "kubeberth")
@@ -220,6 +221,7 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                 f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={plane.dir / (name + '-certs')}", "-v=1"]
         url = f"https://127.0.0.1:{port}/metrics"
     else:
+        compile_sources()  # as the image has it (benchmarks/bytecode.py)
         argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run", f"--kubeconfig={kubeconfig}",
                 f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
         if leader_elect:

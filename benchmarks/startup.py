@@ -27,6 +27,7 @@ from typing import Any
 from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, free_port
 from tests.cluster.kube import Kube, as_created
 
+from .bytecode import compile_sources
 from .peer import CONNECTIONS, POPULATED, BindingWatch, create_all, start_scheduler
 
 # Log lines that mark the steps (kubeberth's and kopf's own messages), first occurrence each.
@@ -53,7 +54,8 @@ def timeline(log: str, started_wall: float) -> dict[str, float]:
     return out
 
 
-async def one(peer: str, nodes: int, bound: int, pending: int) -> dict[str, Any]:
+async def one(peer: str, nodes: int, bound: int, pending: int, profile: str | None = None) -> dict[str, Any]:
+    profiled = [sys.executable, "-m", "cProfile", "-o", profile] if profile else []
     with ControlPlane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
             await create_all(kube, "nodes", POPULATED.resized(nodes=nodes).node_objects())
@@ -70,10 +72,11 @@ async def one(peer: str, nodes: int, bound: int, pending: int) -> dict[str, Any]
             await watch.start()
             started, started_wall = time.monotonic(), time.time()
             if peer == "kubeberth":
+                compile_sources()
                 port = free_port()
-                argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run",
+                argv = [*profiled, str(ROOT / ".venv" / "bin" / "kubeberth"), "run",
                         f"--kubeconfig={plane.dir / 'admin.kubeconfig'}", f"--metrics-port={port}",
-                        "--metrics-host=127.0.0.1", "--seed=0", "--log-format=full", "--verbose"]
+                        "--metrics-host=127.0.0.1", "--seed=0", "--log-format=full"]
                 sched = Process.start(peer, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"})
             else:
                 sched = start_scheduler(peer, plane).process
@@ -97,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pending", type=int, default=500, help="pending pods before the start")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--peer", action="store_true", help="kube-scheduler too, interleaved with kubeberth")
+    p.add_argument("--cprofile", metavar="FILE", help="run kubeberth under cProfile, its stats written to FILE")
     args = p.parse_args(argv)
     peers = ["kube-scheduler", "kubeberth"] if args.peer else ["kubeberth"]
     runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
     for i in range(args.repeat):
         for peer in peers:
-            r = asyncio.run(one(peer, args.nodes, args.bound, args.pending))
+            r = asyncio.run(one(peer, args.nodes, args.bound, args.pending,
+                                args.cprofile if peer == "kubeberth" else None))
             runs[peer].append(r)
             sys.stderr.write(f"{peer} run {i + 1}: {json.dumps(r)}\n")
     print(f"{args.nodes} nodes, {args.bound} bound pods, {args.pending} pending; seconds from the process' start")

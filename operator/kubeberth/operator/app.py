@@ -42,6 +42,7 @@ from ..scheduler.watched import WATCHED, WatchedKind, declared_kinds
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
+from .collector import collector_paused
 from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, Forbidden, kubeconfig_user
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
@@ -322,7 +323,8 @@ class OperatorApp:
                                    content_type="application/merge-patch+json")
 
     async def _schedule(self) -> None:
-        await self.informers.sync()
+        with collector_paused():  # the initial lists: the cache's long-lived objects, allocated at once
+            await self.informers.sync()
         self.ingest.synced.set()
         self._tasks.append(asyncio.get_running_loop().create_task(self.shadow.run(), name="kubeberth shadow"))
         if self._elector is not None:
