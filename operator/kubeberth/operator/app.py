@@ -294,6 +294,10 @@ class OperatorApp:
     # --- lifecycle (kopf startup / cleanup) ---
 
     async def start(self) -> None:
+        # The initial lists go out first: the API server answers them while the secure port starts.
+        await self.client.start()
+        loop = asyncio.get_running_loop()
+        self._loop_task = loop.create_task(self._schedule(), name="kubeberth scheduler")
         if self.config.metrics_port:
             rest = self._rest
             assert rest is not None
@@ -310,9 +314,6 @@ class OperatorApp:
                 post=post, get=get, healthz=[leader or PING, alive], livez=[PING, alive],
                 readyz=[*([leader] if leader else []), shutdown, synced])
             await self._metrics_server.start()
-        await self.client.start()
-        loop = asyncio.get_running_loop()
-        self._loop_task = loop.create_task(self._schedule(), name="kubeberth scheduler")
         if self._elector is not None:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
