@@ -13,6 +13,8 @@ seen through a watch on pods from this process, as another client of the cluster
 `--sync NODES:PODS` measures start-up on a populated cluster; `--takeover NODES:PODS` two
 replicas with leader election, the leader killed, the time until the standby binds.
 
+`KUBEBERTH_BENCH_ARGS` adds arguments to `kubeberth run` (e.g. "--bind-concurrency=128").
+
 Neither scheduler is throttled on the client side: kube-scheduler runs with
 `clientConnection.qps/burst` 5000 (its default of 50/100 would cap it at about 100 pods/s),
 kubeberth has no client rate limiter. Both use the admin token.
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
@@ -226,6 +229,7 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                 f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
+        argv += shlex.split(os.environ.get("KUBEBERTH_BENCH_ARGS", ""))  # e.g. "--bind-concurrency=128"
         url = f"https://127.0.0.1:{port}/metrics"  # the secure port, scraped as kube-scheduler's
     return Scheduler(Process.start(name, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"}), url)
 
