@@ -35,3 +35,44 @@ def test_an_exception_still_restores_the_collector() -> None:
     finally:
         gc.unfreeze()
         (gc.enable if was else gc.disable)()
+
+
+def test_paused_for_the_start_up_until_the_first_sync() -> None:
+    """`kubeberth run` starts with the collector off (entry.py); the initial sync turns it on."""
+    from kubeberth.operator import collector
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        collector.pause_for_start_up()
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()  # later syncs keep whatever the process chose
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize(("argv", "paused"), [(["run", "--help"], True), (["simulate", "--help"], False)],
+                         ids=["run", "simulate"])
+def test_the_console_script_pauses_the_collector_for_run_only(argv: list[str], paused: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubeberth import cli, entry
+    from kubeberth.operator import collector
+
+    seen: list[bool] = []
+    monkeypatch.setattr("sys.argv", ["kubeberth", *argv])
+    monkeypatch.setattr(cli, "main", lambda: seen.append(gc.isenabled()) or 0)
+    monkeypatch.setattr(collector, "_paused_for_start_up", False)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        assert entry.main() == 0
+        assert seen == [not paused] and collector._paused_for_start_up is paused
+    finally:
+        (gc.enable if was else gc.disable)()
