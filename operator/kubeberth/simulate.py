@@ -18,7 +18,7 @@ from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_pro
 from .config.models import SHADOW, SchedulingProfileSpec
 from .framework import Framework, SchedulerContext
 from .framework.registry import Registry
-from .model import ModelError, Node, Pod
+from .model import ModelError, Node, Pod, PodGroup
 from .model.pod import parse_time
 from .plugins import plugin_registry
 from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
@@ -136,6 +136,15 @@ class InMemoryClient:
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass
+
+    async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
+        """The condition merged (by type) into the PodGroup, fed back as the watch's update."""
+        current = self.scheduler.ctx.objects.get("PodGroup", pod_group.key) or pod_group.raw
+        written = copy.deepcopy(dict(current))
+        status = written.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != condition.get("type")]
+        status["conditions"] = [*conditions, dict(condition)]
+        self.scheduler.on_object("PodGroup", written)
 
     async def delete_pod(self, pod: Pod, disruption_message: str) -> None:
         # Gone at once (no kubelet to end it gracefully): its DisruptionTarget condition would

@@ -76,6 +76,12 @@ class MetricsRecorder(Protocol):
 
     def goroutines(self, operation: str, n: int) -> None: ...
 
+    def pod_group_schedule_attempt(self, result: str, profile: str, seconds: float) -> None: ...
+
+    def pod_group_algorithm_duration(self, seconds: float) -> None: ...
+
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None: ...
+
 
 class NoMetrics:
     """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
@@ -135,6 +141,15 @@ class NoMetrics:
         pass
 
     def goroutines(self, operation: str, n: int) -> None:
+        pass
+
+    def pod_group_schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
+        pass
+
+    def pod_group_algorithm_duration(self, seconds: float) -> None:
+        pass
+
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
         pass
 
 

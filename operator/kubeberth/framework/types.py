@@ -174,5 +174,75 @@ class QueuedPodInfo:
         self.pending_plugins: set[str] = set()
         self.gated = False
 
+    @property
+    def key(self) -> str:
+        """Its key in the queue: the pod's uid (a pod group's entry has its own)."""
+        return self.pod.uid
+
+    @property
+    def priority(self) -> int:
+        """What QueueSort orders by: the pod's priority (a pod group's entry: the PodGroup's)."""
+        return self.pod.priority
+
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts})"
+
+
+POD_GROUP_ENTRY_PREFIX = "podgroup:"
+
+
+def member_order(q: QueuedPodInfo) -> tuple[int, int, float, str]:
+    """Upstream's PodGroupMemberPodsOrderingFunc: higher priority, more attempts, earlier
+    timestamp, then name."""
+    return (-q.pod.priority, -q.attempts, q.timestamp, q.pod.name)
+
+
+class QueuedPodGroupInfo(QueuedPodInfo):
+    """A PodGroup's queued pods, queued and popped together (upstream's QueuedPodGroupInfo).
+    `pod` is its first member (which profile serves it); `priority` the PodGroup's; the queueing
+    fields (timestamp, attempts, backoff, gating) are the group's."""
+
+    __slots__ = ("group_key", "group_priority", "members")
+
+    def __init__(self, group_key: str, group_priority: int, members: list[QueuedPodInfo],
+                 timestamp: float = 0.0) -> None:
+        if not members:
+            raise ValueError(f"pod group {group_key}: an entry needs at least one pod")
+        super().__init__(members[0].pod, timestamp)
+        self.group_key = group_key
+        self.group_priority = group_priority
+        self.members: list[QueuedPodInfo] = []
+        for m in members:
+            self.add_member(m)
+
+    @property
+    def key(self) -> str:
+        return POD_GROUP_ENTRY_PREFIX + self.group_key
+
+    @property
+    def priority(self) -> int:
+        return self.group_priority
+
+    def add_member(self, q: QueuedPodInfo) -> None:
+        self.remove_member(q.pod.uid)
+        self.members.append(q)
+        self.members.sort(key=member_order)
+        self.pod = self.members[0].pod
+
+    def remove_member(self, uid: str) -> QueuedPodInfo | None:
+        for i, m in enumerate(self.members):
+            if m.pod.uid == uid:
+                del self.members[i]
+                if self.members:
+                    self.pod = self.members[0].pod
+                return m
+        return None
+
+    def member(self, uid: str) -> QueuedPodInfo | None:
+        for m in self.members:
+            if m.pod.uid == uid:
+                return m
+        return None
+
+    def __repr__(self) -> str:
+        return f"QueuedPodGroupInfo({self.group_key}, pods={[m.pod.name for m in self.members]})"

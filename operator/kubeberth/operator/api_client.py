@@ -40,7 +40,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..client import UNSCHEDULABLE_REASON, BindConflict, UpdateRefused
 from ..clock import Clock, RealClock
-from ..model import Pod
+from ..model import Pod, PodGroup
 from .api_retry import Api, ApiUnavailable, RetryPolicy, is_transient
 from .event_recorder import NORMAL, WARNING, EventRecorder, TokenBucket, rfc3339
 from .rest import RestClient, describe_error
@@ -257,6 +257,20 @@ class KubernetesClusterClient:
     async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         await self._patch_status(pod, {"status": {"extendedResourceClaimStatus": dict(status)}},
                                  "set extendedResourceClaimStatus")
+
+    async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
+        what = f"set {condition.get('type')} of podgroup {pod_group.key}"
+        self._fence(what)
+        path = (f"/apis/scheduling.k8s.io/v1beta1/namespaces/{pod_group.namespace}/podgroups/"
+                f"{pod_group.name}/status")
+        try:
+            await self.api.call("PATCH", path, what=what, body={"status": {"conditions": [dict(condition)]}},
+                                content_type="application/strategic-merge-patch+json")
+        except ApiException as exc:
+            if exc.status == 404:
+                logger.debug("%s: the podgroup is gone", what)
+                return
+            raise
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
                            reporter: str | None = None) -> None:

@@ -38,7 +38,7 @@ from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import SchedulerMetrics
 from ..plugins import plugin_registry
 from ..scheduler import Scheduler
-from ..scheduler.watched import WATCHED, WatchedKind, declared_kinds
+from ..scheduler.watched import WatchedKind, declared_kinds, watched_kinds
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
@@ -198,7 +198,7 @@ class OperatorApp:
                               on_pod_delete=self.shadow.on_pod_delete)
         # The table's kinds, and those the plugins declare they read (a plugin's CRD): a kind that
         # cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
-        kinds = [*WATCHED, *declared_kinds(self._profiles.registry)]
+        kinds = [*watched_kinds(), *declared_kinds(self._profiles.registry)]
         self._informers = Informers(rest=self._rest, kinds=kinds, sink=self._ingest, on_batch=self._after_batch,
                                     on_problem=self._on_kind_problem)
         if cfg.leader_elect:

@@ -10,13 +10,21 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..cache.node_arrays import CPU as _COL_CPU
-from ..cache.node_arrays import EPH as _COL_EPH
-from ..cache.node_arrays import MEM as _COL_MEM
-from ..framework.status import PluginError
-from ..framework.vector import AllNodes, RowCache
-from ..model import NodeInfo, Pod, Resource
-from ..model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
+from ..framework import COL_CPU as _COL_CPU
+from ..framework import COL_EPH as _COL_EPH
+from ..framework import COL_MEM as _COL_MEM
+from ..framework import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    AllNodes,
+    NodeInfo,
+    PluginError,
+    Pod,
+    Resource,
+    RowCache,
+    is_scalar_resource,
+)
 
 # How each configured resource is read from a NodeInfo.
 _KIND_CPU, _KIND_MEMORY, _KIND_EPHEMERAL, _KIND_SCALAR = range(4)

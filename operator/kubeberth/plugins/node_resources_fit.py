@@ -9,25 +9,31 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..cache.node_arrays import CPU as COL_CPU
-from ..cache.node_arrays import EPH as COL_EPH
-from ..cache.node_arrays import MEM as COL_MEM
-from ..cache.node_arrays import PODS as COL_PODS
-from ..framework.cycle_state import CycleState
-from ..framework.events import (
+from ..framework import (
     ASSIGNED_POD,
+    COL_CPU,
+    COL_EPH,
+    COL_MEM,
+    COL_PODS,
     NODE,
     TARGET_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    Node,
+    NodeInfo,
+    Pod,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
     QueueingHint,
+    Resource,
+    ScorePlugin,
+    Status,
 )
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
-from ..framework.status import Status
-from ..framework.types import PreFilterResult
-from ..model import Node, NodeInfo, Pod, Resource
 from ._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,

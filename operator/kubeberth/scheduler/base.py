@@ -8,8 +8,10 @@ import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import features
 from ..cache.cache import SchedulerCache
 from ..cache.objects import ObjectStore
+from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
 from ..cache.snapshot import Snapshot
 from ..client import ClusterClient
 from ..clock import Clock, FakeClock
@@ -53,6 +55,10 @@ class SchedulerBase:
         self.ctx.activate = self.queue.activate
         self.ctx.lookup_pod = self._lookup_pod
         self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)
+        # PodGroups and their pods (GenericWorkload): what GangScheduling and the pod-group cycle read.
+        self.pod_groups_enabled = features.current().generic_workload
+        self.pod_groups = PodGroupStates(self.cache.is_assumed)
+        self.ctx.shared_indexes[POD_GROUP_STATES] = self.pod_groups
         self.snapshot = Snapshot()
         self.profiles: dict[str, Framework] = {}
         self.outcomes: dict[str, PodRecord] = {}

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .. import features
 from ..framework import events as ev
 from ..framework.registry import Registry
 
@@ -15,6 +16,7 @@ log = logging.getLogger(__name__)
 POD = "Pod"
 NODE = "Node"
 SCHEDULING_PROFILE = "SchedulingProfile"
+POD_GROUP = "PodGroup"
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class WatchedKind:
     kind: str
     order: int  # initial-sync order: lower first (classes before the pods that name them...)
     event_resource: str | None = None  # a change is this ClusterEvent resource: it may move pods
+    gate: str = ""  # read only while this feature gate is on (kube-scheduler does not watch it otherwise)
     declared: bool = False  # a kind a plugin of one's own reads (Plugin.reads), not one of the table's
 
     @property
@@ -41,6 +44,8 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", 0),
     WatchedKind("", "v1", "namespaces", "Namespace", 0),
     WatchedKind("kubeberth.io", "v1alpha1", "schedulingprofiles", SCHEDULING_PROFILE, 1),
+    WatchedKind("scheduling.k8s.io", "v1beta1", "podgroups", POD_GROUP, 1, ev.POD_GROUP,
+                gate=features.GENERIC_WORKLOAD),
     WatchedKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", 2),
     WatchedKind("", "v1", "persistentvolumes", "PersistentVolume", 2, ev.PERSISTENT_VOLUME),
     WatchedKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", 2, ev.PERSISTENT_VOLUME_CLAIM),
@@ -60,6 +65,14 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("", "v1", "nodes", NODE, 3),
     WatchedKind("", "v1", "pods", POD, 4),
 )
+
+
+
+def watched_kinds(gates: features.FeatureGates | None = None) -> tuple[WatchedKind, ...]:
+    """The kinds read under `gates` (default: the process's): those of a gate that is off are left out."""
+    gates = gates if gates is not None else features.current()
+    return tuple(k for k in WATCHED if not k.gate or gates.enabled(k.gate))
+
 
 # Kinds kept as plain objects for the plugins (everything but pods, nodes and profiles).
 OBJECT_KINDS = frozenset(k.kind for k in WATCHED if k.kind not in (POD, NODE, SCHEDULING_PROFILE))
