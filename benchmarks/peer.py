@@ -13,6 +13,8 @@ seen through a watch on pods from this process, as another client of the cluster
 `--sync NODES:PODS` measures start-up on a populated cluster; `--takeover NODES:PODS` two
 replicas with leader election, the leader killed, the time until the standby binds.
 
+`KUBEBERTH_BENCH_ARGS` adds arguments to `kubeberth run` (e.g. "--bind-concurrency=128").
+
 Neither scheduler is throttled on the client side: kube-scheduler runs with
 `clientConnection.qps/burst` 5000 (its default of 50/100 would cap it at about 100 pods/s),
 kubeberth has no client rate limiter. Both use the admin token.
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
@@ -34,6 +37,8 @@ from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process
 from tests.cluster.kube import Kube, as_created
 
 from . import workloads as wl
+from .bytecode import compile_sources
+from .event_lag import lag_summary
 
 PEERS = ("kube-scheduler", "kubeberth")
 CONNECTIONS = 50
@@ -219,10 +224,12 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                 f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={plane.dir / (name + '-certs')}", "-v=1"]
         url = f"https://127.0.0.1:{port}/metrics"
     else:
+        compile_sources()  # as the image has it (benchmarks/bytecode.py)
         argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run", f"--kubeconfig={kubeconfig}",
                 f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
+        argv += shlex.split(os.environ.get("KUBEBERTH_BENCH_ARGS", ""))  # e.g. "--bind-concurrency=128"
         url = f"https://127.0.0.1:{port}/metrics"  # the secure port, scraped as kube-scheduler's
     return Scheduler(Process.start(name, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"}), url)
 
@@ -316,6 +323,8 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
                 out["scheduled_events"] = await scheduled_events(kube, w.measure_namespace)
+                await asyncio.sleep(1.5)  # the audit log's batch backend writes within a second
+                out.update(lag_summary(plane.audit_log, w.measure_namespace, "pod-"))
                 synced = synced_seconds(sched)
                 if synced is not None:
                     out["synced_s"] = synced
@@ -478,6 +487,10 @@ def print_peer_table(results: list[dict[str, Any]]) -> None:
                   f"{(str(p99) + 'ms') if p99 is not None else '-':>12} "
                   f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
                   f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8} {p.get('scheduled_events', '-'):>12}")
+            if p.get("event_lag_p50_ms") is not None:
+                print(f"{'':<42} {'':<15} Scheduled event after its binding: p50 {p['event_lag_p50_ms']} ms, "
+                      f"p99 {p['event_lag_p99_ms']} ms, max {p['event_lag_max_ms']} ms, "
+                      f"{p['events_within_1s']} within 1 s, {p['event_lag_missing']} missing")
         if r.get("ratio") is not None:
             print(f"{'':<42} {'ratio':<15} {r['ratio']:>8}")
 

@@ -94,7 +94,7 @@ class KubernetesClusterClient:
                  events: EventRecorder | None = None, rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  disruption_condition: bool = True, may_write: Callable[[], bool] = lambda: True,
-                 bind_concurrency: int = DEFAULT_BIND_CONCURRENCY) -> None:
+                 bind_concurrency: int = DEFAULT_BIND_CONCURRENCY, event_workers: int | None = None) -> None:
         if bind_concurrency < 1:
             raise ValueError(f"bind_concurrency must be at least 1, not {bind_concurrency}")
         self.clock = clock or RealClock()
@@ -103,8 +103,12 @@ class KubernetesClusterClient:
         self.binds_in_flight = 0
         self.may_write = may_write
         self.api = Api(api_client, request_timeout=request_timeout, retry=retry, rng=rng, sleep=sleep)
+        # As many event senders as binding slots: each binding's Scheduled event follows it at the pace
+        # the bindings go (with fewer, the events fell seconds behind at a few hundred bindings a second).
+        self.event_workers = event_workers if event_workers is not None else bind_concurrency
         self.events = events if events is not None else EventRecorder(
-            self.api, clock=self.clock, may_write=lambda: self.may_write())  # late-bound: the app sets it
+            self.api, clock=self.clock, workers=self.event_workers,
+            may_write=lambda: self.may_write())  # late-bound: the app sets it
         self.disruption_condition = disruption_condition
         self.status = PodStatusWriter(self._send_status)
         # (uid, node) of bindings this process made: a bind is never sent twice.
