@@ -23,6 +23,7 @@ from ..model import (
     NodeInfo,
     NodeSelector,
     Pod,
+    PodGroup,
     Resource,
     Taint,
     Toleration,
@@ -50,6 +51,8 @@ from .interfaces import (
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -74,8 +77,12 @@ from .types import (
     NodePluginScores,
     NodeScore,
     NodeToStatus,
+    Placement,
+    PlacementScore,
+    PodGroupAssignments,
     PostFilterResult,
     PreFilterResult,
+    ProposedAssignment,
     QueuedPodInfo,
 )
 from .vector import (
@@ -105,3 +112,6 @@ __all__ = [
     "find_untolerated", "is_success", "labels_mask", "object_key", "parse_quantity", "pod_requests",
     "requirement_mask", "selector_mask", "untolerated_free_mask", "zero_scores",
 ]
+# The pod-group cycle's placements (TopologyAwareWorkloadScheduling), API 1.1.
+__all__ += ["Placement", "PlacementGeneratePlugin", "PlacementScore", "PlacementScorePlugin", "PodGroup",
+            "PodGroupAssignments", "ProposedAssignment"]
