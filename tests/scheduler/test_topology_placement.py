@@ -74,7 +74,7 @@ def test_the_rack_that_holds_more_of_a_basic_group_wins() -> None:
     # PodGroupPodsCount decides (2 -> 66, 3 -> 100)
     nodes = racks()
     nodes[2] = node_dict("n3", cpu="4", labels={RACK: "b"})
-    got, sched = run([*nodes, pod_group("g", None), *(member("g", i, "1500m") for i in range(3))])
+    got, _ = run([*nodes, pod_group("g", None), *(member("g", i, "1500m") for i in range(3))])
     assert {o.status for o in got.values()} == {"Scheduled"}
     assert {rack_of(o) for o in got.values()} == {"b"}
 
