@@ -128,8 +128,8 @@ def test_a_failure_that_names_no_plugin_is_told_with_unknown_names(write: Callab
 @pytest.mark.parametrize("requires, refused", [
     (">=1.0,<2", None),
     (">=1.0", None),
-    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.0"),
-    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.0"),
+    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.1"),
+    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.1"),
     ("one point oh", "plugin 'Pinned': requires_api 'one point oh' is not a version specifier (e.g. \">=1.0,<2\")"),
 ])
 def test_api_version_refusal(write: Callable[[str, str], Path], requires: str, refused: str | None) -> None:

@@ -153,3 +153,39 @@ def test_placed_pods_in_two_racks_are_a_scheduler_error() -> None:
     assert (status, reason) == ("False", "SchedulerError")
     assert text in (message + "a, b", message + "b, a")
     assert got["g-2"].message == text
+
+
+
+def run_with_metrics(objects: list[dict[str, Any]], gates: FeatureGates, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """simulate's run with a scheduler that records the scheduler_* metrics (made under `gates`)."""
+    import kubeberth.simulate as sim
+    from kubeberth.metrics import SchedulerMetrics
+    from kubeberth.scheduler import Scheduler
+
+    with features.override(gates):
+        metrics = SchedulerMetrics()
+    monkeypatch.setattr(sim, "Scheduler", lambda **kw: Scheduler(metrics=metrics, **kw))
+    run(objects, gates)
+    return metrics
+
+
+def test_placement_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = {"profile": "default-scheduler"}
+    fits = run_with_metrics([*racks(), pod_dict("busy", cpu="1", node="n1"), pod_group("g", 3),
+                             *(member("g", i, "500m") for i in range(3))], TAWS, monkeypatch)
+    assert fits.sample("scheduler_generated_placements_total", profile) == 2
+    assert fits.sample("scheduler_placement_evaluations_total", {"result": "feasible", **profile}) == 2
+    assert fits.sample("scheduler_placement_evaluation_duration_seconds_count", {"result": "feasible", **profile}) == 2
+    nowhere = run_with_metrics([*racks(), pod_group("g", 3), *(member("g", i, "1500m") for i in range(3))], TAWS,
+                               monkeypatch)
+    attempts = nowhere.sample("scheduler_podgroup_schedule_attempts_total", {"result": "unschedulable", **profile})
+    assert attempts is not None and attempts >= 1
+    assert nowhere.sample("scheduler_placement_evaluations_total", {"result": "infeasible", **profile}) == 2 * attempts
+    assert not nowhere.sample("scheduler_placement_evaluations_total", {"result": "feasible", **profile})
+
+
+def test_without_the_gate_no_placement_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    metrics = run_with_metrics([*racks(), pod_group("g", 2), *(member("g", i, "100m") for i in range(2))],
+                               GANGS_ONLY, monkeypatch)
+    assert metrics.generated_placements_total is None
+    assert metrics.sample("scheduler_generated_placements_total", {"profile": "default-scheduler"}) is None

@@ -11,6 +11,7 @@ pod results.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from ..model import PodGroup
 
 if TYPE_CHECKING:
     from ..cache.snapshot import Snapshot
+    from ..framework.context import MetricsRecorder
     from .schedule_one_podgroup import _PodResult
 
 log = logging.getLogger("kubeberth.scheduler")
@@ -43,6 +45,7 @@ class PlacementAlgorithm:
     """Mixed into PodGroupCycles, which provides the snapshot and the default algorithm."""
 
     snapshot: Snapshot
+    metrics: MetricsRecorder  # the scheduler's (a property there)
 
     async def _pod_group_default_algorithm(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo],
                                            in_placement: bool = False) -> tuple[list[_PodResult], Status | None]:
@@ -55,6 +58,7 @@ class PlacementAlgorithm:
         placements, status = fw.run_placement_generate(state, pg, list(snapshot.nodes_in_placement()))
         if status is not None:
             return [], status
+        self.metrics.generated_placements(fw.profile_name, len(placements))
         first: tuple[list[_PodResult], Status | None] | None = None
         feasible: list[tuple[int, list[_PodResult]]] = []
         parent = snapshot.placement
@@ -65,13 +69,17 @@ class PlacementAlgorithm:
                     snapshot.assume_placement(placement.node_names())
                 except KeyError as exc:
                     return [], Status.error(f"failed to assume pod group placement: {exc.args[0]}")
+                started = time.perf_counter()
                 results, st = await self._pod_group_default_algorithm(fw, pg, queued, in_placement=True)
                 if st is not None and st.code == Code.ERROR:
                     return results, st
                 if first is None:
                     first = (results, st)
-                if st is None or st.is_success():
+                ok = st is None or st.is_success()
+                if ok:
                     feasible.append((i, results))
+                self.metrics.placement_evaluation("feasible" if ok else "infeasible", fw.profile_name,
+                                                  time.perf_counter() - started)
         finally:
             snapshot.placement = parent
         if not feasible:
