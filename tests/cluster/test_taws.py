@@ -3,24 +3,34 @@ v1.37.2 (GenericWorkload and TopologyAwareWorkloadScheduling on, scheduling.k8s.
 kube-scheduler v1.37.2 with the same gates as the oracle, test_gangs.py's side-by-side pattern: the
 same objects through kube-scheduler, then through `kubeberth run`.
 
-Two racks of two nodes (label example.com/rack). A group goes whole into the fuller rack (not
-spread as without the gate); a group with a pod already bound in one rack is pinned there; a group
-that the cluster holds but no single rack does is unschedulable ("0/2 placements are available");
-a group whose key no node has finds no placement. Every pod's node, every PodScheduled=False
+Two racks of two nodes (label example.com/rack). A group in alike racks goes whole into either
+(kube-scheduler logs the tie); a group goes whole into the fuller rack (not spread as without the
+gate), the placements' scores, plugin by plugin, those kube-scheduler logs; a group with a pod
+already bound in one rack is pinned there; a group that the cluster holds but no single rack
+does is unschedulable ("0/2 placements are available"); a group whose key no node has finds no
+placement. Every pod's node, every PodScheduled=False
 message and every PodGroupInitiallyScheduled condition are compared, word for word.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
+import logging
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
+from kubeberth import features
+from kubeberth.features import FeatureGates
+from kubeberth.simulate import run_simulation
+
 from .conftest import OperatorProcess
 from .control_plane import ADMIN_TOKEN, ControlPlane, kubectl
-from .kube import Kube, node, pod
+from .kube import Kube, eventually, node, pod
 from .test_gangs import group_state, kubeberth_kubeconfig, reset, settled, start_kube_scheduler
 
 pytestmark = pytest.mark.cluster
@@ -28,6 +38,12 @@ pytestmark = pytest.mark.cluster
 GATES = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
 RACK = "example.com/rack"
 RACKS = {"n1": "a", "n2": "a", "n3": "b", "n4": "b"}
+# schedule_one_podgroup.go's findBestPlacement at verbosity 10
+# (the logger carries the group's podGroupType and podGroup before the call's own values)
+PLUGIN_SCORE = re.compile(r'"Plugin scored placement for podGroup"[^\n]*? podGroup="([^"]+)" plugin="([^"]+)" '
+                          r'placement="([^"]+)" score=(-?\d+)')
+FINAL_SCORE = re.compile(r'"Calculated placement\'s final score for podGroup"[^\n]*? podGroup="([^"]+)" '
+                         r'placement="([^"]+)" score=(-?\d+)')
 
 
 def pod_group(name: str, min_count: int, key: str = RACK) -> dict[str, Any]:
@@ -48,15 +64,37 @@ async def placed(kube: Kube, names: list[str]) -> dict[str, tuple[str, str]]:
     return {name: (nodes[name], message) for name, (_, message) in states.items()}
 
 
+def nodes() -> list[dict[str, Any]]:
+    return [node(n, cpu="2", memory="4Gi", labels={RACK: rack}) for n, rack in RACKS.items()]
+
+
+BUSY = pod("busy", cpu="1", memory="100Mi", node_name="n3")
+TIE = [pod_group("tie", 2), *(member("tie", i, "100m") for i in range(2))]
+FULLER = [pod_group("fuller", 2), *(member("fuller", i, "500m") for i in range(2))]
+
+
+async def create(kube: Kube, objects: list[dict[str, Any]]) -> None:
+    for obj in objects:
+        await kube.create("podgroups" if obj["kind"] == "PodGroup" else "pods", obj, "default")
+
+
 async def scenario(kube: Kube) -> dict[str, Any]:
-    for n, rack in RACKS.items():
-        await kube.create("nodes", node(n, cpu="2", memory="4Gi", labels={RACK: rack}))
-    await kube.create("pods", pod("busy", cpu="1", memory="100Mi", node_name="n3"), "default")
+    for n in nodes():
+        await kube.create("nodes", n)
     out: dict[str, Any] = {}
-    # rack b is the fuller: the group goes there whole
-    await kube.create("podgroups", pod_group("fuller", 2), "default")
+    # the racks alike: either, whole (then gone again, for the rest to find the racks alike)
+    await create(kube, TIE)
+    out["tie"] = await placed(kube, ["tie-0", "tie-1"])
     for i in range(2):
-        await kube.create("pods", member("fuller", i, "500m"), "default")
+        await kube.delete("pods", f"tie-{i}", "default", grace_period=0)
+
+    async def tie_gone() -> bool | None:
+        return not any(p["metadata"]["name"].startswith("tie-") for p in await kube.list("pods", "default")) or None
+
+    await eventually(tie_gone, timeout=30)
+    await kube.create("pods", BUSY, "default")
+    # rack b is the fuller: the group goes there whole
+    await create(kube, FULLER)
     out["fuller"] = await placed(kube, [f"fuller-{i}" for i in range(2)])
     # a pod of the group already bound in rack a: the others follow it there
     await kube.create("podgroups", pod_group("pinned", 2), "default")
@@ -97,13 +135,52 @@ async def taws_kube(taws_plane: ControlPlane) -> AsyncIterator[Kube]:
         yield client
 
 
+def upstream_scores(log: str, group: str) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """kube-scheduler's logged placement scores of `group`'s last scoring: per placement, per
+    plugin (weighted), and the totals."""
+    plugins: dict[str, dict[str, int]] = {}
+    totals: dict[str, int] = {}
+    for m in PLUGIN_SCORE.finditer(log):
+        if m.group(1) == group:
+            plugins.setdefault(m.group(3), {})[m.group(2)] = int(m.group(4))
+    for m in FINAL_SCORE.finditer(log):
+        if m.group(1) == group:
+            totals[m.group(2)] = int(m.group(3))
+    return plugins, totals
+
+
+def kubeberth_scores(objects: list[dict[str, Any]], group: str) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """What kubeberth's placement scoring says of the same objects (simulate, its debug log)."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.msg.startswith("pod group %s: placement %r scored") and record.args[0] == group:  # type: ignore[index]
+                records.append(record)
+
+    logger = logging.getLogger("kubeberth.scheduler")
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with features.override(FeatureGates.parse(GATES)):
+            run_simulation(objects, warn=io.StringIO())
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    plugins = {r.args[1]: dict(r.args[3]) for r in records}  # type: ignore[index]
+    totals = {r.args[1]: r.args[2] for r in records}  # type: ignore[index]
+    return plugins, totals
+
+
 async def test_topology_placement_as_kube_scheduler_does_it(taws_plane: ControlPlane, taws_kube: Kube) -> None:
     kube = taws_kube
-    upstream = start_kube_scheduler(taws_plane, GATES)
+    upstream = start_kube_scheduler(taws_plane, GATES, ("-v=2", "--vmodule=schedule_one_podgroup=10"))
     try:
         expected = await scenario(kube)
     finally:
         upstream.stop()
+    log = upstream.log_path.read_text(errors="replace")
     await reset(kube)
     op = OperatorProcess(taws_plane, kubeberth_kubeconfig(taws_plane), [f"--feature-gates={GATES}"],
                          name="kubeberth-taws")
@@ -112,6 +189,23 @@ async def test_topology_placement_as_kube_scheduler_does_it(taws_plane: ControlP
         got = await scenario(kube)
     finally:
         op.stop()
+
+    # the placements' scores, plugin by plugin, as kube-scheduler logged them and kubeberth computes them
+    tie_scores = upstream_scores(log, "default/tie")
+    fuller_scores = upstream_scores(log, "default/fuller")
+    logged = "\n".join(line for line in log.splitlines() if "placement" in line and "score" in line)
+    assert set(tie_scores[1]) == set(fuller_scores[1]) == {"a", "b"}, logged
+    assert tie_scores[1]["a"] == tie_scores[1]["b"]  # a tie upstream: either rack may win
+    assert fuller_scores[1]["b"] > fuller_scores[1]["a"]
+    ours_tie, ours_fuller = await asyncio.gather(
+        asyncio.to_thread(kubeberth_scores, [*nodes(), *TIE], "default/tie"),
+        asyncio.to_thread(kubeberth_scores, [*nodes(), BUSY, *FULLER], "default/fuller"))
+    assert ours_tie == tie_scores
+    assert ours_fuller == fuller_scores
+
+    # ties: the whole group in one rack, either
+    assert len({RACKS[n] for n, _ in expected.pop("tie").values()}) == 1
+    assert len({RACKS[n] for n, _ in got.pop("tie").values()}) == 1
 
     # what kube-scheduler did, spelled out: the test would pass on no scheduler at all otherwise
     assert {RACKS[n] for n, _ in expected["fuller"].values()} == {"b"}
