@@ -51,8 +51,6 @@ def test_several_errors_aggregate_as_upstream() -> None:
 
 
 @pytest.mark.parametrize(("value", "gate"), [
-    pytest.param("GenericWorkload=true,TopologyAwareWorkloadScheduling=true", "TopologyAwareWorkloadScheduling=true",
-                 id="taws"),
     pytest.param("GenericWorkload=true,PodGroupPreemptionPolicy=true", "PodGroupPreemptionPolicy=true",
                  id="group-preemption-policy"),
     pytest.param("APIResponseCompression=false", "APIResponseCompression=false", id="beta-off"),
@@ -61,7 +59,7 @@ def test_known_but_not_implemented_refused_by_kubeberth(value: str, gate: str) -
     with pytest.raises(FeatureGateError) as err:
         FeatureGates.parse(value)
     assert f"kubeberth does not implement feature gate(s) {gate}" in str(err.value)
-    assert "gates kubeberth implements: GenericWorkload" in str(err.value)
+    assert "gates kubeberth implements: GenericWorkload, TopologyAwareWorkloadScheduling" in str(err.value)
 
 
 @pytest.mark.parametrize(("values", "generic_workload"), [
@@ -71,7 +69,8 @@ def test_known_but_not_implemented_refused_by_kubeberth(value: str, gate: str) -
     pytest.param("kube:GenericWorkload=True", True, id="component-prefix"),
     pytest.param(["GenericWorkload=true", "GenericWorkload=false"], False, id="repeated-last-wins"),
     pytest.param("NodeDeclaredFeatures=true,DynamicResourceAllocation=true", False, id="locked-at-default"),
-    pytest.param("TopologyAwareWorkloadScheduling=false", False, id="unimplemented-at-default"),
+    pytest.param("PodGroupPreemptionPolicy=false", False, id="unimplemented-at-default"),
+    pytest.param("GenericWorkload=true,TopologyAwareWorkloadScheduling=true", True, id="taws"),
 ])
 def test_accepted(values: str | list[str] | None, generic_workload: bool) -> None:
     gates = FeatureGates.parse(values)
@@ -91,6 +90,9 @@ def test_defaults_are_v1_37s() -> None:
 @pytest.mark.parametrize(("values", "expected_tail"), [
     pytest.param(None, [], id="defaults"),
     pytest.param("GenericWorkload=true", [("GangScheduling", None)], id="generic-workload"),
+    pytest.param("GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+                 [("GangScheduling", None), ("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1)],
+                 id="taws"),
 ])
 def test_default_profile_follows_gates(values: str | None, expected_tail: list[tuple[str, int | None]]) -> None:
     assert default_multi_point(FeatureGates.parse(values)) == DEFAULT_MULTI_POINT + expected_tail

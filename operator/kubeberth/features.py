@@ -25,7 +25,7 @@ ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
 
 # The gates whose behaviour kubeberth has (besides those locked to their default, which cannot move).
-IMPLEMENTED = frozenset({GENERIC_WORKLOAD})
+IMPLEMENTED = frozenset({GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING})
 
 ALPHA, BETA = "ALPHA", "BETA"
 
@@ -160,6 +160,10 @@ class FeatureGates:
     @property
     def generic_workload(self) -> bool:
         return self._enabled[GENERIC_WORKLOAD]
+
+    @property
+    def topology_aware_workload_scheduling(self) -> bool:
+        return self._enabled[TOPOLOGY_AWARE_WORKLOAD_SCHEDULING]
 
     def as_flag(self) -> str:
         """The explicitly set gates as a --feature-gates value (sorted; "" when none)."""

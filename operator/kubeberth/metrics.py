@@ -209,6 +209,11 @@ class SchedulerMetrics:
             ["verb", "resource"], registry=r)
         if features.current().generic_workload:  # registered with GenericWorkload only, as upstream
             self._pod_group_metrics(r)
+        self.generated_placements_total: Counter | None = None
+        self.placement_evaluations_total: Counter | None = None
+        self.placement_evaluation_duration_seconds: Histogram | None = None
+        if features.current().topology_aware_workload_scheduling:  # as upstream, with the gate only
+            self._placement_metrics(r)
         self._inflight_labels: set[str] = set()
         self._unschedulable_labels: set[tuple[str, str]] = set()
         for queue in QUEUES:
@@ -229,6 +234,32 @@ class SchedulerMetrics:
             "scheduler_podgroup_scheduling_algorithm_duration_seconds",
             "Pod group scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15), registry=r)
+
+    def _placement_metrics(self, r: CollectorRegistry) -> None:
+        self.generated_placements_total = Counter(
+            "scheduler_generated_placements_total",
+            "Number of candidate placements generated when scheduling pod groups.", ["profile"], registry=r)
+        self.placement_evaluations_total = Counter(
+            "scheduler_placement_evaluations_total",
+            "Number of candidate placements evaluated when scheduling pod groups, by result. 'feasible' means "
+            "the pod group fit into the placement, while 'infeasible' means it did not.",
+            ["result", "profile"], registry=r)
+        self.placement_evaluation_duration_seconds = Histogram(
+            "scheduler_placement_evaluation_duration_seconds",
+            "Latency in seconds of evaluating a single candidate placement when scheduling pod groups, by "
+            "result. 'feasible' means the pod group fit into the placement, while 'infeasible' means it did not.",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+
+    def generated_placements(self, profile: str, count: int) -> None:
+        if self.generated_placements_total is not None:
+            self.generated_placements_total.labels(profile=profile).inc(count)
+
+    def placement_evaluation(self, result: str, profile: str, seconds: float) -> None:
+        """One candidate placement tried: feasible or infeasible."""
+        if self.placement_evaluations_total is None or self.placement_evaluation_duration_seconds is None:
+            return
+        self.placement_evaluations_total.labels(result=result, profile=profile).inc()
+        self.placement_evaluation_duration_seconds.labels(result=result, profile=profile).observe(max(seconds, 0.0))
 
     def pod_group_schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One pod group's attempt: scheduled, unschedulable, waiting_on_preemption or error."""

@@ -16,13 +16,15 @@ POD_GROUP_STATES = "PodGroupStates"  # the key in SchedulerContext.shared_indexe
 
 
 class PodGroupState:
-    __slots__ = ("_is_assumed", "key", "pod_group", "pods")
+    __slots__ = ("_assumed_pod", "_is_assumed", "key", "pod_group", "pods")
 
-    def __init__(self, key: str, is_assumed: Callable[[str], bool]) -> None:
+    def __init__(self, key: str, is_assumed: Callable[[str], bool],
+                 assumed_pod: Callable[[str], Pod | None] | None = None) -> None:
         self.key = key
         self.pod_group: PodGroup | None = None
         self.pods: dict[str, Pod] = {}  # uid -> the latest pod (pending or bound)
         self._is_assumed = is_assumed
+        self._assumed_pod = assumed_pod
 
     def all_pods_count(self) -> int:
         return len(self.pods)
@@ -37,6 +39,17 @@ class PodGroupState:
         """Bound or assumed (upstream's ScheduledPodsCount)."""
         return sum(1 for uid, p in self.pods.items() if p.node_name or self._is_assumed(uid))
 
+    def scheduled_pods(self) -> list[Pod]:
+        """The bound pods and the assumed ones as assumed, on their nodes (upstream's ScheduledPods)."""
+        out: list[Pod] = []
+        for uid, p in self.pods.items():
+            if p.node_name:
+                out.append(p)
+            elif self._is_assumed(uid):
+                assumed = self._assumed_pod(uid) if self._assumed_pod is not None else None
+                out.append(assumed if assumed is not None else p)
+        return out
+
     def unscheduled_pods(self) -> list[Pod]:
         return [p for uid, p in self.pods.items() if not p.node_name and not self._is_assumed(uid)]
 
@@ -47,14 +60,16 @@ class PodGroupState:
 class PodGroupStates:
     """key ("namespace/name") -> PodGroupState."""
 
-    def __init__(self, is_assumed: Callable[[str], bool]) -> None:
+    def __init__(self, is_assumed: Callable[[str], bool],
+                 assumed_pod: Callable[[str], Pod | None] | None = None) -> None:
         self._is_assumed = is_assumed
+        self._assumed_pod = assumed_pod  # the cache's pod of an assumed uid (with its node)
         self._states: dict[str, PodGroupState] = {}
 
     def _state(self, key: str) -> PodGroupState:
         s = self._states.get(key)
         if s is None:
-            s = self._states[key] = PodGroupState(key, self._is_assumed)
+            s = self._states[key] = PodGroupState(key, self._is_assumed, self._assumed_pod)
         return s
 
     def get(self, key: str) -> PodGroupState | None:

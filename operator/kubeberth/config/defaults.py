@@ -37,12 +37,15 @@ DEFAULT_MULTI_POINT: list[tuple[str, int | None]] = [
 
 def default_multi_point(gates: features.FeatureGates | None = None) -> list[tuple[str, int | None]]:
     """The default MultiPoint set under `gates` (default: the process's), as upstream's
-    applyFeatureGates: GangScheduling appended with GenericWorkload. (TopologyAwareWorkloadScheduling
-    would append TopologyPlacementGenerator and PodGroupPodsCount; kubeberth refuses that gate.)"""
+    applyFeatureGates: GangScheduling appended with GenericWorkload; TopologyPlacementGenerator and
+    PodGroupPodsCount (weight 1) with TopologyAwareWorkloadScheduling."""
     gates = gates if gates is not None else features.current()
     plugins = list(DEFAULT_MULTI_POINT)
     if gates.generic_workload:
         plugins.append(("GangScheduling", None))
+    if gates.topology_aware_workload_scheduling:
+        plugins.append(("TopologyPlacementGenerator", None))
+        plugins.append(("PodGroupPodsCount", 1))
     return plugins
 
 

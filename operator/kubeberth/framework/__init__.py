@@ -86,6 +86,8 @@ from .interfaces import (
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -111,8 +113,12 @@ from .types import (
     NodePluginScores,
     NodeScore,
     NodeToStatus,
+    Placement,
+    PlacementScore,
+    PodGroupAssignments,
     PostFilterResult,
     PreFilterResult,
+    ProposedAssignment,
     QueuedPodInfo,
 )
 from .vector import (
@@ -170,3 +176,6 @@ __all__ += [
 ]
 # Workloads (GenericWorkload): the scheduling.k8s.io PodGroup and the scheduler's state of each.
 __all__ += ["POD_GROUP", "POD_GROUP_STATES", "PodGroup", "PodGroupStates"]
+# The pod-group cycle's placements (TopologyAwareWorkloadScheduling), API 1.1.
+__all__ += ["Placement", "PlacementGeneratePlugin", "PlacementScore", "PlacementScorePlugin", "PodGroupAssignments",
+            "ProposedAssignment"]

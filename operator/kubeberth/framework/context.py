@@ -80,6 +80,10 @@ class MetricsRecorder(Protocol):
 
     def pod_group_algorithm_duration(self, seconds: float) -> None: ...
 
+    def generated_placements(self, profile: str, count: int) -> None: ...
+
+    def placement_evaluation(self, result: str, profile: str, seconds: float) -> None: ...
+
     def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None: ...
 
 
@@ -147,6 +151,12 @@ class NoMetrics:
         pass
 
     def pod_group_algorithm_duration(self, seconds: float) -> None:
+        pass
+
+    def generated_placements(self, profile: str, count: int) -> None:
+        pass
+
+    def placement_evaluation(self, result: str, profile: str, seconds: float) -> None:
         pass
 
     def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:

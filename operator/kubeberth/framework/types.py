@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from ..model import Pod
+from ..model import NodeInfo, Pod
 from .status import Code, Status
 
 MAX_NODE_SCORE = 100
@@ -36,6 +36,80 @@ class NodePluginScores:
 
     def __repr__(self) -> str:
         return f"NodePluginScores({self.name}, total={self.total})"
+
+
+class Placement:
+    """A set of nodes a pod group may be placed on (upstream's fwk.Placement): PlacementGenerate
+    plugins cut the parent placement (all nodes) into candidates; the pod-group cycle places the
+    group in each in turn, the pods seeing only its nodes. `name` names it in logs and scores
+    (TopologyPlacementGenerator: the topology domain's value)."""
+
+    __slots__ = ("name", "nodes")
+
+    def __init__(self, name: str, nodes: list[NodeInfo]) -> None:
+        self.name = name
+        self.nodes = nodes
+
+    def node_names(self) -> list[str]:
+        return [ni.name for ni in self.nodes]
+
+    def __repr__(self) -> str:
+        return f"Placement({self.name!r}, {len(self.nodes)} nodes)"
+
+
+class ProposedAssignment:
+    """A pod of the group and the node the placement's attempt put it on."""
+
+    __slots__ = ("node_name", "pod")
+
+    def __init__(self, pod: Pod, node_name: str) -> None:
+        self.pod = pod
+        self.node_name = node_name
+
+    def __repr__(self) -> str:
+        return f"ProposedAssignment({self.pod.key} -> {self.node_name})"
+
+
+class PodGroupAssignments:
+    """A feasible placement and where its attempt put the group's pods (upstream's
+    PodGroupAssignments), what PlacementScore plugins score."""
+
+    __slots__ = ("placement", "proposed")
+
+    def __init__(self, placement: Placement, proposed: list[ProposedAssignment]) -> None:
+        self.placement = placement
+        self.proposed = proposed
+
+    @property
+    def nodes(self) -> list[NodeInfo]:
+        return self.placement.nodes
+
+
+class PlacementScore:
+    """One placement's score by one PlacementScore plugin (normalised in place)."""
+
+    __slots__ = ("placement", "score")
+
+    def __init__(self, placement: Placement, score: int) -> None:
+        self.placement = placement
+        self.score = score
+
+    def __repr__(self) -> str:
+        return f"PlacementScore({self.placement.name}={self.score})"
+
+
+class PlacementPluginScores:
+    """A placement's weighted score per PlacementScore plugin, and their total."""
+
+    __slots__ = ("placement", "scores", "total")
+
+    def __init__(self, placement: Placement, scores: dict[str, int], total: int) -> None:
+        self.placement = placement
+        self.scores = scores
+        self.total = total
+
+    def __repr__(self) -> str:
+        return f"PlacementPluginScores({self.placement.name}, total={self.total})"
 
 
 class PreFilterResult:

@@ -23,7 +23,7 @@ class PodGroup:
     """`min_count`: the gang policy's minCount; None for the basic policy (no quorum)."""
 
     __slots__ = ("conditions", "creation_timestamp", "generation", "key", "min_count", "name", "namespace",
-                 "preemption_policy", "priority", "priority_class_name", "raw", "uid")
+                 "preemption_policy", "priority", "priority_class_name", "raw", "topology_keys", "uid")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if not isinstance(raw, Mapping):
@@ -64,9 +64,28 @@ class PodGroup:
         self.priority_class_name = str(spec.get("priorityClassName") or "")
         # nil -> PreemptLowerPriority (upstream's podGroupPreemptionPolicy)
         self.preemption_policy = str(spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY)
+        # spec.schedulingConstraints.topology[].key (TopologyAwareWorkloadScheduling); the API allows one
+        constraints = spec.get("schedulingConstraints") or {}
+        if not isinstance(constraints, Mapping):
+            raise ModelError("spec.schedulingConstraints must be a mapping", obj=where)
+        topology = constraints.get("topology") or []
+        if not isinstance(topology, list):
+            raise ModelError("spec.schedulingConstraints.topology must be a list", obj=where)
+        keys: list[str] = []
+        for i, t in enumerate(topology):
+            key = t.get("key") if isinstance(t, Mapping) else None
+            if not isinstance(key, str) or not key:
+                raise ModelError(f"spec.schedulingConstraints.topology[{i}].key must be a non-empty string", obj=where)
+            keys.append(key)
+        self.topology_keys: tuple[str, ...] = tuple(keys)
         status = raw.get("status") or {}
         conds = status.get("conditions") if isinstance(status, Mapping) else None
         self.conditions: list[dict[str, Any]] = [dict(c) for c in conds or [] if isinstance(c, Mapping)]
+
+    @property
+    def topology_key(self) -> str:
+        """The first topology constraint's key ("" when none), the one upstream places by."""
+        return self.topology_keys[0] if self.topology_keys else ""
 
     @property
     def is_gang(self) -> bool:

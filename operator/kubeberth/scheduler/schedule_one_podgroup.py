@@ -1,5 +1,6 @@
-"""The scheduling cycle of a pod group (upstream's schedule_one_podgroup.go, GenericWorkload on,
-TopologyAwareWorkloadScheduling off): a PodGroup's queued pods, popped together, are placed one
+"""The scheduling cycle of a pod group (upstream's schedule_one_podgroup.go, GenericWorkload on;
+with TopologyAwareWorkloadScheduling the algorithm below runs once per placement, see
+schedule_one_placement.py): a PodGroup's queued pods, popped together, are placed one
 after the other, each seeing the ones before it; the group is feasible while GangScheduling's
 `minCount` can still be reached. Every placement of the attempt is undone at its end; when the
 group is feasible each placed pod is then assumed, reserved and permitted for real and goes to
@@ -8,7 +9,7 @@ every pod fails with its own FitError or the group's reason. The PodGroup gets t
 PodGroupInitiallyScheduled condition with upstream's reasons and messages, and the group is
 requeued whole.
 
-Not here yet (issue 31's later parts): PodGroupPostFilter (group preemption), placements (TAWS).
+Not here yet (issue 31's later parts): PodGroupPostFilter (group preemption).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import features
 from ..cache.cache import CacheError
 from ..framework import CycleState, FitError, Framework, Status
 from ..framework.status import Code
@@ -36,6 +38,7 @@ from . import decision_log
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
 from .records import pod_on_node
 from .schedule_one import SchedulingCycles, _single_node_fit_error
+from .schedule_one_placement import ERR_POD_GROUP_UNSCHEDULABLE, PlacementAlgorithm
 
 log = logging.getLogger("kubeberth.scheduler")
 
@@ -43,8 +46,8 @@ DEFAULT_PREEMPTION = "DefaultPreemption"
 DYNAMIC_RESOURCES = "DynamicResources"
 PREEMPT_NEVER = "Never"
 
-# upstream's errPodGroupUnschedulable: the first reason of a group's rejection
-ERR_POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+# upstream's errPodGroupUnschedulable: the first reason of a group's rejection (ERR_POD_GROUP_UNSCHEDULABLE,
+# defined with the placements)
 
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 
@@ -90,7 +93,7 @@ def set_condition(conditions: list[dict[str, Any]], condition: Mapping[str, Any]
     return new
 
 
-class PodGroupCycles(SchedulingCycles):
+class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
     """A popped pod group through upstream's scheduleOnePodGroup."""
 
     async def schedule_popped(self, q: QueuedPodInfo) -> None:
@@ -211,6 +214,14 @@ class PodGroupCycles(SchedulingCycles):
 
     async def _pod_group_algorithm(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo]
                                    ) -> tuple[list[_PodResult], Status | None]:
+        """upstream's podGroupSchedulingAlgorithm: the placements with TopologyAwareWorkloadScheduling,
+        else the default algorithm over every node."""
+        if features.current().topology_aware_workload_scheduling:
+            return await self._pod_group_placement_algorithm(fw, pg, queued)
+        return await self._pod_group_default_algorithm(fw, pg, queued)
+
+    async def _pod_group_default_algorithm(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo],
+                                           in_placement: bool = False) -> tuple[list[_PodResult], Status | None]:
         """upstream's podGroupSchedulingDefaultAlgorithm (and runRootSchedulingAlgorithm's
         revert): every pod placed in turn on the snapshot, all undone at the end."""
         state = self.pod_groups.get(pg.key)
@@ -246,7 +257,9 @@ class PodGroupCycles(SchedulingCycles):
                 any_scheduled = any_scheduled or res.status is None
             if status is not None and status.is_wait():
                 status = _group_rejection(*status.reasons)
-            if status is None and not any_scheduled:
+            if status is None and not any_scheduled and not in_placement:
+                # the root's rule (runRootSchedulingAlgorithm); a placement with no pod placed is
+                # still feasible to the placement algorithm, which applies the rule to its best
                 status = _group_rejection()
             return results, status
         finally:
