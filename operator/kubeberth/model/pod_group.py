@@ -22,8 +22,8 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 class PodGroup:
     """`min_count`: the gang policy's minCount; None for the basic policy (no quorum)."""
 
-    __slots__ = ("conditions", "creation_timestamp", "generation", "key", "min_count", "name", "namespace",
-                 "preemption_policy", "priority", "priority_class_name", "raw", "uid")
+    __slots__ = ("conditions", "creation_timestamp", "disruption_all", "generation", "key", "min_count", "name",
+                 "namespace", "preemption_policy", "priority", "priority_class_name", "raw", "uid")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if not isinstance(raw, Mapping):
@@ -64,6 +64,11 @@ class PodGroup:
         self.priority_class_name = str(spec.get("priorityClassName") or "")
         # nil -> PreemptLowerPriority (upstream's podGroupPreemptionPolicy)
         self.preemption_policy = str(spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY)
+        mode = spec.get("disruptionMode")
+        if mode is not None and not isinstance(mode, Mapping):
+            raise ModelError("spec.disruptionMode must be a mapping", obj=where)
+        # disruptionMode.all: the group's scheduled pods are preemption victims only together
+        self.disruption_all: bool = mode is not None and mode.get("all") is not None
         status = raw.get("status") or {}
         conds = status.get("conditions") if isinstance(status, Mapping) else None
         self.conditions: list[dict[str, Any]] = [dict(c) for c in conds or [] if isinstance(c, Mapping)]
