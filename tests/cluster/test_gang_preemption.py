@@ -31,7 +31,7 @@ import pytest_asyncio
 
 from .conftest import OperatorProcess
 from .control_plane import ADMIN_TOKEN, ControlPlane, Process, kubectl
-from .kube import Kube, node, pod
+from .kube import Kube, eventually, node, pod
 from .test_gangs import kubeberth_kubeconfig
 
 pytestmark = pytest.mark.cluster
@@ -99,11 +99,18 @@ async def settled(kube: Kube, names: dict[str, str], *, quiet: float = 3.0, time
     raise AssertionError(f"did not settle: {last}")
 
 
-async def play_kubelet(kube: Kube) -> None:
-    """The pods being deleted finish terminating."""
+async def play_kubelet(kube: Kube, *preemptors: str) -> None:
+    """The pods being deleted finish terminating; then the preemptors are bound (a group retried
+    after its backoff, up to 10 s per attempt, in both schedulers)."""
     for p in await kube.list("pods", "default"):
         if p["metadata"].get("deletionTimestamp"):
             await kube.delete("pods", p["metadata"]["name"], "default", grace_period=0)
+
+    async def bound() -> bool | None:
+        pods = {p["metadata"]["name"]: p for p in await kube.list("pods", "default")}
+        return all(pods[n]["spec"].get("nodeName") for n in preemptors) or None
+
+    await eventually(bound, timeout=90, interval=0.3, what=f"{preemptors} bound")
 
 
 async def scenario(kube: Kube) -> dict[str, Any]:
@@ -128,7 +135,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     for i in range(2):
         await kube.create("pods", member("gang", f"gang-{i}", "1500m", "high"), "default")
     out["gang-waiting"] = await settled(kube, names)
-    await play_kubelet(kube)
+    await play_kubelet(kube, "gang-0", "gang-1")
     out["gang"] = await settled(kube, names)
     # all: n3 (2 CPU) holds vg-0 (1000m) and solo (400m), n4 (1 CPU) holds vg-1; the preemptor
     # (1500m) fits n3 only
@@ -142,7 +149,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     await group(pod_group("taker", 1, "high"))
     await kube.create("pods", member("taker", "taker-0", "1500m", "high"), "default")
     out["all-waiting"] = await settled(kube, names)
-    await play_kubelet(kube)
+    await play_kubelet(kube, "taker-0")
     out["all"] = await settled(kube, names)
     # pdb: n5 (2 CPU) holds guarded (low, 900m, a PDB allowing no disruption) and free (mid, 900m);
     # the preemptor (1100m) fits n5 only, next to one of them
@@ -157,7 +164,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     await group(pod_group("pdb", 1, "high"))
     await kube.create("pods", member("pdb", "pdb-0", "1100m", "high"), "default")
     out["pdb-waiting"] = await settled(kube, names)
-    await play_kubelet(kube)
+    await play_kubelet(kube, "pdb-0")
     out["pdb"] = await settled(kube, names)
     return out
 
