@@ -2,14 +2,16 @@
 (GenericWorkload and PodGroupPreemptionPolicy on, scheduling.k8s.io/v1beta1 served), kube-scheduler
 v1.37.2 with the same gates as the oracle, then `kubeberth run` on the same objects.
 
-Three stories, one after the other on fresh nodes (the nodes of the earlier ones stay full):
+Four stories, one after the other on fresh nodes (the nodes of the earlier ones stay full):
 
 - `gang`: a gang of two high-priority pods fits only once both low-priority pods go; both are
   preempted, the gang's pods wait nominated, and are bound once the victims are gone;
 - `all`: a low-priority PodGroup with `disruptionMode: all` has a pod on the node the preemptor
   needs and one on another node: both go (the unit), a lone low pod that can stay is reprieved;
 - `pdb`: two low pods, the less important one guarded by a PodDisruptionBudget that allows no
-  disruption: the guarded one is given back first and stays, the other is preempted.
+  disruption: the guarded one is given back first and stays, the other is preempted;
+- `policy`: with PodGroupPreemptionPolicy the PodGroup's own preemptionPolicy (Never) is the
+  group's, and a pod that says otherwise is a SchedulerError.
 
 While the victims terminate (no kubelet here: the test then plays it) and once the preemptors
 are bound, every pod's state (node, nominatedNodeName, PodScheduled=False message, being deleted,
@@ -40,14 +42,16 @@ GATES = "GenericWorkload=true,PodGroupPreemptionPolicy=true"
 CLASSES = {"low": 10, "mid": 500, "high": 1000}
 
 
-def pod_group(name: str, min_count: int | None, priority_class: str, **spec: Any) -> dict[str, Any]:
+def pod_group(name: str, min_count: int | None, priority_class: str | None, **spec: Any) -> dict[str, Any]:
     policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    classed = {"priorityClassName": priority_class} if priority_class else {}
     return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"},
-            "spec": {"schedulingPolicy": policy, "priorityClassName": priority_class, **spec}}
+            "spec": {"schedulingPolicy": policy, **classed, **spec}}
 
 
-def member(group: str, name: str, cpu: str, priority_class: str, node_name: str | None = None) -> dict[str, Any]:
+def member(group: str, name: str, cpu: str, priority_class: str | None,
+           node_name: str | None = None) -> dict[str, Any]:
     return pod(name, cpu=cpu, memory="100Mi", priority_class=priority_class, node_name=node_name,
                schedulingGroup={"podGroupName": group})
 
@@ -166,6 +170,12 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     out["pdb-waiting"] = await settled(kube, names)
     await play_kubelet(kube, "pdb-0")
     out["pdb"] = await settled(kube, names)
+    # PodGroupPreemptionPolicy: the PodGroup's own policy (Never; no PriorityClass, whose policy
+    # the API server's admission would impose) is the group's, and its pod (PreemptLowerPriority,
+    # same priority 0) must agree with it
+    await group(pod_group("calm", 1, None, preemptionPolicy="Never"))
+    await kube.create("pods", member("calm", "calm-0", "100m", None), "default")
+    out["policy"] = await settled(kube, names)
     return out
 
 
@@ -247,6 +257,7 @@ async def test_group_preemption_as_kube_scheduler_does_it(plane: ControlPlane, k
     victims = {e[0] for e in expected["pdb-waiting"]["preempted"]} - {"low-a", "low-b", "vg-0", "vg-1"}
     assert victims == {"free"}, expected["pdb-waiting"]  # the guarded pod given back first
     assert expected["pdb"]["pods"]["pdb-0"][0] == "n5"
+    assert expected["policy"]["groups"]["calm"][:2] == ("False", "SchedulerError"), expected["policy"]
 
     # pods of one gang may be nominated to (and bound on) either of two equal nodes: which pod
     # goes where is a tie broken at random, in both schedulers
