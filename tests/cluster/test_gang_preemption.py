@@ -10,8 +10,8 @@ Four stories, one after the other on fresh nodes (the nodes of the earlier ones 
   needs and one on another node: both go (the unit), a lone low pod that can stay is reprieved;
 - `pdb`: two low pods, the less important one guarded by a PodDisruptionBudget that allows no
   disruption: the guarded one is given back first and stays, the other is preempted;
-- `policy`: with PodGroupPreemptionPolicy the PodGroup's own preemptionPolicy (Never) is the
-  group's, and a pod that says otherwise is a SchedulerError.
+- `policy`: with PodGroupPreemptionPolicy the PodGroup's preemptionPolicy (PreemptLowerPriority)
+  is the group's, and a pod that says Never is a SchedulerError.
 
 While the victims terminate (no kubelet here: the test then plays it) and once the preemptors
 are bound, every pod's state (node, nominatedNodeName, PodScheduled=False message, being deleted,
@@ -39,7 +39,7 @@ from .test_gangs import kubeberth_kubeconfig
 pytestmark = pytest.mark.cluster
 
 GATES = "GenericWorkload=true,PodGroupPreemptionPolicy=true"
-CLASSES = {"low": 10, "mid": 500, "high": 1000}
+CLASSES = {"low": 10, "mid": 500, "high": 1000, "never": 0}
 
 
 def pod_group(name: str, min_count: int | None, priority_class: str | None, **spec: Any) -> dict[str, Any]:
@@ -120,7 +120,8 @@ async def play_kubelet(kube: Kube, *preemptors: str) -> None:
 async def scenario(kube: Kube) -> dict[str, Any]:
     for name, value in CLASSES.items():
         await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                              "metadata": {"name": name}, "value": value})
+                                              "metadata": {"name": name}, "value": value,
+                                              **({"preemptionPolicy": "Never"} if name == "never" else {})})
     names: dict[str, str] = {}
 
     async def group(body: dict[str, Any]) -> None:
@@ -170,11 +171,13 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     out["pdb-waiting"] = await settled(kube, names)
     await play_kubelet(kube, "pdb-0")
     out["pdb"] = await settled(kube, names)
-    # PodGroupPreemptionPolicy: the PodGroup's own policy (Never; no PriorityClass, whose policy
-    # the API server's admission would impose) is the group's, and its pod (PreemptLowerPriority,
-    # same priority 0) must agree with it
-    await group(pod_group("calm", 1, None, preemptionPolicy="Never"))
-    await kube.create("pods", member("calm", "calm-0", "100m", None), "default")
+    # PodGroupPreemptionPolicy: the PodGroup's policy (PreemptLowerPriority, which the API server's
+    # priority admission gives every PodGroup with the gate) is the group's, and its pod (Never from
+    # its class, same priority 0) must agree with it. (A PodGroup cannot be made Never through the
+    # API server v1.37.2: its defaulting fills PreemptLowerPriority before admission, which then
+    # refuses a class that says Never.)
+    await group(pod_group("calm", 1, None))
+    await kube.create("pods", member("calm", "calm-0", "100m", "never"), "default")
     out["policy"] = await settled(kube, names)
     return out
 
