@@ -51,15 +51,24 @@ def test_several_errors_aggregate_as_upstream() -> None:
 
 
 @pytest.mark.parametrize(("value", "gate"), [
-    pytest.param("GenericWorkload=true,PodGroupPreemptionPolicy=true", "PodGroupPreemptionPolicy=true",
-                 id="group-preemption-policy"),
+    pytest.param("GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true",
+                 "CompositePodGroup=true", id="composite-pod-group"),
     pytest.param("APIResponseCompression=false", "APIResponseCompression=false", id="beta-off"),
 ])
 def test_known_but_not_implemented_refused_by_kubeberth(value: str, gate: str) -> None:
     with pytest.raises(FeatureGateError) as err:
         FeatureGates.parse(value)
     assert f"kubeberth does not implement feature gate(s) {gate}" in str(err.value)
-    assert "gates kubeberth implements: GenericWorkload, TopologyAwareWorkloadScheduling" in str(err.value)
+    assert ("gates kubeberth implements: GenericWorkload, PodGroupPreemptionPolicy, TopologyAwareWorkloadScheduling"
+            in str(err.value))
+
+
+def test_pod_group_preemption_policy_is_implemented_and_needs_generic_workload() -> None:
+    assert FeatureGates.parse("GenericWorkload=true,PodGroupPreemptionPolicy=true").enabled("PodGroupPreemptionPolicy")
+    with pytest.raises(FeatureGateError) as err:
+        FeatureGates.parse("PodGroupPreemptionPolicy=true")
+    assert "PodGroupPreemptionPolicy is enabled, but depends on features that are disabled: [GenericWorkload]" \
+        in str(err.value)
 
 
 @pytest.mark.parametrize(("values", "generic_workload"), [

@@ -14,10 +14,11 @@ UNSCHEDULABLE_REASON = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
 
-def preemption_message(scheduler_name: str) -> str:
+def preemption_message(scheduler_name: str, preemptor_type: str = "pod") -> str:
     """The DisruptionTarget message of a victim: the preemptor's profile names itself (upstream's
-    "<schedulerName>: preempting to accommodate a higher priority pod"), not the victim's."""
-    return f"{scheduler_name}: preempting to accommodate a higher priority pod"
+    "<schedulerName>: preempting to accommodate a higher priority pod"), not the victim's;
+    `preemptor_type` is "podgroup" when a pod group preempts."""
+    return f"{scheduler_name}: preempting to accommodate a higher priority {preemptor_type}"
 
 
 class BindConflict(Exception):

@@ -21,11 +21,12 @@ from importlib import resources
 
 GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
+POD_GROUP_PREEMPTION_POLICY = "PodGroupPreemptionPolicy"
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
 
 # The gates whose behaviour kubeberth has (besides those locked to their default, which cannot move).
-IMPLEMENTED = frozenset({GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING})
+IMPLEMENTED = frozenset({GENERIC_WORKLOAD, POD_GROUP_PREEMPTION_POLICY, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING})
 
 ALPHA, BETA = "ALPHA", "BETA"
 

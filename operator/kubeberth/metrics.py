@@ -95,6 +95,10 @@ class SchedulerMetrics:
         self.podgroup_schedule_attempts_total: Counter | None = None
         self.podgroup_scheduling_attempt_duration_seconds: Histogram | None = None
         self.podgroup_scheduling_algorithm_duration_seconds: Histogram | None = None
+        self.workload_preemption_attempts_total: Counter | None = None
+        self.workload_preemption_victims_histogram: Histogram | None = None
+        self.preemption_workload_disruptions: Histogram | None = None
+        self.preemption_pdb_violations_total: Counter | None = None
         self.schedule_attempts_total = Counter(
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
@@ -234,6 +238,38 @@ class SchedulerMetrics:
             "scheduler_podgroup_scheduling_algorithm_duration_seconds",
             "Pod group scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self._workload_preemption_metrics(r)
+
+    def _workload_preemption_metrics(self, r: CollectorRegistry) -> None:
+        """Group preemption's (GenericWorkload), upstream's names and help."""
+        self.workload_preemption_attempts_total = Counter(
+            "scheduler_workload_preemption_attempts_total",
+            "Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
+            ["result"], registry=r)
+        self.workload_preemption_victims_histogram = Histogram(
+            "scheduler_workload_preemption_victims", "Number of pod preemption victims caused by workload preemption.",
+            buckets=exponential_buckets(1, 2, 11), registry=r)
+        self.preemption_workload_disruptions = Histogram(
+            "scheduler_preemption_workload_disruptions",
+            "Number of workload preemption units being preempted. A single preemption unit can be all pods in a pod "
+            "group (in case of DisruptionMode=all), or a single pod (in case of DisruptionMode=single).",
+            ["preemptor"], buckets=exponential_buckets(1, 2, 11), registry=r)
+        self.preemption_pdb_violations_total = Counter(
+            "scheduler_preemption_pdb_violations_total",
+            "Total number of pod disruption budget violations caused by preemption.", ["preemptor"], registry=r)
+
+    def workload_preemption_attempt(self, result: str) -> None:
+        if self.workload_preemption_attempts_total is not None:
+            self.workload_preemption_attempts_total.labels(result=result).inc()
+
+    def workload_preemption_victims(self, victims: int, disruptions: int, pdb_violations: int) -> None:
+        """upstream's observeVictims for a pod group preemptor."""
+        if self.workload_preemption_victims_histogram is not None:
+            self.workload_preemption_victims_histogram.observe(victims)
+        if disruptions > 0 and self.preemption_workload_disruptions is not None:
+            self.preemption_workload_disruptions.labels(preemptor="podgroup").observe(disruptions)
+        if pdb_violations > 0 and self.preemption_pdb_violations_total is not None:
+            self.preemption_pdb_violations_total.labels(preemptor="podgroup").inc(pdb_violations)
 
     def _placement_metrics(self, r: CollectorRegistry) -> None:
         self.generated_placements_total = Counter(

@@ -169,3 +169,42 @@ def test_an_update_of_a_pod_whose_group_is_being_scheduled_does_not_queue_it_aga
     q.update(a, Pod({**a.raw, "metadata": {**a.raw["metadata"], "labels": {"x": "y"}}}))
     assert q.get(a.uid) is None and q.in_flight(a.uid)
     assert q.add_attempted_pod_group(entry, "scheduled") == ""
+
+
+def test_a_group_gated_while_its_preemption_runs_is_requeued_by_a_victims_deletion() -> None:
+    """upstream's runPreEnqueuePlugins names the gating plugin a rejector of the pods, not of the
+    group's entry: once DefaultPreemption lets the group through, the victim's deletion (the event
+    DefaultPreemption registers, its hint skipping) requeues the entry, which has no rejector."""
+    from kubeberth.framework.events import EVENT_ASSIGNED_POD_DELETE, ClusterEventWithHint, QueueingHint
+    from kubeberth.framework.status import Status
+    from kubeberth.queue.profile import QueueProfile
+    from tests.queue.fakes import PLUGINS, EventsPlugin, priority_then_age
+
+    preempting = {"on": False}
+
+    def gate(p: Pod) -> Status | None:
+        if preempting["on"]:
+            return Status.unresolvable("waiting for the preemption for this pod group to be finished",
+                                       plugin="DefaultPreemption")
+        return None
+
+    preemption = EventsPlugin("DefaultPreemption", [
+        ClusterEventWithHint(EVENT_ASSIGNED_POD_DELETE, lambda *_: QueueingHint.QUEUE_SKIP)])
+    prof = QueueProfile("default-scheduler", priority_then_age, queue_sort_name="PrioritySort", pre_enqueue=gate,
+                        initial_backoff=1, max_backoff=10, plugins={**PLUGINS, "DefaultPreemption": preemption})
+    with features.override(GATES):
+        q, _ = new_queue(prof)
+    q.add_pod_group("default/g", 0)
+    a, b = member("a", "g"), member("b", "g")
+    q.add(a)
+    q.add(b)
+    entry = pop_group(q)
+    preempting["on"] = True
+    for m in entry.members:
+        m.unschedulable_plugins = {"NodeResourcesFit"}
+        q.add_unschedulable_if_not_present(m)
+    q.add_attempted_pod_group(entry, "unschedulable")
+    assert q.get(a.uid)[0] == GATED  # type: ignore[index]
+    preempting["on"] = False
+    q.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod("victim"), None)
+    assert q.get(a.uid)[0] in (ACTIVE, BACKOFF)  # type: ignore[index]

@@ -180,6 +180,13 @@ def test_pod_group_metrics() -> None:
     assert metrics.sample("scheduler_podgroup_schedule_attempts_total",
                           {"result": "scheduled", "profile": "default-scheduler"}) == 1
     assert metrics.sample("scheduler_podgroup_scheduling_algorithm_duration_seconds_count") == 1
+    metrics.workload_preemption_attempt("Success")
+    metrics.workload_preemption_victims(3, 1, 2)
+    metrics.workload_preemption_victims(1, 0, 0)
+    assert metrics.sample("scheduler_workload_preemption_attempts_total", {"result": "Success"}) == 1
+    assert metrics.sample("scheduler_workload_preemption_victims_count") == 2
+    assert metrics.sample("scheduler_preemption_workload_disruptions_count", {"preemptor": "podgroup"}) == 1
+    assert metrics.sample("scheduler_preemption_pdb_violations_total", {"preemptor": "podgroup"}) == 2
     metrics.queued_entities({("active", "podgroup"): 2})
     assert metrics.sample("scheduler_queued_entities", {"queue": "active", "type": "podgroup"}) == 2
 
@@ -210,11 +217,125 @@ def test_the_pod_group_post_filters_say_what_upstreams_say(extra: list[dict[str,
     assert got["g-0"].message == f"pod group is unschedulable, {group}"
 
 
-def test_no_group_post_filter_when_lower_priority_pods_could_be_preempted() -> None:
-    """Group preemption is later work: kubeberth does not preempt and does not pretend it found no victim."""
+def test_group_preemption_that_cannot_help_says_the_groups_reason_again() -> None:
+    """The low pod is taken off, the group's algorithm run again, and still 2 of 3 fit: DefaultPreemption
+    says the algorithm's reason, Unschedulable, after DynamicResources' (both reasons add up)."""
     low = pod_dict("low", cpu="100m", node="n1", priority=-1)
     objects = [*two_nodes(), low, pod_group("g", 3), *(member("g", i, "1500m") for i in range(3))]
     got, sched = run(objects)
-    assert condition(sched, "g") == ("False", "Unschedulable", "minCount (3) cannot be satisfied: 2 scheduled, "
-                                                               "0 remaining")
+    reason = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"
+    assert condition(sched, "g") == ("False", "Unschedulable",
+                                     f"{reason}, {DRA_POST_FILTER}, pod group preemption: {reason}")
     assert got["low"].status == "Existing"
+    assert not sched.cache.assumed_count()
+    # the snapshot holds the low pod again once the preemption gave up
+    assert [p.name for p in sched.snapshot.get("n1").pods] == ["low"]
+
+
+def prioritised(group: str, i: int, cpu: str, priority: int = 100, **spec: Any) -> dict[str, Any]:
+    return member(group, i, cpu, priority=priority, **spec)
+
+
+def preempted_events(sched: Any) -> list[tuple[str, str]]:
+    return [(key.split("/", 1)[1], message) for key, _, reason, message in sched.ctx.client.events
+            if reason == "Preempted"]
+
+
+def test_a_gang_preempts_lower_priority_pods_and_is_bound_whole() -> None:
+    objects = [*two_nodes(), pod_dict("low-a", cpu="1500m", node="n1", priority=1),
+               pod_dict("low-b", cpu="1500m", node="n2", priority=1),
+               pod_group("g", 2, priority=100), prioritised("g", 0, "1500m"), prioritised("g", 1, "1500m")]
+    got, sched = run(objects)
+    assert {n: o.status for n, o in got.items()} == {"low-a": "Evicted", "low-b": "Evicted", "g-0": "Scheduled",
+                                                     "g-1": "Scheduled"}
+    assert {got["g-0"].node, got["g-1"].node} == {"n1", "n2"}
+    assert sorted(preempted_events(sched)) == [("low-a", "Preempted by podgroup default/g on node cluster"),
+                                               ("low-b", "Preempted by podgroup default/g on node cluster")]
+    assert condition(sched, "g") == ("True", "Scheduled", "")
+
+
+def test_only_lower_priority_pods_are_victims() -> None:
+    objects = [*two_nodes(), pod_dict("same", cpu="1500m", node="n1", priority=100),
+               pod_dict("low", cpu="1500m", node="n2", priority=1),
+               pod_group("g", 2, priority=100), prioritised("g", 0, "1500m"), prioritised("g", 1, "1500m")]
+    got, sched = run(objects)
+    assert got["same"].status == "Existing" and got["low"].status == "Existing"
+    reason = "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"
+    # the low pod goes off, and still only one fits
+    assert condition(sched, "g") == ("False", "Unschedulable", f"{reason}, {DRA_POST_FILTER}, pod group preemption: "
+                                                               "minCount (2) cannot be satisfied: 1 scheduled, "
+                                                               "0 remaining")
+    assert preempted_events(sched) == []
+
+
+def test_a_disruption_mode_all_group_is_preempted_as_a_unit_and_a_lone_pod_reprieved() -> None:
+    # n1 (2 CPU): vg-0 (1000m) and solo (400m); n2 (1 CPU): vg-1. The preemptor (1500m) fits n1 only.
+    vg = pod_group("vg", None, priority=1, disruptionMode={"all": {}})
+    objects = [node_dict("n1", cpu="2"), node_dict("n2", cpu="1"), vg,
+               member("vg", 0, "1000m", priority=1, node="n1"), member("vg", 1, "500m", priority=1, node="n2"),
+               pod_dict("solo", cpu="400m", node="n1", priority=1),
+               pod_group("t", 1, priority=100), prioritised("t", 0, "1500m")]
+    got, _ = run(objects)
+    assert got["vg-0"].status == got["vg-1"].status == "Evicted"
+    assert got["solo"].status == "Existing"
+    assert got["t-0"].status == "Scheduled" and got["t-0"].node == "n1"
+
+
+def test_without_disruption_mode_all_a_groups_pods_are_victims_one_by_one() -> None:
+    vg = pod_group("vg", None, priority=1)
+    objects = [node_dict("n1", cpu="2"), node_dict("n2", cpu="1"), vg,
+               member("vg", 0, "1000m", priority=1, node="n1"), member("vg", 1, "500m", priority=1, node="n2"),
+               pod_dict("solo", cpu="400m", node="n1", priority=1),
+               pod_group("t", 1, priority=100), prioritised("t", 0, "1500m")]
+    got, _ = run(objects)
+    assert got["vg-0"].status == "Evicted"
+    assert got["vg-1"].status == got["solo"].status == "Existing"
+
+
+def pdb(name: str, app: str, allowed: int) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": app}}}, "status": {"disruptionsAllowed": allowed}}
+
+
+@pytest.mark.parametrize(("allowed", "evicted"), [
+    pytest.param(0, "free", id="the-guarded-pod-is-given-back-first"),
+    pytest.param(1, "guarded", id="a-budget-that-allows-it-changes-nothing"),
+])
+def test_pdb_violating_victims_are_reprieved_first(allowed: int, evicted: str) -> None:
+    # n1 holds guarded (priority 1) and free (priority 50, more important): one of them may stay
+    guarded = pod_dict("guarded", cpu="900m", node="n1", priority=1, labels={"app": "guarded"})
+    objects = [node_dict("n1", cpu="2"), guarded, pod_dict("free", cpu="900m", node="n1", priority=50),
+               pdb("guard", "guarded", allowed), pod_group("p", 1, priority=100), prioritised("p", 0, "1100m")]
+    got, _ = run(objects)
+    assert got[evicted].status == "Evicted"
+    kept = {"free", "guarded"} - {evicted}
+    assert {got[k].status for k in kept} == {"Existing"}
+    assert got["p-0"].status == "Scheduled"
+
+
+@pytest.mark.parametrize(("gates", "pg_policy", "pod_policy", "preempts", "message"), [
+    pytest.param("GenericWorkload=true", None, "Never", False, "pod group preemption: not eligible due to "
+                 "preemptionPolicy=Never.", id="gate-off-the-pods-say-never"),
+    pytest.param("GenericWorkload=true", "Never", None, True, "", id="gate-off-the-groups-policy-is-ignored"),
+    pytest.param("GenericWorkload=true,PodGroupPreemptionPolicy=true", "Never", "Never", False,
+                 "pod group preemption: not eligible due to preemptionPolicy=Never.",
+                 id="gate-on-the-group-says-never"),
+    pytest.param("GenericWorkload=true,PodGroupPreemptionPolicy=true", None, None, True, "",
+                 id="gate-on-unset-is-preempt-lower-priority"),
+    pytest.param("GenericWorkload=true,PodGroupPreemptionPolicy=true", "Never", None, False,
+                 "all pods in a single pod group should have the same preemption policy as the pod group's "
+                 "preemption policy, got PreemptLowerPriority and Never", id="gate-on-pods-must-agree"),
+])
+def test_pod_group_preemption_policy(gates: str, pg_policy: str | None, pod_policy: str | None, preempts: bool,
+                                     message: str) -> None:
+    spec: dict[str, Any] = {"priority": 100}
+    if pg_policy:
+        spec["preemptionPolicy"] = pg_policy
+    pod_spec: dict[str, Any] = {"preemptionPolicy": pod_policy} if pod_policy else {}
+    objects = [node_dict("n1", cpu="2"), pod_dict("low", cpu="1500m", node="n1", priority=1),
+               pod_group("g", 1, **spec), prioritised("g", 0, "1500m", **pod_spec)]
+    got, sched = run(objects, FeatureGates.parse(gates))
+    assert (got["low"].status == "Evicted") is preempts
+    if message:
+        assert message in condition(sched, "g")[2]

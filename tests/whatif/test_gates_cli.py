@@ -43,9 +43,9 @@ def test_simulate_without_the_gate_places_pods_alone(capsys: pytest.CaptureFixtu
                  "features that are disabled: [GenericWorkload]", id="simulate-dependency"),
     pytest.param("simulate", "Nope=true", "kubeberth simulate: --feature-gates: unrecognized feature gate: Nope",
                  id="simulate-unknown"),
-    pytest.param("run", "GenericWorkload=true,PodGroupPreemptionPolicy=true",
+    pytest.param("run", "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true",
                  "kubeberth run: --feature-gates: kubeberth does not implement feature gate(s) "
-                 "PodGroupPreemptionPolicy=true", id="run-not-implemented"),
+                 "CompositePodGroup=true", id="run-not-implemented"),
 ])
 def test_refused_gates_exit_2_naming_the_flag(command: str, gates: str, message: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,6 +50,10 @@ class MetricsRecorder(Protocol):
 
     def preemption_victims(self, n: int) -> None: ...
 
+    def workload_preemption_attempt(self, result: str) -> None: ...
+
+    def workload_preemption_victims(self, victims: int, disruptions: int, pdb_violations: int) -> None: ...
+
     def preemption_goroutine(self, result: str, seconds: float) -> None: ...
 
     def scheduling_algorithm_duration(self, seconds: float) -> None: ...
@@ -106,6 +110,12 @@ class NoMetrics:
         pass
 
     def preemption_victims(self, n: int) -> None:
+        pass
+
+    def workload_preemption_attempt(self, result: str) -> None:
+        pass
+
+    def workload_preemption_victims(self, victims: int, disruptions: int, pdb_violations: int) -> None:
         pass
 
     def preemption_goroutine(self, result: str, seconds: float) -> None:

@@ -22,8 +22,8 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 class PodGroup:
     """`min_count`: the gang policy's minCount; None for the basic policy (no quorum)."""
 
-    __slots__ = ("conditions", "creation_timestamp", "generation", "key", "min_count", "name", "namespace",
-                 "preemption_policy", "priority", "priority_class_name", "raw", "topology_keys", "uid")
+    __slots__ = ("conditions", "creation_timestamp", "disruption_all", "generation", "key", "min_count", "name",
+                 "namespace", "preemption_policy", "priority", "priority_class_name", "raw", "topology_keys", "uid")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if not isinstance(raw, Mapping):
@@ -78,6 +78,11 @@ class PodGroup:
                 raise ModelError(f"spec.schedulingConstraints.topology[{i}].key must be a non-empty string", obj=where)
             keys.append(key)
         self.topology_keys: tuple[str, ...] = tuple(keys)
+        mode = spec.get("disruptionMode")
+        if mode is not None and not isinstance(mode, Mapping):
+            raise ModelError("spec.disruptionMode must be a mapping", obj=where)
+        # disruptionMode.all: the group's scheduled pods are preemption victims only together
+        self.disruption_all: bool = mode is not None and mode.get("all") is not None
         status = raw.get("status") or {}
         conds = status.get("conditions") if isinstance(status, Mapping) else None
         self.conditions: list[dict[str, Any]] = [dict(c) for c in conds or [] if isinstance(c, Mapping)]

@@ -39,6 +39,15 @@ RESULT_SUCCESS = "success"
 RESULT_ERROR = "error"
 
 
+class _GroupPreemptor:
+    __slots__ = ("members", "scheduler_name", "uid")
+
+    def __init__(self, uid: str, scheduler_name: str, members: list[Pod]) -> None:
+        self.uid = uid
+        self.scheduler_name = scheduler_name
+        self.members = members
+
+
 class Executor:
     """Runs the preemptions one DefaultPreemption decides; remembers which preemptors are still
     running theirs (upstream's Executor.preempting and lastVictimsPendingPreemption)."""
@@ -63,6 +72,56 @@ class Executor:
         return current is not None and current.deletion_timestamp is None
 
     # ---- acting -------------------------------------------------------------------
+    def prepare_pod_group_async(self, victims: Sequence[Pod], group_uid: str, members: Sequence[Pod],
+                                scheduler_name: str) -> None:
+        """Start preempting a pod group's victims (upstream's actuatePodGroupPreemption, async):
+        the group's uid is the preemptor's, PreEnqueue holds its pods meanwhile. The domain is the
+        cluster (upstream's candidate "cluster": no node has lower-priority nominations to clear)."""
+        going = [v for v in victims if v.deletion_timestamp is None]
+        if not going:
+            return
+        self._preempting.add(group_uid)
+        preemptor = _GroupPreemptor(group_uid, scheduler_name, list(members))
+        task = asyncio.get_running_loop().create_task(
+            self._preempt_group_in_background(preemptor, going), name=f"kubeberth preemption for podgroup {group_uid}")
+        tasks = self.handle.preemption_tasks
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _preempt_group_in_background(self, preemptor: _GroupPreemptor, victims: Sequence[Pod]) -> None:
+        started = time.perf_counter()
+        result = RESULT_SUCCESS
+        last_only_in_memory = False
+        uid = preemptor.uid
+        try:
+            *first, last = victims
+            preempt_last = True
+            if first:
+                outcomes = await asyncio.gather(*(self._preempt_for_group(preemptor, v) for v in first),
+                                                return_exceptions=True)
+                errors = [o for o in outcomes if isinstance(o, BaseException)]
+                if errors:
+                    log.error("preempting victims for podgroup %s failed: %s", uid, errors[0])
+                    result = RESULT_ERROR
+                    preempt_last = False
+            if preempt_last:
+                self._last_victim[uid] = last
+                try:
+                    last_only_in_memory = await self._preempt_for_group(preemptor, last)
+                except Exception as exc:
+                    log.error("preempting the last victim %s for podgroup %s failed: %s", last.key, uid, exc)
+                    result = RESULT_ERROR
+        finally:
+            self._preempting.discard(uid)
+            self._last_victim.pop(uid, None)
+            self.handle.metrics.preemption_goroutine(result, time.perf_counter() - started)
+            if result == RESULT_ERROR or last_only_in_memory:
+                self.handle.activate(preemptor.members)
+
+    async def _preempt_for_group(self, preemptor: _GroupPreemptor, victim: Pod) -> bool:
+        return await self._preempt(victim, preemptor_type="podgroup", preemptor_uid=preemptor.uid,
+                                   scheduler_name=preemptor.scheduler_name, domain="cluster")
+
     def prepare_candidate_async(self, candidate: Candidate, preemptor: Pod) -> None:
         """Start preempting the candidate's victims for `preemptor` in the background."""
         victims = [v for v in candidate.victims.pods if v.deletion_timestamp is None]
@@ -113,14 +172,19 @@ class Executor:
         """Preempt one victim; True when no deletion event will follow (it was rejected at
         Permit or in PreBind and goes back to the queue, or it had already left the node).
         Raises what the API server answered."""
+        return await self._preempt(victim, preemptor_type="pod", preemptor_uid=preemptor.uid,
+                                   scheduler_name=preemptor.scheduler_name, domain=candidate.name)
+
+    async def _preempt(self, victim: Pod, *, preemptor_type: str, preemptor_uid: str, scheduler_name: str,
+                       domain: str) -> bool:
         fw = self.handle
         current = fw.lookup_pod(victim.uid)
-        if current is not None and current.node_name != candidate.name:
+        if current is not None and current.node_name != victim.node_name:
             # It left the node after the decision (its binding was cancelled by an earlier
             # preemption, and it is pending again): there is nothing to delete, and no deletion
             # event will come for it.
             return True
-        message = f"Preempted by pod {preemptor.uid} on node {candidate.name}"
+        message = f"Preempted by {preemptor_type} {preemptor_uid} on node {domain}"
         in_memory = False
         waiting = fw.waiting_pods.get(victim.uid)
         if waiting is not None:
@@ -132,7 +196,7 @@ class Executor:
         client: ClusterClient | None = fw.client
         if not in_memory and client is not None:
             # The preemptor's profile names itself, whichever scheduler placed the victim.
-            await client.delete_pod(victim, preemption_message(preemptor.scheduler_name))
+            await client.delete_pod(victim, preemption_message(scheduler_name, preemptor_type))
         if in_memory:
             message += " (in kube-scheduler memory)."
         if client is not None:

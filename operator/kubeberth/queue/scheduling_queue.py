@@ -156,7 +156,10 @@ class PriorityQueue:
                 m.gated = False
         if gating:
             q.gated = True
-            q.unschedulable_plugins.add(gating)
+            if not isinstance(q, QueuedPodGroupInfo):
+                # upstream records the gating plugin as a rejector of the pod only: a group's
+                # entry keeps no rejector, so any event its gate lets through requeues it
+                q.unschedulable_plugins.add(gating)
             self._gating[q.key] = gating
         else:
             q.gated = False

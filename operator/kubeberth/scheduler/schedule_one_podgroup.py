@@ -9,7 +9,10 @@ every pod fails with its own FitError or the group's reason. The PodGroup gets t
 PodGroupInitiallyScheduled condition with upstream's reasons and messages, and the group is
 requeued whole.
 
-Not here yet (issue 31's later parts): PodGroupPostFilter (group preemption).
+When the group is unschedulable, the PodGroupPostFilter plugins run: DefaultPreemption's preempts
+for the whole group (preemption/pod_group.py) and the group waits, nominated, for its victims to go.
+
+Placements (TopologyAwareWorkloadScheduling) are tried in schedule_one_placement.py.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from ..model.pod_group import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
 )
+from ..plugins.default_preemption import DefaultPreemption
 from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
+from ..preemption.pod_group import Assignment, SnapshotEdits
 from . import decision_log
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
 from .records import pod_on_node
@@ -42,14 +47,13 @@ from .schedule_one_placement import ERR_POD_GROUP_UNSCHEDULABLE, PlacementAlgori
 
 log = logging.getLogger("kubeberth.scheduler")
 
-DEFAULT_PREEMPTION = "DefaultPreemption"
 DYNAMIC_RESOURCES = "DynamicResources"
-PREEMPT_NEVER = "Never"
 
 # upstream's errPodGroupUnschedulable: the first reason of a group's rejection (ERR_POD_GROUP_UNSCHEDULABLE,
 # defined with the placements)
 
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
+WAITING_ON_PREEMPTION = "waiting_on_preemption"
 
 
 class _PodResult:
@@ -96,6 +100,8 @@ def set_condition(conditions: list[dict[str, Any]], condition: Mapping[str, Any]
 class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
     """A popped pod group through upstream's scheduleOnePodGroup."""
 
+    _preemption_edits: SnapshotEdits | None = None  # the victims off the snapshot, during a group's preemption
+
     async def schedule_popped(self, q: QueuedPodInfo) -> None:
         if isinstance(q, QueuedPodGroupInfo):
             self._explaining = None
@@ -137,21 +143,23 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
             results.append(_PodResult(q, CycleState(), Status(status.code, *status.reasons)
                                       if status is not None else None))
         self.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
+        nominations: dict[str, str] | None = None
         if status is not None and status.code == Code.UNSCHEDULABLE:
-            post = self._pod_group_post_filter(fw, pg, queued)
-            if post is not None:
-                if post.code == Code.ERROR:
-                    status = post
-                else:
-                    status.reasons.append(post.message())  # upstream's AppendReason(status.String())
-        await self._submit_pod_group_result(fw, g, pg, queued, results, status, started)
+            nominations, post = await self._pod_group_post_filter(fw, pg, queued)
+            if post.code == Code.ERROR:
+                status = post
+            else:
+                status.reasons.append(post.message())  # upstream's AppendReason(status.String())
+        await self._submit_pod_group_result(fw, g, pg, queued, results, status, started, nominations)
 
     # ---- before scheduling --------------------------------------------------------------
     def _validate_pod_group(self, g: QueuedPodGroupInfo, pg: PodGroup) -> str:
-        """upstream's validatePodGroup (PodGroupPreemptionPolicy off): one schedulerName, the
-        group's priority, one preemption policy, for the queued pods and the scheduled ones."""
+        """upstream's validatePodGroup: one schedulerName, the group's priority, one preemption
+        policy (with PodGroupPreemptionPolicy the PodGroup's own), for the queued pods and the
+        scheduled ones."""
         scheduler_name = g.members[0].pod.scheduler_name
-        policy = ""
+        group_policy = features.current().enabled(features.POD_GROUP_PREEMPTION_POLICY)
+        policy = pg.preemption_policy if group_policy else ""
 
         def check(pod: Pod) -> str:
             nonlocal policy
@@ -161,7 +169,11 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
             if pod.priority != pg.priority:
                 return ("all pods in a single pod group should have the same priority as the pod group's "
                         f"priority, got {pod.priority} and {pg.priority}")
-            if not policy:
+            if group_policy:
+                if pod.preemption_policy != policy:
+                    return ("all pods in a single pod group should have the same preemption policy as the pod "
+                            f"group's preemption policy, got {pod.preemption_policy} and {policy}")
+            elif not policy:
                 policy = pod.preemption_policy
             elif pod.preemption_policy != policy:
                 return ("all pods in a single pod group should have the same preemption policy, got "
@@ -265,7 +277,7 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         finally:
             for revert in reversed(reverts):
                 revert()
-            self.cache.update_snapshot(self.snapshot)
+            self._sync_snapshot()
 
     async def _pod_group_pod_algorithm(self, fw: Framework, q: QueuedPodInfo
                                        ) -> tuple[_PodResult, Callable[[], None] | None]:
@@ -296,7 +308,7 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         except CacheError as exc:
             return _PodResult(q, state, Status.error(str(exc))), None
         self.nominator.delete_nominated_pod_if_exists(assumed)
-        self.cache.update_snapshot(self.snapshot)
+        self._sync_snapshot()
         reserved = fw.run_reserve(state, assumed, host)
         if reserved is not None and not reserved.is_success():
             fw.run_unreserve(state, assumed, host)
@@ -314,51 +326,84 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
 
     def _undo_assume(self, assumed: Pod) -> None:
         self._forget(assumed)
-        self.cache.update_snapshot(self.snapshot)
+        self._sync_snapshot()
         if assumed.nominated_node_name:
             # assuming removed the nomination; undoing it gives it back (upstream's unreserveAndForget)
             self.nominator.add_nominated_pod(assumed, assumed.nominated_node_name)
 
-    def _pod_group_post_filter(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo]) -> Status | None:
+    def _sync_snapshot(self) -> None:
+        """The cache's changes into the snapshot; during a group's preemption the victims stay off it."""
+        self.cache.update_snapshot(self.snapshot)
+        if self._preemption_edits is not None:
+            self._preemption_edits.apply()
+
+    async def _pod_group_post_filter(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo]
+                                     ) -> tuple[dict[str, str] | None, Status]:
         """upstream's RunPodGroupPostFilterPlugins over the profile's PostFilter plugins that have a
-        PodGroupPostFilter (DynamicResources, DefaultPreemption, in the profile's order), as far as
-        kubeberth has them: DynamicResources reports its claims dealt with (kubeberth has no claims
-        of pod groups to deallocate); DefaultPreemption says when there is nothing to preempt
-        (preemptionPolicy Never, or no pod of lower priority than the group anywhere). When
-        lower-priority pods exist upstream tries group preemption (issue 31, later work): kubeberth
-        leaves the group unschedulable and adds nothing (None)."""
+        PodGroupPostFilter (DynamicResources, DefaultPreemption, in the profile's order): the first
+        success or UnschedulableAndUnresolvable ends it, Unschedulable reasons add up.
+        DynamicResources reports its claims dealt with (kubeberth has no claims of pod groups to
+        deallocate); DefaultPreemption preempts for the group (preemption/pod_group.py), the group's
+        algorithm run again on the snapshot without the victims (`_rerun_for_preemption`).
+        Returns the pods' nominations (uid -> node) when preemption succeeded."""
+        started = time.perf_counter()
         reasons: list[str] = []
+        rejector = ""
+        result: tuple[dict[str, str] | None, Status] | None = None
         for plugin in fw.post_filter_plugins:
             if plugin.name == DYNAMIC_RESOURCES:
-                reasons.append("deallocation and deletion of ResourceClaims completed")
-            elif plugin.name == DEFAULT_PREEMPTION:
-                # PodGroupPreemptionPolicy off: Never when any of its pods says Never
-                if any(q.pod.preemption_policy == PREEMPT_NEVER for q in queued):
-                    reasons.append("pod group preemption: not eligible due to preemptionPolicy=Never.")
-                    continue
-                if self._lower_priority_pods(pg):
-                    log.info("pod group %s: group preemption is not implemented; lower-priority pods exist", pg.key)
-                    return None
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                              "pod group preemption: No preemption victims found for incoming preemptor",
-                              plugin=DEFAULT_PREEMPTION)
-        return Status(Code.UNSCHEDULABLE, *reasons)
+                status = Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
+                nominations = None
+            elif isinstance(plugin, DefaultPreemption):
+                nominations, status = await self._run_group_preemption(fw, plugin, pg, queued)
+            else:
+                continue
+            if status.is_success():
+                result = nominations, status
+                break
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                result = None, status.with_plugin(plugin.name)
+                break
+            if status.code == Code.UNSCHEDULABLE:
+                reasons.extend(status.reasons)
+                rejector = rejector or plugin.name
+                continue
+            result = None, Status.error(f'error in "{plugin.name}" PodGroupPostFilter plugins: {status.message()}',
+                                        plugin=plugin.name)
+            break
+        if result is None:
+            result = None, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+        self.metrics.extension_point_duration("PodGroupPostFilter", result[1].code.upstream_name, fw.profile_name,
+                                              time.perf_counter() - started)
+        return result
 
-    def _lower_priority_pods(self, pg: PodGroup) -> bool:
-        """Any pod on a node of lower priority than the group (a pod of a group counts with its group's)."""
-        for node_info in self.snapshot.node_infos:
-            for pod in node_info.pods:
-                group = self.pod_groups.pod_group(pod.pod_group_key) if pod.pod_group_name else None
-                if (group.priority if group is not None else pod.priority) < pg.priority:
-                    return True
-        return False
+    async def _run_group_preemption(self, fw: Framework, plugin: DefaultPreemption, pg: PodGroup,
+                                    queued: list[QueuedPodInfo]) -> tuple[dict[str, str] | None, Status]:
+        edits = SnapshotEdits(self.snapshot)
+        self._preemption_edits = edits
+        members = [q.pod for q in queued]
+
+        async def schedule_group() -> tuple[list[Assignment], Status | None]:
+            results, status = await self._pod_group_algorithm(fw, pg, queued)
+            return [Assignment(pod_on_node(r.q.pod, r.host), r.host, r.state) for r in results
+                    if r.status is None], status
+
+        try:
+            return await plugin.pod_group_post_filter(fw, pg, members, edits, schedule_group)
+        finally:
+            self._preemption_edits = None
+            edits.restore()
+            self._sync_snapshot()
 
     # ---- the outcome ---------------------------------------------------------------------
     async def _submit_pod_group_result(self, fw: Framework, g: QueuedPodGroupInfo, pg: PodGroup,
                                        queued: list[QueuedPodInfo], results: list[_PodResult],
-                                       status: Status | None, started: float) -> None:
+                                       status: Status | None, started: float,
+                                       nominations: dict[str, str] | None = None) -> None:
         """upstream's submitPodGroupAlgorithmResult: the pods to their binding cycles or back to
-        the queue, the PodGroup's condition, the metrics, the group requeued."""
+        the queue, the PodGroup's condition, the metrics, the group requeued. `nominations`: the
+        group waits on its preemption; its pods go back nominated to the nodes it found."""
+        waiting = nominations is not None and status is not None and status.is_rejected()
         group_error = status is not None and not status.is_success() and not status.is_rejected()
         for res in results:
             q = res.q
@@ -367,9 +412,14 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
                 own = res.status if res.status is not None and res.status.code == Code.ERROR else status
                 await self._fail(fw, q, own, nominating="", started=started)
                 continue
+            nominated = nominations.get(q.pod.uid) if waiting and nominations is not None else None
             if res.status is None:
                 if status is None:
                     await self._bind_group_pod(fw, res, started)
+                elif waiting:
+                    assert status is not None
+                    await self._fail(fw, q, Status(status.code, *status.reasons), nominating=nominated,
+                                     started=started)
                 elif status.is_rejected():
                     await self._fail(fw, q, _group_rejection(status.message()), nominating="", started=started)
                 else:
@@ -377,7 +427,7 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
                                                          f"code: {status.code.upstream_name}"),
                                      nominating="", started=started)
             else:
-                await self._fail(fw, q, res.status, fit=res.fit, nominating=None, started=started)
+                await self._fail(fw, q, res.status, fit=res.fit, nominating=nominated, started=started)
         result = _result_of(status)
         if result == SCHEDULED:
             await self._set_pod_group_condition(pg, "True", REASON_SCHEDULED, "")
@@ -388,7 +438,8 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
             await self._set_pod_group_condition(pg, "False", REASON_SCHEDULER_ERROR,
                                                 status.message() if status is not None else "")
         decision_log.pod_group(pg.key, result, status.message() if status is not None else "")
-        self.metrics.pod_group_schedule_attempt(result, fw.profile_name, time.perf_counter() - started)
+        self.metrics.pod_group_schedule_attempt(WAITING_ON_PREEMPTION if waiting else result, fw.profile_name,
+                                                time.perf_counter() - started)
         self.queue.add_attempted_pod_group(g, result)
 
     async def _bind_group_pod(self, fw: Framework, res: _PodResult, started: float) -> None:

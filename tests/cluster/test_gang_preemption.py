@@ -1,0 +1,278 @@
+"""Group preemption (workload-aware preemption, KEP-5710) on the real kube-apiserver v1.37.2
+(GenericWorkload and PodGroupPreemptionPolicy on, scheduling.k8s.io/v1beta1 served), kube-scheduler
+v1.37.2 with the same gates as the oracle, then `kubeberth run` on the same objects.
+
+Four stories, one after the other on fresh nodes (the nodes of the earlier ones stay full):
+
+- `gang`: a gang of two high-priority pods fits only once both low-priority pods go; both are
+  preempted, the gang's pods wait nominated, and are bound once the victims are gone;
+- `all`: a low-priority PodGroup with `disruptionMode: all` has a pod on the node the preemptor
+  needs and one on another node: both go (the unit), a lone low pod that can stay is reprieved;
+- `pdb`: two low pods, the less important one guarded by a PodDisruptionBudget that allows no
+  disruption: the guarded one is given back first and stays, the other is preempted;
+- `policy`: with PodGroupPreemptionPolicy the PodGroup's preemptionPolicy (PreemptLowerPriority)
+  is the group's, and a pod that says Never is a SchedulerError.
+
+While the victims terminate (no kubelet here: the test then plays it) and once the preemptors
+are bound, every pod's state (node, nominatedNodeName, PodScheduled=False message, being deleted,
+DisruptionTarget condition), every PodGroup's PodGroupInitiallyScheduled condition and every
+Preempted event (the preempting PodGroup's uid replaced by its name) are compared with
+kube-scheduler's, word for word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from .conftest import OperatorProcess
+from .control_plane import ADMIN_TOKEN, ControlPlane, Process, kubectl
+from .kube import Kube, eventually, node, pod
+from .test_gangs import kubeberth_kubeconfig
+
+pytestmark = pytest.mark.cluster
+
+GATES = "GenericWorkload=true,PodGroupPreemptionPolicy=true"
+CLASSES = {"low": 10, "mid": 500, "high": 1000, "never": 0}
+
+
+def pod_group(name: str, min_count: int | None, priority_class: str | None, **spec: Any) -> dict[str, Any]:
+    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    classed = {"priorityClassName": priority_class} if priority_class else {}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": policy, **classed, **spec}}
+
+
+def member(group: str, name: str, cpu: str, priority_class: str | None,
+           node_name: str | None = None) -> dict[str, Any]:
+    return pod(name, cpu=cpu, memory="100Mi", priority_class=priority_class, node_name=node_name,
+               schedulingGroup={"podGroupName": group})
+
+
+def cond(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
+
+
+def pod_view(p: dict[str, Any]) -> tuple[str, str, str, bool, str]:
+    """(node, nominatedNodeName, PodScheduled=False "reason: message", being deleted, DisruptionTarget)."""
+    scheduled = cond(p, "PodScheduled")
+    failed = f"{scheduled.get('reason')}: {scheduled.get('message', '')}" \
+        if scheduled is not None and scheduled.get("status") == "False" else ""
+    target = cond(p, "DisruptionTarget")
+    return (p["spec"].get("nodeName", ""), (p.get("status") or {}).get("nominatedNodeName", ""), failed,
+            bool(p["metadata"].get("deletionTimestamp")),
+            f"{target['reason']}: {target['message']}" if target is not None else "")
+
+
+async def state(kube: Kube, names: dict[str, str]) -> dict[str, Any]:
+    """Pods, PodGroup conditions and Preempted events, PodGroup uids replaced by their names."""
+    def scrub(text: str) -> str:
+        for uid, name in names.items():
+            text = text.replace(uid, f"<{name}>")
+        return text
+
+    pods = {p["metadata"]["name"]: pod_view(p) for p in await kube.list("pods", "default")}
+    groups = {}
+    for g in await kube.list("podgroups", "default"):
+        c = cond(g, "PodGroupInitiallyScheduled")
+        groups[g["metadata"]["name"]] = (c["status"], c["reason"], c.get("message", "")) if c else None
+    events = sorted((e["involvedObject"]["name"], e["type"], scrub(e.get("message") or ""))
+                    for e in await kube.list("events", "default") if e.get("reason") == "Preempted")
+    return {"pods": pods, "groups": groups, "preempted": events}
+
+
+async def settled(kube: Kube, names: dict[str, str], *, quiet: float = 3.0, timeout: float = 60.0
+                  ) -> dict[str, Any]:
+    last: dict[str, Any] | None = None
+    since = deadline = time.monotonic()
+    deadline += timeout
+    while time.monotonic() < deadline:
+        now = await state(kube, names)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return now
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"did not settle: {last}")
+
+
+async def play_kubelet(kube: Kube, *preemptors: str) -> None:
+    """The pods being deleted finish terminating; then the preemptors are bound (a group retried
+    after its backoff, up to 10 s per attempt, in both schedulers)."""
+    for p in await kube.list("pods", "default"):
+        if p["metadata"].get("deletionTimestamp"):
+            await kube.delete("pods", p["metadata"]["name"], "default", grace_period=0)
+
+    async def bound() -> bool | None:
+        pods = {p["metadata"]["name"]: p for p in await kube.list("pods", "default")}
+        return all(pods[n]["spec"].get("nodeName") for n in preemptors) or None
+
+    await eventually(bound, timeout=90, interval=0.3, what=f"{preemptors} bound")
+
+
+async def scenario(kube: Kube) -> dict[str, Any]:
+    for name, value in CLASSES.items():
+        await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                              "metadata": {"name": name}, "value": value,
+                                              **({"preemptionPolicy": "Never"} if name == "never" else {})})
+    names: dict[str, str] = {}
+
+    async def group(body: dict[str, Any]) -> None:
+        created = await kube.create("podgroups", body, "default")
+        names[created["metadata"]["uid"]] = created["metadata"]["name"]
+
+    out: dict[str, Any] = {}
+    # gang: two 1500m pods of a high gang; n1 and n2 each hold a low 1500m pod
+    for n in ("n1", "n2"):
+        await kube.create("nodes", node(n, cpu="2", memory="4Gi"))
+    await kube.create("pods", pod("low-a", cpu="1500m", memory="100Mi", priority_class="low", node_name="n1"),
+                      "default")
+    await kube.create("pods", pod("low-b", cpu="1500m", memory="100Mi", priority_class="low", node_name="n2"),
+                      "default")
+    await group(pod_group("gang", 2, "high"))
+    for i in range(2):
+        await kube.create("pods", member("gang", f"gang-{i}", "1500m", "high"), "default")
+    out["gang-waiting"] = await settled(kube, names)
+    await play_kubelet(kube, "gang-0", "gang-1")
+    out["gang"] = await settled(kube, names)
+    # all: n3 (2 CPU) holds vg-0 (1000m) and solo (400m), n4 (1 CPU) holds vg-1; the preemptor
+    # (1500m) fits n3 only
+    await kube.create("nodes", node("n3", cpu="2", memory="4Gi"))
+    await kube.create("nodes", node("n4", cpu="1", memory="4Gi"))
+    await group(pod_group("vg", None, "low", disruptionMode={"all": {}}))
+    await kube.create("pods", member("vg", "vg-0", "1000m", "low", node_name="n3"), "default")
+    await kube.create("pods", member("vg", "vg-1", "500m", "low", node_name="n4"), "default")
+    await kube.create("pods", pod("solo", cpu="400m", memory="100Mi", priority_class="low", node_name="n3"),
+                      "default")
+    await group(pod_group("taker", 1, "high"))
+    await kube.create("pods", member("taker", "taker-0", "1500m", "high"), "default")
+    out["all-waiting"] = await settled(kube, names)
+    await play_kubelet(kube, "taker-0")
+    out["all"] = await settled(kube, names)
+    # pdb: n5 (2 CPU) holds guarded (low, 900m, a PDB allowing no disruption) and free (mid, 900m);
+    # the preemptor (1100m) fits n5 only, next to one of them
+    await kube.create("nodes", node("n5", cpu="2", memory="4Gi"))
+    await kube.create("poddisruptionbudgets", {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard", "namespace": "default"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}}}, "default")
+    await kube.create("pods", pod("guarded", cpu="900m", memory="100Mi", priority_class="low", node_name="n5",
+                                  labels={"app": "guarded"}), "default")
+    await kube.create("pods", pod("free", cpu="900m", memory="100Mi", priority_class="mid", node_name="n5"),
+                      "default")
+    await group(pod_group("pdb", 1, "high"))
+    await kube.create("pods", member("pdb", "pdb-0", "1100m", "high"), "default")
+    out["pdb-waiting"] = await settled(kube, names)
+    await play_kubelet(kube, "pdb-0")
+    out["pdb"] = await settled(kube, names)
+    # PodGroupPreemptionPolicy: the PodGroup's policy (PreemptLowerPriority, which the API server's
+    # priority admission gives every PodGroup with the gate) is the group's, and its pod (Never from
+    # its class, same priority 0) must agree with it. (A PodGroup cannot be made Never through the
+    # API server v1.37.2: its defaulting fills PreemptLowerPriority before admission, which then
+    # refuses a class that says Never.)
+    await group(pod_group("calm", 1, None))
+    await kube.create("pods", member("calm", "calm-0", "100m", "never"), "default")
+    out["policy"] = await settled(kube, names)
+    return out
+
+
+async def reset(kube: Kube) -> None:
+    await kube.delete_all("pods", "default", grace_period=0)
+    await kube.delete_all("podgroups", "default")
+    await kube.delete_all("poddisruptionbudgets", "default")
+    await kube.delete_all("events", "default")
+    await kube.delete_all("nodes")
+    for name in CLASSES:
+        await kube.delete("priorityclasses", name)
+    for g in await kube.list("podgroups", "default"):
+        await kube.patch("podgroups", g["metadata"]["name"], {"metadata": {"finalizers": None}}, "default")
+    deadline = time.monotonic() + 30
+    while await kube.list("pods", "default") or await kube.list("podgroups", "default"):
+        assert time.monotonic() < deadline, "the namespace did not empty"
+        await asyncio.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def plane() -> Iterator[ControlPlane]:
+    p = ControlPlane(feature_gates=GATES).start()
+    try:
+        kubectl(p, "apply", "-f", "crds/")
+        kubectl(p, "wait", "--for", "condition=established", "--timeout=60s", "crd/schedulingprofiles.kubeberth.io")
+        kubectl(p, "apply", "-k", "manifests/")
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest_asyncio.fixture
+async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
+    async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context()) as client:
+        await reset(client)
+        yield client
+
+
+def start_kube_scheduler(plane: ControlPlane) -> Process:
+    kubeconfig = plane.write_kubeconfig(plane.dir / "kube-scheduler.kubeconfig", token=ADMIN_TOKEN)
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False}}
+    (plane.dir / "kube-scheduler.yaml").write_text(json.dumps(config))
+    return Process.start("kube-scheduler", [str(plane.bin / "kube-scheduler"),
+                                            f"--config={plane.dir / 'kube-scheduler.yaml'}", "--secure-port=0",
+                                            f"--feature-gates={GATES}", "-v=2"], plane.dir)
+
+
+def nominated(story: dict[str, Any], *pods: str) -> list[str]:
+    return sorted(story["pods"][p][1] for p in pods)
+
+
+async def test_group_preemption_as_kube_scheduler_does_it(plane: ControlPlane, kube: Kube) -> None:
+    upstream = start_kube_scheduler(plane)
+    try:
+        await asyncio.sleep(1)
+        expected = await scenario(kube)
+    finally:
+        upstream.stop()
+    await reset(kube)
+    op = OperatorProcess(plane, kubeberth_kubeconfig(plane), [f"--feature-gates={GATES}"], name="kubeberth-gpreempt")
+    try:
+        op.wait_synced()
+        got = await scenario(kube)
+        metrics = op.metrics()
+    finally:
+        op.stop()
+
+    # what kube-scheduler did, spelled out (the comparison alone would pass with no scheduler)
+    waiting = expected["gang-waiting"]
+    assert waiting["pods"]["low-a"][3] and waiting["pods"]["low-b"][3], waiting
+    assert nominated(waiting, "gang-0", "gang-1") == ["n1", "n2"], waiting
+    assert {e[0] for e in waiting["preempted"]} == {"low-a", "low-b"}
+    assert sorted(expected["gang"]["pods"][p][0] for p in ("gang-0", "gang-1")) == ["n1", "n2"]
+    assert expected["gang"]["groups"]["gang"] == ("True", "Scheduled", "")
+    victims = {e[0] for e in expected["all-waiting"]["preempted"]} - {"low-a", "low-b"}
+    assert victims == {"vg-0", "vg-1"}, expected["all-waiting"]  # the unit, and solo reprieved
+    assert expected["all"]["pods"]["taker-0"][0] == "n3"
+    victims = {e[0] for e in expected["pdb-waiting"]["preempted"]} - {"low-a", "low-b", "vg-0", "vg-1"}
+    assert victims == {"free"}, expected["pdb-waiting"]  # the guarded pod given back first
+    assert expected["pdb"]["pods"]["pdb-0"][0] == "n5"
+    assert expected["policy"]["groups"]["calm"][:2] == ("False", "SchedulerError"), expected["policy"]
+
+    # pods of one gang may be nominated to (and bound on) either of two equal nodes: which pod
+    # goes where is a tie broken at random, in both schedulers
+    for story in ("gang-waiting", "gang"):
+        for who in (expected, got):
+            nodes = sorted((who[story]["pods"][p][0], who[story]["pods"][p][1]) for p in ("gang-0", "gang-1"))
+            for p in ("gang-0", "gang-1"):
+                who[story]["pods"][p] = ("", "", *who[story]["pods"][p][2:])
+            who[story]["pods"]["gang nodes"] = nodes
+    for story in expected:
+        assert got[story] == expected[story], story
+
+    attempts = {line.split("{")[1].split("}")[0]: float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                if line.startswith("scheduler_workload_preemption_attempts_total{")}
+    assert attempts.get('result="Success"', 0) >= 3, attempts
