@@ -145,15 +145,18 @@ def upstream_decision(key: str, before: set[str], after: dict[str, tuple[Any, ..
     return Decision("Unschedulable", None, victims, message)
 
 
-def group_condition(group: Mapping[str, Any] | None) -> Decision:
-    """A PodGroup's PodGroupInitiallyScheduled condition as a decision (judged on status and message)."""
+def group_condition(group: Mapping[str, Any] | None, bound: int = 0, pods: int = 0) -> Decision:
+    """A PodGroup's PodGroupInitiallyScheduled condition as a decision (judged on status and message),
+    with how many of the step's `pods` were bound: "False/Unschedulable: ... [1 of 3 pods bound]"."""
     cond = next((c for c in ((group or {}).get("status") or {}).get("conditions") or []
                  if c.get("type") == "PodGroupInitiallyScheduled"), None)
+    tail = f" [{bound} of {pods} pods bound]"
     if group is None:
-        return Decision("PodGroup", message="the PodGroup is gone")
+        return Decision("PodGroup", message="the PodGroup is gone" + tail)
     if cond is None:
-        return Decision("PodGroup", message="no PodGroupInitiallyScheduled condition")
-    return Decision("PodGroup", message=f"{cond.get('status')}/{cond.get('reason')}: {cond.get('message') or ''}")
+        return Decision("PodGroup", message="no PodGroupInitiallyScheduled condition" + tail)
+    return Decision("PodGroup", message=f"{cond.get('status')}/{cond.get('reason')}: {cond.get('message') or ''}"
+                                        + tail)
 
 
 @dataclass
@@ -185,7 +188,8 @@ def kubeberth_decisions(objects: list[dict[str, Any]], keys: list[str], seed: in
         else:
             out.pods[key] = Decision(o.status, None, list(o.victims), o.message)
     if group:
-        out.group = group_condition(sched.ctx.objects.get("PodGroup", group))
+        bound = sum(1 for d in out.pods.values() if d.status == "Scheduled")
+        out.group = group_condition(sched.ctx.objects.get("PodGroup", group), bound, len(keys))
     return out
 
 
@@ -374,8 +378,9 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
     created_group = await create_group(kube, group)
     after = await settle(kube, keys, sched, step.terminating)
     ns, name = gkey.split("/", 1)
-    up_group = group_condition(await kube.get_or_none("podgroups", name, ns))
     ups = {k: upstream_decision(k, before, after) for k in keys}
+    up_group = group_condition(await kube.get_or_none("podgroups", name, ns),
+                               sum(1 for d in ups.values() if d.status == "Scheduled"), len(keys))
     log = read_log(sched, offset)
     objects = [*step.profiles, *snapshot, created_group, *as_returned]
     ours = await asyncio.to_thread(kubeberth_decisions, objects, keys, step.seed, step.gates, gkey)
@@ -396,7 +401,7 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
             nodes = {n for n in (ups[k].node, ours.pods[k].node) if n}
             report.plugins, report.inputs = plugin_scores(log, k, nodes), objects
         reports.append(report)
-    ours_group = ours.group or group_condition(None)
+    ours_group = ours.group or group_condition(None, 0, len(keys))
     verdict = judge(up_group, ours_group, None)
     if verdict.kind == "diff":
         verdict.field = "group"  # the condition's status, reason and message
