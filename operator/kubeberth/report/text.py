@@ -87,13 +87,15 @@ def render_attempt(key: str, x: Mapping[str, Any], top_nodes: int) -> list[str]:
 def _pod_group(g: Mapping[str, Any]) -> list[str]:
     """The group's part of a pod's attempt: the quorum, every pod of the attempt, where it went."""
     quorum = f"gang, minCount {g['minCount']}" if g["policy"] == "gang" else "basic, no quorum"
-    placed = sum(1 for p in g["pods"] if p["node"])
+    placed = sum(1 for p in g["pods"] if p["node"] or (p["tried"] and not p["message"]))
     lines = [f"  pod group {g['name']} ({quorum}): attempt {g['attempt']} placed {placed} of {len(g['pods'])} "
              f"queued pod(s), {g['scheduledBefore']} scheduled before: {g['result']}"
              + (f": {g['message']}" if g["message"] else "")]
     for p in g["pods"]:
         if p["node"]:
             what = f"placed on {p['node']}"
+        elif p["tried"] and not p["message"]:
+            what = "placed"  # on a node not shown (the namespace's explanations are counts only)
         elif p["tried"]:
             what = f"fits nowhere: {p['message']}"
         else:
