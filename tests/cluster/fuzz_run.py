@@ -285,7 +285,9 @@ async def run_case(plane: ControlPlane, kube: Kube, case: dict[str, Any], seed: 
     await reset(kube)
     if gates:
         await reset_groups(kube)
-    created = await create_objects(kube, case)
+    # PodGroups are created with their pods, step by step (run_group)
+    without_groups = [o for o in case["objects"] if o.get("kind") != "PodGroup"]
+    created = await create_objects(kube, {**case, "objects": without_groups})
     if created.refused:
         report.error = created.refused
         return report
