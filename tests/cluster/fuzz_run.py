@@ -386,6 +386,12 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
     log = read_log(sched, offset)
     objects = [*step.profiles, *snapshot, created_group, *as_returned]
     ours = await asyncio.to_thread(kubeberth_decisions, objects, keys, step.seed, step.gates, gkey)
+    # the victims are the group's (every pod deleted during the step upstream; the union of what
+    # kubeberth's pods preempted), judged on the group's line
+    up_victims = sorted(k for k in before if k not in after)
+    ours_victims = sorted({v for d in ours.pods.values() for v in d.victims})
+    for d in (*ups.values(), *ours.pods.values()):
+        d.victims = []
     scores = {}
     for k in keys:
         tried = attempts(log, k)
@@ -404,9 +410,10 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
             report.plugins, report.inputs = plugin_scores(log, k, nodes), objects
         reports.append(report)
     ours_group = ours.group or group_condition(None, 0, len(keys))
+    up_group.victims, ours_group.victims = up_victims, ours_victims
     verdict = judge(up_group, ours_group, None)
-    if verdict.kind == "diff":
-        verdict.field = "group"  # the condition's status, reason and message
+    if verdict.kind == "diff" and verdict.field == "message":
+        verdict.field = "group"  # the condition's status, reason and message (victims keep their field)
     verdict = explain(verdict, up_group, ours_group, step.known, None)
     group_report = PodReport(GROUP_PREFIX + gkey, up_group, ours_group, verdict)
     if verdict.kind != "agree":
