@@ -196,3 +196,35 @@ def test_bad_group_expectations_are_refused(expect: dict[str, Any], message: str
     with pytest.raises(InputError) as err:
         parse_case(test_case("bad", [expect]), "c.yaml")
     assert message in str(err.value)
+
+
+def test_an_operator_forgets_the_attempts_of_groups_that_are_gone() -> None:
+    """simulate keeps every group's last attempt; a long-running scheduler (keep_deleted_records off)
+    drops those of PodGroups it no longer knows."""
+    import asyncio
+
+    from kubeberth.clock import FakeClock
+    from kubeberth.plugins import plugin_registry
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import InMemoryClient, build_profiles
+
+    with features.override(FeatureGates.parse(GATE)):
+        sched = Scheduler(clock=FakeClock(), keep_deleted_records=False)
+        sched.ctx.client = InMemoryClient(sched)
+        for fw in build_profiles([], sched.ctx, plugin_registry()).values():
+            sched.set_profile(fw)
+        sched.on_node_add(node_dict("n1", cpu="2"))
+        sched.on_object("PodGroup", group("a", 1))
+        sched.on_pod_add(member("a-0", "a", "100m"))
+        asyncio.run(sched.run_until_idle())
+        assert list(sched.group_attempts) == ["default/a"]
+        state = sched.pod_groups.get("default/a")
+        assert state is not None
+        for p in list(state.pods.values()):
+            sched.on_pod_delete(p)
+        sched.on_object_delete("PodGroup", "default/a")
+        assert sched.pod_groups.get("default/a") is None
+        sched.on_object("PodGroup", group("b", 1))
+        sched.on_pod_add(member("b-0", "b", "100m"))
+        asyncio.run(sched.run_until_idle())
+        assert list(sched.group_attempts) == ["default/b"]  # a's is gone (simulate would keep it)

@@ -152,9 +152,17 @@ class PodGroupCycles(SchedulingCycles):
             attempt.pods[i] = group_explain.PodTry(res.q.pod.key, res.host if res.status is None else "",
                                                    res.status.message() if res.status is not None else "")
         attempt.result, attempt.message = _result_of(status), status.message() if status is not None else ""
-        self.group_attempts[pg.key] = attempt
+        self._keep_attempt(attempt)
         await self._submit_pod_group_result(fw, g, pg, queued, results, status, started)
         self._explain_group_pods(results[:tried], status, attempt)
+
+    def _keep_attempt(self, attempt: group_explain.GroupAttempt) -> None:
+        """The group's latest attempt, for simulate; a long-running operator (which drops the
+        records of deleted pods) forgets those of groups that are gone."""
+        self.group_attempts[attempt.group] = attempt
+        if not self.keep_deleted_records:
+            for key in [k for k in self.group_attempts if self.pod_groups.get(k) is None]:
+                del self.group_attempts[key]
 
     def _explain_group_pods(self, results: list[_PodResult], status: Status | None,
                             attempt: group_explain.GroupAttempt) -> None:
@@ -223,7 +231,7 @@ class PodGroupCycles(SchedulingCycles):
             await self._set_pod_group_condition(pg, "False", REASON_SCHEDULER_ERROR, message)
             attempt = group_explain.begin(pg, max(m.attempts for m in g.members), 0, [m.pod.key for m in g.members])
             attempt.result, attempt.message = ERROR, message
-            self.group_attempts[pg.key] = attempt
+            self._keep_attempt(attempt)
         self.queue.add_attempted_pod_group(g, ERROR)
 
     # ---- the algorithm --------------------------------------------------------------------
