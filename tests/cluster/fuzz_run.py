@@ -363,6 +363,19 @@ async def keep_or_delete(kube: Kube, key: str, up: Decision) -> None:
         await asyncio.sleep(0.05)
 
 
+async def settled_group(kube: Kube, name: str, ns: str, attempted: bool, timeout: float = 3.0
+                        ) -> dict[str, Any] | None:
+    """The PodGroup; once its pods were attempted, with its condition: upstream patches it after
+    handing the pods to their binding cycles, so a pod may be bound before the patch is written."""
+    deadline = time.monotonic() + timeout
+    while True:
+        group = await kube.get_or_none("podgroups", name, ns)
+        conditions = ((group or {}).get("status") or {}).get("conditions") or []
+        if group is None or not attempted or conditions or time.monotonic() >= deadline:
+            return group
+        await asyncio.sleep(0.05)
+
+
 async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]]) -> list[PodReport]:
     """A PodGroup and its pods created together (the pods first); every pod and the group's
     condition judged."""
@@ -381,7 +394,7 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
     after = await settle(kube, keys, sched, step.terminating)
     ns, name = gkey.split("/", 1)
     ups = {k: upstream_decision(k, before, after) for k in keys}
-    up_group = group_condition(await kube.get_or_none("podgroups", name, ns),
+    up_group = group_condition(await settled_group(kube, name, ns, any(d.status != "Pending" for d in ups.values())),
                                sum(1 for d in ups.values() if d.status == "Scheduled"), len(keys))
     log = read_log(sched, offset)
     objects = [*step.profiles, *snapshot, created_group, *as_returned]
