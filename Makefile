@@ -36,9 +36,11 @@ test-cluster: $(STAMP) control-plane
 # The differential fuzzer (tests/cluster/fuzz.py): random clusters through kube-scheduler and kubeberth;
 # prints the counts and the time taken. Replay one case: python -m tests.cluster.fuzz --seed S --case I
 FUZZ_SEED ?= 1
+FUZZ_WORKLOAD_CLUSTERS ?= 40
 FUZZ_CLUSTERS ?= 64
 test-upstream: $(STAMP) control-plane
 	$(BIN)/python -m tests.cluster.fuzz --seed $(FUZZ_SEED) --clusters $(FUZZ_CLUSTERS) --min-pods 300
+	$(BIN)/python -m tests.cluster.fuzz --flavour workloads --seed $(FUZZ_SEED) --clusters $(FUZZ_WORKLOAD_CLUSTERS) --min-pods 200
 
 conformance: $(STAMP)
 	$(BIN)/python -m pytest tests/conformance

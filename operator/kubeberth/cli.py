@@ -39,10 +39,16 @@ def _simulate(args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_html(report_data(objects, outcomes, sched, args.seed), args.explain_nodes))
         return 0
+    from .sim_groups import group_dict, group_outcomes, render_groups_table
+
+    groups = group_outcomes(sched, outcomes)
     if args.output == "json":
-        print(sim_io.render_json(outcomes))
+        print(sim_io.render_json(outcomes, [group_dict(g) for g in groups]))
         return 0
     print(sim_io.render_table(outcomes))
+    if groups:
+        print()
+        print(render_groups_table(groups))
     explained = [(o.pod, o.explanations) for o in outcomes if o.explanations]
     if explained:
         print(render_explanations(explained, args.explain_nodes))

@@ -4,8 +4,9 @@ conformance cases (tests/conformance/cases/*.yaml).
 A case is a YAML mapping: `name`, optional `description` and `seed`, `objects` (the cluster:
 nodes, pods, SchedulingProfiles, ...), optional `profile` (a SchedulingProfile, a bare
 SchedulingProfile spec, or a KubeSchedulerConfiguration) and `expect`, a list of what should
-become of pods. A file may hold several cases as YAML documents; a directory stands for its
-*.yaml files.
+become of pods, and of PodGroups (`podGroup: NAMESPACE/NAME` with `status`, `scheduledPods`,
+`messageContains`: sim_groups.py's view of the group). A file may hold several cases as YAML
+documents; a directory stands for its *.yaml files.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ from .features import FeatureGateError, FeatureGates
 from .plugins import plugin_registry
 from .profile import check_buildable
 from .sim_config import CheckedProfile, SimInput, check_profile, config_document, prepare, profile_label
+from .sim_groups import GroupOutcome, group_outcomes
 from .sim_io import InputError, Origins, PodOutcome
-from .simulate import simulate
+from .simulate import run_simulation
 
 CASE_KEYS = {"name", "description", "seed", "objects", "profile", "expect", "featureGates"}
 # expect keys -> what they check
 EXPECT_KEYS = {"pod", "node", "nodeIn", "nodeNotIn", "unschedulable", "evicted", "ignored", "kept", "victims",
                "nominatedNode", "messageContains"}
+# a PodGroup's expect keys (with GenericWorkload)
+GROUP_EXPECT_KEYS = {"podGroup", "status", "scheduledPods", "messageContains"}
+GROUP_STATUSES = ("Scheduled", "Unschedulable", "SchedulerError", "Waiting", "NotTried")
 
 
 @dataclass
@@ -108,8 +113,11 @@ def parse_case(doc: Any, source: str, index: int = 0) -> Case:
     if not isinstance(expect, list) or not expect:
         raise InputError(f"{where}.expect: must be a non-empty list")
     for i, exp in enumerate(expect):
+        if isinstance(exp, Mapping) and "podGroup" in exp:
+            _check_group_expect(exp, f"{where}.expect[{i}]")
+            continue
         if not isinstance(exp, Mapping) or not isinstance(exp.get("pod"), str):
-            raise InputError(f"{where}.expect[{i}]: needs pod: NAMESPACE/NAME")
+            raise InputError(f"{where}.expect[{i}]: needs pod: NAMESPACE/NAME (or podGroup: NAMESPACE/NAME)")
         bad = sorted(set(exp) - EXPECT_KEYS)
         if bad:
             raise InputError(f"{where}.expect[{i}]: unknown key {bad[0]!r} (one of {', '.join(sorted(EXPECT_KEYS))})")
@@ -128,6 +136,25 @@ def parse_case(doc: Any, source: str, index: int = 0) -> Case:
     name = str(doc.get("name") or Path(source).stem)
     return Case(name=name, source=source, objects=objs, expect=[dict(e) for e in expect], seed=seed,
                 description=str(doc.get("description") or ""), profile=profile, origins=origins, gates=gates)
+
+
+def _check_group_expect(exp: Mapping[str, Any], where: str) -> None:
+    if not isinstance(exp.get("podGroup"), str) or "/" not in exp["podGroup"]:
+        raise InputError(f"{where}.podGroup: must be NAMESPACE/NAME")
+    bad = sorted(set(exp) - GROUP_EXPECT_KEYS)
+    if bad:
+        raise InputError(f"{where}: unknown key {bad[0]!r} for a podGroup "
+                         f"(one of {', '.join(sorted(GROUP_EXPECT_KEYS))})")
+    if len(exp) == 1:
+        raise InputError(f"{where}: says nothing about {exp['podGroup']}")
+    if "status" in exp and exp["status"] not in GROUP_STATUSES:
+        raise InputError(f"{where}.status: {exp['status']!r} is not one of {', '.join(GROUP_STATUSES)}")
+    n = exp.get("scheduledPods")
+    if "scheduledPods" in exp and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise InputError(f"{where}.scheduledPods: must be a whole number, 0 or more")
+    texts = exp.get("messageContains")
+    if "messageContains" in exp and (not isinstance(texts, list) or not all(isinstance(t, str) for t in texts)):
+        raise InputError(f"{where}.messageContains: must be a list of strings")
 
 
 def _case_gates(value: Any, where: str) -> FeatureGates:
@@ -178,11 +205,35 @@ def describe(o: PodOutcome) -> str:
     return text
 
 
-def problems(expect: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]) -> list[str]:
+def group_problems(exp: Mapping[str, Any], groups: Sequence[GroupOutcome]) -> list[str]:
+    """What a podGroup expectation finds wrong with the group's outcome."""
+    key = exp["podGroup"]
+    got = next((g for g in groups if g.podGroup == key), None)
+    if got is None:
+        return [f"podGroup {key}: want it in the results, but no PodGroup or pod names it "
+                "(is GenericWorkload on? featureGates: GenericWorkload=true)"]
+    said = f"{got.status}, {got.scheduled} of {len(got.pods)} pods scheduled" + (f" ({got.message})" if got.message
+                                                                                  else "")
+    found = []
+    if "status" in exp and got.status != exp["status"]:
+        found.append(f"podGroup {key}: want {exp['status']}, got {said}")
+    if "scheduledPods" in exp and got.scheduled != exp["scheduledPods"]:
+        found.append(f"podGroup {key}: want {exp['scheduledPods']} pods scheduled, got {said}")
+    for text in exp.get("messageContains") or []:
+        if text not in got.message:
+            found.append(f"podGroup {key}: want the message to contain {text!r}, got {got.message!r}")
+    return found
+
+
+def problems(expect: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome],
+             groups: Sequence[GroupOutcome] = ()) -> list[str]:
     """One line per expectation not met: what was wanted, what happened."""
     by_pod = {o.pod: o for o in outcomes}
     found = []
     for exp in expect:
+        if "podGroup" in exp:
+            found += group_problems(exp, groups)
+            continue
         key = exp["pod"]
         got = by_pod.get(key)
         if got is None:
@@ -226,9 +277,10 @@ def run_case(case: Case) -> CaseResult:
     warn = io.StringIO()
     sim = prepare_case(case, warn)
     with features.override(case.gates):
-        outcomes = simulate(sim.objects, seed=case.seed, warn=warn,
-                            percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
-    return CaseResult(case, problems(case.expect, outcomes), warn.getvalue())
+        outcomes, sched = run_simulation(sim.objects, seed=case.seed, warn=warn,
+                                         percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+    groups = group_outcomes(sched, outcomes)
+    return CaseResult(case, problems(case.expect, outcomes, groups), warn.getvalue())
 
 
 def report(results: Sequence[CaseResult], out: TextIO, *, verbose: bool = False) -> None:

@@ -87,8 +87,12 @@ def outcome_dict(o: PodOutcome) -> dict[str, Any]:
     return d
 
 
-def render_json(outcomes: list[PodOutcome]) -> str:
-    return json.dumps({"pods": [outcome_dict(o) for o in outcomes]}, indent=2)
+def render_json(outcomes: list[PodOutcome], groups: list[Mapping[str, Any]] | None = None) -> str:
+    """`groups` (sim_groups.group_dict of each pod group): under `podGroups`, only when there are any."""
+    out: dict[str, Any] = {"pods": [outcome_dict(o) for o in outcomes]}
+    if groups:
+        out["podGroups"] = list(groups)
+    return json.dumps(out, indent=2)
 
 
 def render_table(outcomes: list[PodOutcome]) -> str:

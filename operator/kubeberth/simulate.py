@@ -384,7 +384,8 @@ def report_data(objects: list[dict[str, Any]], outcomes: list[PodOutcome], sched
                 seed: int) -> dict[str, Any]:
     """What the HTML report shows (report/html.py): the outcomes (and who preempted whom), each
     node's allocatable and the requests of its pods before (running pods) and after (running,
-    not evicted, plus scheduled: cpu in millicores, memory in bytes, pods), the profiles."""
+    not evicted, plus scheduled: cpu in millicores, memory in bytes, pods), the profiles, the pod
+    groups (sim_groups.py)."""
     nodes: dict[str, dict[str, Any]] = {}
     for obj in objects:
         if obj.get("kind") != "Node":
@@ -420,5 +421,8 @@ def report_data(objects: list[dict[str, Any]], outcomes: list[PodOutcome], sched
                          "score": [{"name": p.name, "weight": fw.score_weights[p.name]} for p in fw.score_plugins],
                          "postFilter": [p.name for p in fw.post_filter_plugins]})
     preempted_by = {k: r.preempted_by for k, r in sched.outcomes.items() if r.preempted_by}
+    from .sim_groups import group_dict, group_outcomes
+
     return {"seed": seed, "pods": [outcome_dict(o) for o in outcomes], "preemptedBy": preempted_by,
-            "nodes": list(nodes.values()), "profiles": profiles}
+            "nodes": list(nodes.values()), "profiles": profiles,
+            "podGroups": [group_dict(g) for g in group_outcomes(sched, outcomes)]}

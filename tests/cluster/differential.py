@@ -8,6 +8,14 @@ bound or found unschedulable. Creating them all before the scheduler starts woul
 of equal-priority pods to the queue timestamps kube-scheduler takes while listing them, which tie
 on coarse clocks and then come out in any order. The runner plays the kubelet for preemption
 victims (it confirms their graceful deletion) and waits until nothing changes any more.
+
+A case with `featureGates` (e.g. GenericWorkload=true) runs on a control plane started with them
+(kube-apiserver's --feature-gates, and --runtime-config=scheduling.k8s.io/v1beta1=true for
+GenericWorkload), kube-scheduler with the same --feature-gates, and simulate under them; its
+PodGroups are created before its pods, a group's pods one after the other without waiting for
+each (a gang's first pods wait for the rest), and each PodGroup's PodGroupInitiallyScheduled
+condition is compared too (as `podgroup NAMESPACE/NAME`). `main` starts one control plane per
+set of gates among the cases.
 """
 
 from __future__ import annotations
@@ -25,10 +33,11 @@ from typing import Any
 
 import yaml
 
+from kubeberth import features
 from kubeberth.model import ModelError
 from kubeberth.plugins.dynamic_resources.claims import claim_from_template
 from kubeberth.priority import PriorityResolver
-from kubeberth.simulate import by_creation, simulate
+from kubeberth.simulate import by_creation, run_simulation
 
 from .control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, kubectl
 from .kube import CLUSTER_SCOPED, ApiError, Kube, as_created, reset_devices
@@ -40,7 +49,8 @@ SEEDS = range(8)
 KIND_ORDER = ["Namespace", "PriorityClass", "RuntimeClass", "StorageClass", "CSINode", "CSIDriver",
               "CSIStorageCapacity", "PersistentVolume",
               "PersistentVolumeClaim", "Node", "ReplicaSet", "StatefulSet", "Service", "PodDisruptionBudget",
-              "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaimTemplate", "ResourceClaim", "Pod"]
+              "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaimTemplate", "ResourceClaim", "PodGroup",
+              "Pod"]
 RESOURCES = {"Namespace": "namespaces", "PriorityClass": "priorityclasses",
              "RuntimeClass": "runtimeclasses", "StorageClass": "storageclasses",
              "CSINode": "csinodes", "CSIDriver": "csidrivers", "CSIStorageCapacity": "csistoragecapacities",
@@ -48,7 +58,9 @@ RESOURCES = {"Namespace": "namespaces", "PriorityClass": "priorityclasses",
              "PersistentVolumeClaim": "persistentvolumeclaims", "Node": "nodes", "ReplicaSet": "replicasets",
              "StatefulSet": "statefulsets", "Service": "services", "PodDisruptionBudget": "poddisruptionbudgets",
              "DeviceClass": "deviceclasses", "ResourceSlice": "resourceslices", "DeviceTaintRule": "devicetaintrules",
-             "ResourceClaimTemplate": "resourceclaimtemplates", "ResourceClaim": "resourceclaims", "Pod": "pods"}
+             "ResourceClaimTemplate": "resourceclaimtemplates", "ResourceClaim": "resourceclaims",
+             "PodGroup": "podgroups", "Pod": "pods"}
+GROUP_PREFIX = "podgroup "
 
 
 @dataclass
@@ -287,8 +299,36 @@ async def play_kubelet(kube: Kube, state: dict[str, tuple[Any, ...]],
     return state
 
 
+def case_gates(case: dict[str, Any]) -> str:
+    """The case's featureGates as --feature-gates takes them ("" for none)."""
+    gates = case.get("featureGates") or ""
+    if isinstance(gates, dict):
+        gates = ",".join(f"{k}={str(v).lower()}" for k, v in gates.items())
+    return str(gates)
+
+
+def group_condition(group: dict[str, Any] | None) -> Outcome:
+    cond = next((c for c in ((group or {}).get("status") or {}).get("conditions") or []
+                 if c.get("type") == "PodGroupInitiallyScheduled"), None)
+    if cond is None:
+        return Outcome("NoCondition")
+    return Outcome(f"{cond.get('status')}/{cond.get('reason')}: {cond.get('message') or ''}")
+
+
+async def reset_groups(kube: Kube) -> None:
+    """PodGroups gone (their podgroup-protection finalizer taken off: no controller runs here)."""
+    for g in await kube.list("podgroups"):
+        name, ns = g["metadata"]["name"], g["metadata"].get("namespace") or "default"
+        await kube.delete("podgroups", name, ns)
+        if await kube.get_or_none("podgroups", name, ns) is not None:
+            await kube.patch("podgroups", name, {"metadata": {"finalizers": None}}, ns)
+
+
 async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *, quiet: float = 3.0,
                        timeout: float = 60.0, per_pod: float = 5.0) -> dict[str, Outcome] | str:
+    gates = case_gates(case)
+    if gates != plane.feature_gates:
+        return f"the case's feature gates {gates!r} are not the control plane's {plane.feature_gates!r}"
     kubeconfig = plane.dir / "kube-scheduler.kubeconfig"
     if not kubeconfig.exists():
         plane.write_kubeconfig(kubeconfig, token=ADMIN_TOKEN)
@@ -296,6 +336,8 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
     if isinstance(config, str):
         return config
     await reset(kube)
+    if gates:
+        await reset_groups(kube)
     created = await create_objects(kube, case)
     if created.refused:
         return created.refused
@@ -305,16 +347,20 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
     served = {p["schedulerName"] for p in config["profiles"]}
     sched = Process.start("kube-scheduler", [str(plane.bin / "kube-scheduler"),
                                              f"--config={plane.dir / 'kube-scheduler.yaml'}",
+                                             *([f"--feature-gates={gates}"] if gates else []),
                                              "--secure-port=0", "-v=1"], plane.dir)
     try:
         deadline = time.monotonic() + timeout
-        for pod in created.pending:
+        for i, pod in enumerate(created.pending):
             refused = await create_one(kube, pod, terminating)
             if refused:
                 return refused
             key = _key(pod)
             if key in terminating or (pod.get("spec") or {}).get("schedulerName", "default-scheduler") not in served:
                 continue
+            group = _group_of(pod)
+            if group and any(_group_of(p) == group for p in created.pending[i + 1:]):
+                continue  # the group's later pods come at once: its first ones may wait for them
             settle = min(deadline, time.monotonic() + per_pod)
             while time.monotonic() < settle:  # until it is bound, or found unschedulable (or stuck in PreBind)
                 if not sched.alive():
@@ -353,22 +399,55 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
             out[key] = Outcome("Scheduled", last[key][0])
         else:
             out[key] = Outcome("Unschedulable", None, last[key][3])
+    if gates:
+        for g in await kube.list("podgroups"):
+            out[GROUP_PREFIX + _key(g)] = group_condition(g)
     return out
+
+
+def _group_of(pod: dict[str, Any]) -> str:
+    return str(((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or "")
 
 
 def run_kubeberth(case: dict[str, Any]) -> list[dict[str, Outcome]]:
     objects = case["objects"]
+    gates = case_gates(case)
     runs = []
     for seed in SEEDS:
-        outcomes = simulate(copy.deepcopy(objects), seed=seed, warn=io.StringIO())
-        runs.append({o.pod: Outcome(o.status, o.node, o.message) for o in outcomes})
+        with features.override(features.FeatureGates.parse(gates)):
+            outcomes, sched = run_simulation(copy.deepcopy(objects), seed=seed, warn=io.StringIO())
+        run = {o.pod: Outcome(o.status, o.node, o.message) for o in outcomes}
+        if gates:
+            for g in sched.ctx.objects.list("PodGroup"):
+                run[GROUP_PREFIX + _key(dict(g))] = group_condition(dict(g))
+        runs.append(run)
     return runs
 
 
-def compare(upstream: dict[str, Outcome], ours: list[dict[str, Outcome]]) -> tuple[int, list[str]]:
-    """Agreements, and one line per disagreeing pod. A node agrees when some seed chose it."""
+def pod_groups(case: dict[str, Any]) -> dict[str, list[str]]:
+    """PodGroup name -> the keys of the case's pending pods naming it."""
+    out: dict[str, list[str]] = {}
+    for obj in case["objects"]:
+        if is_pending(obj) and _group_of(obj):
+            out.setdefault(f"{obj['metadata'].get('namespace') or 'default'}/{_group_of(obj)}", []).append(_key(obj))
+    return out
+
+
+def compare(upstream: dict[str, Outcome], ours: list[dict[str, Outcome]],
+            groups: dict[str, list[str]] | None = None) -> tuple[int, list[str]]:
+    """Agreements, and one line per disagreeing pod. A node agrees when some seed chose it. The pods
+    of a group agree together when some seed gave them upstream's outcomes in another order of
+    the pods (which of a released gang's pods upstream takes first is its queue's map order)."""
     agree, found = 0, []
+    settled: set[str] = set()
+    for keys in (groups or {}).values():
+        wanted = sorted(str(upstream.get(k)) for k in keys)
+        if any(sorted(str(run.get(k)) for k in keys) == wanted for run in ours):
+            settled.update(keys)
+            agree += len(keys)
     for key, up in upstream.items():
+        if key in settled:
+            continue
         mine = [run.get(key) for run in ours]
         if any(m is not None and (m.status, m.node) == (up.status, up.node) for m in mine):
             if up.status == "Unschedulable" and all(m is not None and m.message != up.message for m in mine):
@@ -388,9 +467,12 @@ def known_disagreements() -> dict[str, dict[str, Any]]:
 
 
 async def run_cases(plane: ControlPlane, names: list[str] | None = None) -> list[Report]:
+    """The cases (all, or those named) whose feature gates are the plane's."""
     reports = []
     async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context()) as kube:
         for name, case in load_cases(names):
+            if case_gates(case) != plane.feature_gates:
+                continue
             started = time.monotonic()
             report = Report(name)
             upstream = await run_upstream(plane, kube, case)
@@ -398,7 +480,7 @@ async def run_cases(plane: ControlPlane, names: list[str] | None = None) -> list
                 report.skipped = upstream
             else:
                 ours = await asyncio.to_thread(run_kubeberth, case)  # simulate runs a loop of its own
-                report.agreements, report.disagreements = compare(upstream, ours)
+                report.agreements, report.disagreements = compare(upstream, ours, pod_groups(case))
             report.seconds = time.monotonic() - started
             reports.append(report)
     return reports
@@ -432,9 +514,11 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cases", nargs="*", help="case names (default: all)")
     args = parser.parse_args(argv)
-    with ControlPlane() as plane:
-        kubectl(plane, "apply", "-f", "crds/")
-        reports = asyncio.run(run_cases(plane, args.cases or None))
+    reports = []
+    for gates in sorted({case_gates(c) for _, c in load_cases(args.cases or None)}):
+        with ControlPlane(feature_gates=gates) as plane:
+            kubectl(plane, "apply", "-f", "crds/")
+            reports += asyncio.run(run_cases(plane, args.cases or None))
     print(render(reports))
     return 1 if unexplained(reports) else 0
 

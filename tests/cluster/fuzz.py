@@ -8,6 +8,14 @@ tests/conformance/fuzz-known.yaml explains it. Every line names the seed and the
   python -m tests.cluster.fuzz --seed 7 --clusters 60     # a run
   python -m tests.cluster.fuzz --seed 7 --case 12         # replays case 12 of that run
   python -m tests.cluster.fuzz --seed 7 --case 12 --write-case /tmp/cases   # the case as YAML, not run
+
+The workload flavour (`--flavour workloads`) runs kube-apiserver and kube-scheduler with
+GenericWorkload=true (scheduling.k8s.io/v1beta1 served) and simulate under the same gates; its
+clusters have PodGroups (fuzz_groups.py), each judged with its pods and on its
+PodGroupInitiallyScheduled condition. `--group-preemption` and `--topology` make groups that need
+group preemption or ask for a topology domain: off until those parts of issue 31 are merged.
+
+  python -m tests.cluster.fuzz --flavour workloads --seed 1 --clusters 40
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import yaml
 
 from .control_plane import ADMIN_TOKEN, ControlPlane, k8s_version, kubectl
 from .fuzz_gen import generate
+from .fuzz_groups import FLAVOURS, Options
 from .fuzz_judge import Known, load_known
 from .fuzz_run import CaseReport, run_case
 from .kube import Kube
@@ -35,19 +44,22 @@ from .kube import Kube
 class Summary:
     clusters: int = 0
     pods: int = 0
+    groups: int = 0
     counts: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     unexplained: list[str] = field(default_factory=list)
 
 
 async def run(plane: ControlPlane, seed: int, indexes: list[int], known: list[Known] | None = None,
-              out: list[str] | None = None, verbose: bool = False) -> list[CaseReport]:
-    """Runs the cases `indexes` of `seed`; with `out`, appends each case's lines as it finishes."""
+              out: list[str] | None = None, verbose: bool = False, options: Options | None = None
+              ) -> list[CaseReport]:
+    """Runs the cases `indexes` of `seed`; with `out`, appends each case's lines as it finishes.
+    The plane must run with `options.gates`."""
     known = load_known() if known is None else known
     reports = []
     async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context()) as kube:
         for i in indexes:
-            report = await run_case(plane, kube, generate(seed, i), seed, i, known)
+            report = await run_case(plane, kube, generate(seed, i, options), seed, i, known)
             reports.append(report)
             if out is not None:
                 lines = render_case(report, verbose)
@@ -87,7 +99,10 @@ def summarise(reports: list[CaseReport]) -> Summary:
         if r.error:
             s.errors.append(f"seed={r.seed} case={r.index}: {r.error}")
         for p in r.pods:
-            s.pods += 1
+            if p.is_group:
+                s.groups += 1
+            else:
+                s.pods += 1
             kind = "explained" if p.verdict.explained_by else p.verdict.kind
             s.counts[kind] += 1
             if kind == "diff":
@@ -96,16 +111,20 @@ def summarise(reports: list[CaseReport]) -> Summary:
     return s
 
 
-def render_summary(s: Summary, seed: int, seconds: float) -> str:
-    return (f"fuzz seed={seed}: {s.clusters} clusters, {s.pods} pending pods: {s.counts['agree']} agree, "
+def render_summary(s: Summary, seed: int, seconds: float, options: Options | None = None) -> str:
+    flags = options.flags() if options else ""
+    groups = f", {s.groups} pod groups" if s.groups else ""
+    return (f"fuzz seed={seed}{' ' + flags if flags else ''}: {s.clusters} clusters, {s.pods} pending pods{groups}: "
+            f"{s.counts['agree']} agree, "
             f"{s.counts['tie']} ties, {s.counts['explained']} explained, {s.counts['diff']} unexplained "
             f"disagreements, {len(s.errors)} cases not run; {seconds:.0f}s on {os.cpu_count()} CPUs "
             f"({platform.machine()}, {platform.python_implementation()} {platform.python_version()}), "
-            f"kube-scheduler {k8s_version()}")
+            f"kube-scheduler {k8s_version()}" + (f" with --feature-gates={options.gates}" if options and options.gates
+                                                 else ""))
 
 
-def write_case(seed: int, index: int, directory: Path) -> Path:
-    case = generate(seed, index)
+def write_case(seed: int, index: int, directory: Path, options: Options | None = None) -> Path:
+    case = generate(seed, index, options)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{case['name']}.yaml"
     path.write_text(yaml.safe_dump(case, sort_keys=False))
@@ -136,32 +155,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, metavar="DIR",
                         help="for each pod not agreeing, write what simulate was given into DIR "
                              "(kubeberth simulate FILE replays kubeberth's side)")
+    parser.add_argument("--flavour", choices=FLAVOURS, default="default",
+                        help="default: pods of no group; workloads: PodGroups too, both schedulers with "
+                             "GenericWorkload=true")
+    parser.add_argument("--group-preemption", action="store_true",
+                        help="workloads: groups of priorities above running pods, that may need group preemption "
+                             "(off until group preemption is merged)")
+    parser.add_argument("--topology", action="store_true",
+                        help="workloads: groups asking for a topology domain, TopologyAwareWorkloadScheduling=true "
+                             "(off until topology-aware placement is merged)")
     parser.add_argument("--verbose", action="store_true", help="a line for every pod, agreeing ones too")
     parser.add_argument("--write-case", type=Path, metavar="DIR",
                         help="write the cases as conformance YAML into DIR instead of running them")
     args = parser.parse_args(argv)
     if args.clusters < 1 or args.first < 0:
         parser.error("--clusters must be at least 1 and --first not negative")
+    try:
+        options = Options(args.flavour, args.group_preemption, args.topology)
+    except ValueError as exc:
+        parser.error(str(exc))
     indexes = args.case or list(range(args.first, args.first + args.clusters))
     if args.write_case:
         for i in indexes:
-            print(write_case(args.seed, i, args.write_case))
+            print(write_case(args.seed, i, args.write_case, options))
         return 0
     try:
         known = load_known()
     except ValueError as exc:
         parser.error(str(exc))
     started = time.monotonic()
-    with ControlPlane() as plane:
+    with ControlPlane(feature_gates=options.gates) as plane:
         kubectl(plane, "apply", "-f", "crds/")
         kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
                 "crd/schedulingprofiles.kubeberth.io")
-        reports = asyncio.run(run(plane, args.seed, indexes, known, out=[], verbose=args.verbose))
+        reports = asyncio.run(run(plane, args.seed, indexes, known, out=[], verbose=args.verbose, options=options))
     if args.dump:
         for path in dump_inputs(reports, args.dump):
             print(f"wrote {path}")
     summary = summarise(reports)
-    print(render_summary(summary, args.seed, time.monotonic() - started))
+    print(render_summary(summary, args.seed, time.monotonic() - started, options))
     for line in summary.errors:
         print(f"not run: {line}")
     for line in summary.unexplained:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from .fuzz_groups import Options, group_objects
 from .fuzz_parts import (
     APPS,
     IMAGES,
@@ -44,10 +45,12 @@ def rng_for(seed: int, index: int) -> random.Random:
     return random.Random(seed * 1_000_003 + index)
 
 
-def generate(seed: int, index: int) -> dict[str, Any]:
-    """The case `index` of the run seeded `seed`."""
+def generate(seed: int, index: int, options: Options | None = None) -> dict[str, Any]:
+    """The case `index` of the run seeded `seed` (the workload flavour's cases differ from the
+    default's only in their pending pods, and carry their `featureGates`)."""
+    options = options or Options()
     rng = rng_for(seed, index)
-    name = f"fuzz-{seed}-{index}"
+    name = f"fuzz-{seed}-{index}" if options.flavour == "default" else f"fuzz-{options.flavour}-{seed}-{index}"
     objects: list[dict[str, Any]] = []
     spec = profile(rng)
     if spec is not None:
@@ -65,9 +68,30 @@ def generate(seed: int, index: int) -> dict[str, Any]:
     objects += bound
     objects += pdbs(rng)
     claims = [v["metadata"]["name"] for v in volumes if v["kind"] == "PersistentVolumeClaim"]
-    objects += [pending_pod(rng, i, nodes, owners, claims) for i in range(rng.randint(3, 8))]
-    return {"name": name, "description": f"random cluster {index} of seed {seed} (tests/cluster/fuzz_gen.py)",
+    if options.flavour == "workloads":
+        objects += workload_pods(rng, nodes, owners, claims, options)
+    else:
+        objects += [pending_pod(rng, i, nodes, owners, claims) for i in range(rng.randint(3, 8))]
+    case = {"name": name, "description": f"random cluster {index} of seed {seed}"
+                                         f"{' (' + options.flags() + ')' if options.flags() else ''} "
+                                         "(tests/cluster/fuzz_gen.py)",
             "seed": seed, "objects": objects, "expect": []}
+    if options.gates:
+        case["featureGates"] = options.gates
+    return case
+
+
+def workload_pods(rng: random.Random, nodes: list[dict[str, Any]], owners: list[dict[str, Any]],
+                  claims: list[str], options: Options) -> list[dict[str, Any]]:
+    """1-3 PodGroups with their pods (fuzz_groups.py) and 0-3 pods of no group, interleaved."""
+    units: list[list[dict[str, Any]]] = []
+    groups, singles = rng.randint(1, 3), rng.randint(0, 3)
+    for g in range(groups):
+        units.append(group_objects(rng, g, pending_pod(rng, 100 + g, nodes, owners, []), options))
+    for i in range(singles):
+        units.append([pending_pod(rng, i, nodes, owners, claims)])
+    rng.shuffle(units)
+    return [obj for unit in units for obj in unit]
 
 
 def namespace(name: str, labels: dict[str, str]) -> dict[str, Any]:

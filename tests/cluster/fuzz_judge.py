@@ -21,7 +21,7 @@ from .control_plane import ROOT
 
 KNOWN = ROOT / "tests" / "conformance" / "fuzz-known.yaml"
 KINDS = {"not-run", "environment", "timing", "message-source", "wording"}
-FIELDS = {"status", "node", "victims", "message"}
+FIELDS = {"status", "node", "victims", "message", "group"}
 FINAL_SCORE = re.compile(r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)')
 PLUGIN_SCORE = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
 
@@ -105,6 +105,47 @@ def judge(up: Decision, ours: Decision, scores: dict[str, int] | None,
         return Verdict("tie", "node", f"no upstream scores; kubeberth picks {up.node} under another seed")
     return Verdict("diff", "node", f"upstream {up.brief()}, kubeberth {ours.brief()}; " + (
         f"upstream's final scores {dict(sorted(scores.items()))}" if scores else "no upstream scores logged"))
+
+
+def judge_group(keys: list[str], up: dict[str, Decision], ours: dict[str, Decision],
+                scores: dict[str, dict[str, int] | None],
+                other_seeds: list[dict[str, Decision]] | None = None) -> dict[str, Verdict]:
+    """The verdicts on a group's pods. Each pod is judged as a pod of no group is; where nodes
+    differ, the group's placement is a tie when kubeberth under another seed places every pod of
+    the group as upstream did, or when the first pod placed elsewhere was a tie on upstream's
+    scores: the group's later pods were then placed on another cluster (their nodes are not
+    compared; whether they were placed at all still is)."""
+    out = {k: judge(up[k], ours[k], scores[k]) for k in keys}
+    if any(v.kind == "diff" for v in out.values()) and sorted(up[k].brief() for k in keys) == sorted(
+            ours[k].brief() for k in keys):
+        # A group's pods are made from one template: the same outcomes in another order of its pods.
+        # Which of a group's pods is tried first is upstream's queue's: the pods a gang held back
+        # are released together (map order), and equal in priority and attempts, they are ordered by
+        # the time each was added then, nanoseconds apart.
+        for k, v in out.items():
+            if v.kind == "diff":
+                out[k] = Verdict("tie", "order", f"upstream {up[k].brief()}, kubeberth {ours[k].brief()}: the "
+                                                 "group's outcomes are the same, its pods taken in another order")
+        return out
+    if all(v.kind != "diff" or v.field != "node" for v in out.values()):
+        return out
+    if other_seeds and any(all(d[k].status == up[k].status and d[k].node == up[k].node
+                               and sorted(d[k].victims) == sorted(up[k].victims) for k in keys)
+                           for d in other_seeds):
+        for k, v in out.items():
+            if v.kind == "diff" and v.field == "node":
+                out[k] = Verdict("tie", "node", f"no single seed's pick; kubeberth places the group as upstream "
+                                                f"under another seed ({up[k].node}, kubeberth {ours[k].node})")
+        return out
+    tied = False
+    for k in keys:
+        v = out[k]
+        if v.kind == "tie":
+            tied = True
+        elif tied and v.kind == "diff" and v.field == "node":
+            out[k] = Verdict("tie", "node", f"upstream {up[k].node}, kubeberth {ours[k].node}: placed after "
+                                            "another pod of the group tied elsewhere")
+    return out
 
 
 # --- the list of explained disagreements ---

@@ -8,6 +8,12 @@ starts the pods the scheduler bound); and given to `simulate` together with the 
 server returned it just before, the pod as the API server returned it, and the case's profile.
 A pod upstream left unschedulable is deleted before the next one, so that each step decides one
 pod on a cluster both schedulers saw alike.
+
+With feature gates (the workload flavour: `featureGates` in the case), kube-scheduler runs with
+them and simulate under them, PodGroups are part of the cluster both are given, and a step is a
+unit: one pod, or a PodGroup and all its pods (created together, judged together: every pod's
+outcome and the group's PodGroupInitiallyScheduled condition). A pod neither bound nor given a
+PodScheduled=False condition (a gang short of pods) is `Pending` on both sides.
 """
 
 from __future__ import annotations
@@ -17,14 +23,18 @@ import copy
 import io
 import json
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeberth.simulate import simulate
+from kubeberth import features
+from kubeberth.scheduler import PENDING
+from kubeberth.simulate import run_simulation
 
 from .control_plane import ADMIN_TOKEN, ControlPlane, Process
 from .differential import create_objects, observe, play_kubelet, reset, scheduler_config
-from .fuzz_judge import Decision, Known, Verdict, attempts, explain, judge, plugin_scores
+from .fuzz_judge import Decision, Known, Verdict, attempts, explain, judge, judge_group, plugin_scores
 from .kube import ApiError, Kube, as_created
 
 # What simulate is given: every kind the scheduler reads that a case holds (apiVersion, plural).
@@ -36,6 +46,7 @@ SNAPSHOT_KINDS = {"Namespace": ("v1", "namespaces"), "PriorityClass": ("scheduli
                   "PersistentVolumeClaim": ("v1", "persistentvolumeclaims"),
                   "CSINode": ("storage.k8s.io/v1", "csinodes"), "CSIDriver": ("storage.k8s.io/v1", "csidrivers"),
                   "CSIStorageCapacity": ("storage.k8s.io/v1", "csistoragecapacities")}
+POD_GROUPS = {"PodGroup": ("scheduling.k8s.io/v1beta1", "podgroups")}  # read with GenericWorkload on
 OTHER_SEEDS = range(1, 8)
 LOG_NAME = "kube-scheduler-fuzz"
 
@@ -50,6 +61,14 @@ class PodReport:
     plugins: dict[str, dict[str, int]] = field(default_factory=dict)
     inputs: list[dict[str, Any]] = field(default_factory=list)  # what simulate was given, kept on a disagreement
 
+    @property
+    def is_group(self) -> bool:
+        """A PodGroup's condition (judged beside its pods), not a pod."""
+        return self.pod.startswith(GROUP_PREFIX)
+
+
+GROUP_PREFIX = "podgroup "
+
 
 @dataclass
 class CaseReport:
@@ -60,10 +79,11 @@ class CaseReport:
     seconds: float = 0.0
 
 
-async def cluster_objects(kube: Kube) -> list[dict[str, Any]]:
-    """Every object simulate reads, as the API server returns it (with kind and apiVersion)."""
+async def cluster_objects(kube: Kube, groups: bool = False) -> list[dict[str, Any]]:
+    """Every object simulate reads, as the API server returns it (with kind and apiVersion);
+    `groups`: PodGroups too."""
     out = []
-    for kind, (api_version, plural) in SNAPSHOT_KINDS.items():
+    for kind, (api_version, plural) in {**SNAPSHOT_KINDS, **(POD_GROUPS if groups else {})}.items():
         for item in await kube.list(plural):
             out.append({"apiVersion": api_version, "kind": kind, **item})
     return out
@@ -76,11 +96,18 @@ async def create_pending(kube: Kube, pod: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", **created}
 
 
-async def settle(kube: Kube, key: str, sched: Process, terminating: set[str], *, timeout: float = 30.0,
-                 quiet: float = 1.0, quiet_nominated: float = 6.0) -> dict[str, tuple[Any, ...]]:
-    """Waits until `key` is bound with no deletion in flight, or has stayed unschedulable (its
-    condition written, nothing changing) for `quiet` seconds (longer while it is nominated:
-    its victims are going and it will be retried after its backoff)."""
+async def create_group(kube: Kube, group: dict[str, Any]) -> dict[str, Any]:
+    created = await kube.create("podgroups", as_created(group), group["metadata"].get("namespace") or "default")
+    return {"apiVersion": POD_GROUPS["PodGroup"][0], "kind": "PodGroup", **created}
+
+
+async def settle(kube: Kube, keys: list[str], sched: Process, terminating: set[str], *, timeout: float = 30.0,
+                 quiet: float = 1.0, quiet_nominated: float = 6.0, quiet_held: float = 3.0
+                 ) -> dict[str, tuple[Any, ...]]:
+    """Waits until the pods `keys` are bound with no deletion in flight, or each is bound or has
+    stayed unschedulable (its condition written, nothing changing) for `quiet` seconds (longer while
+    one is nominated: its victims are going and it will be retried after its backoff), or nothing
+    has changed for `quiet_held` seconds (pods a PreEnqueue plugin holds back get no condition)."""
     deadline = time.monotonic() + timeout
     last: dict[str, tuple[Any, ...]] = {}
     since = time.monotonic()
@@ -88,14 +115,21 @@ async def settle(kube: Kube, key: str, sched: Process, terminating: set[str], *,
         if not sched.alive():
             raise RuntimeError(f"kube-scheduler exited: {sched.tail(15)}")
         state = await play_kubelet(kube, await observe(kube), terminating)
-        node, _, nominated, message = state.get(key, (None, False, None, ""))
+        mine = [state.get(k, (None, False, None, "")) for k in keys]
         deleting = any(v[1] for k, v in state.items() if k not in terminating)
         if state != last:
             last, since = state, time.monotonic()
-        if node and not deleting:
+        if deleting:
+            await asyncio.sleep(0.05)
+            continue
+        if all(node for node, _, _, _ in mine):
             return state
         waited = time.monotonic() - since
-        if message and not deleting and waited >= (quiet_nominated if nominated else quiet):
+        nominated = any(nom for node, _, nom, _ in mine if not node)
+        if all(node or message for node, _, _, message in mine) and waited >= (quiet_nominated if nominated
+                                                                               else quiet):
+            return state
+        if waited >= max(quiet_held, quiet_nominated if nominated else 0.0):
             return state
         await asyncio.sleep(0.05)
     return last
@@ -106,17 +140,61 @@ def upstream_decision(key: str, before: set[str], after: dict[str, tuple[Any, ..
     node, _, _, message = after.get(key, (None, False, None, "the pod is gone"))
     if node:
         return Decision("Scheduled", node, victims)
+    if not message:
+        return Decision("Pending", None, victims)
     return Decision("Unschedulable", None, victims, message)
 
 
-def kubeberth_decision(objects: list[dict[str, Any]], key: str, seed: int) -> Decision:
-    outcomes = simulate(copy.deepcopy(objects), seed=seed, warn=io.StringIO())
-    for o in outcomes:
-        if o.pod == key:
-            if o.status == "Scheduled":
-                return Decision("Scheduled", o.node, list(o.victims))
-            return Decision(o.status, None, list(o.victims), o.message)
-    return Decision("Missing", None, [], "simulate gave no outcome")
+def group_condition(group: Mapping[str, Any] | None, bound: int = 0, pods: int = 0) -> Decision:
+    """A PodGroup's PodGroupInitiallyScheduled condition as a decision (judged on status and message),
+    with how many of the step's `pods` were bound: "False/Unschedulable: ... [1 of 3 pods bound]"."""
+    cond = next((c for c in ((group or {}).get("status") or {}).get("conditions") or []
+                 if c.get("type") == "PodGroupInitiallyScheduled"), None)
+    tail = f" [{bound} of {pods} pods bound]"
+    if group is None:
+        return Decision("PodGroup", message="the PodGroup is gone" + tail)
+    if cond is None:
+        return Decision("PodGroup", message="no PodGroupInitiallyScheduled condition" + tail)
+    return Decision("PodGroup", message=f"{cond.get('status')}/{cond.get('reason')}: {cond.get('message') or ''}"
+                                        + tail)
+
+
+@dataclass
+class Simulated:
+    pods: dict[str, Decision]
+    group: Decision | None = None
+
+
+def gated(gates: str) -> AbstractContextManager[Any]:
+    return features.override(features.FeatureGates.parse(gates)) if gates else nullcontext()
+
+
+def kubeberth_decisions(objects: list[dict[str, Any]], keys: list[str], seed: int, gates: str = "",
+                        group: str = "") -> Simulated:
+    """simulate's decisions for the pods `keys` (and the PodGroup `group`'s condition), under `gates`."""
+    with gated(gates):
+        outcomes, sched = run_simulation(copy.deepcopy(objects), seed=seed, warn=io.StringIO())
+    out = Simulated({})
+    by_pod = {o.pod: o for o in outcomes}
+    for key in keys:
+        o = by_pod.get(key)
+        rec = sched.outcomes.get(key)
+        if o is None:
+            out.pods[key] = Decision("Missing", None, [], "simulate gave no outcome")
+        elif o.status == "Scheduled":
+            out.pods[key] = Decision("Scheduled", o.node, list(o.victims))
+        elif rec is not None and rec.status == PENDING and not rec.message:
+            out.pods[key] = Decision("Pending", None, list(o.victims))  # never tried: no condition written
+        else:
+            out.pods[key] = Decision(o.status, None, list(o.victims), o.message)
+    if group:
+        bound = sum(1 for d in out.pods.values() if d.status == "Scheduled")
+        out.group = group_condition(sched.ctx.objects.get("PodGroup", group), bound, len(keys))
+    return out
+
+
+def kubeberth_decision(objects: list[dict[str, Any]], key: str, seed: int, gates: str = "") -> Decision:
+    return kubeberth_decisions(objects, [key], seed, gates).pods[key]
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -139,10 +217,29 @@ async def set_pdb_status(kube: Kube, case: dict[str, Any]) -> None:
                              meta.get("namespace") or "default", subresource="status")
 
 
-def start_scheduler(plane: ControlPlane, config: dict[str, Any]) -> Process:
+async def delete_group(kube: Kube, name: str, ns: str) -> None:
+    """Deletes a PodGroup; the API server's podgroup-protection finalizer is taken off (the controller
+    that does it, in kube-controller-manager, does not run here)."""
+    await kube.delete("podgroups", name, ns)
+    if await kube.get_or_none("podgroups", name, ns) is not None:
+        await kube.patch("podgroups", name, {"metadata": {"finalizers": None}}, ns)
+    for _ in range(100):
+        if await kube.get_or_none("podgroups", name, ns) is None:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def reset_groups(kube: Kube) -> None:
+    """Every PodGroup gone (after differential.reset has deleted the pods)."""
+    for g in await kube.list("podgroups"):
+        await delete_group(kube, g["metadata"]["name"], g["metadata"].get("namespace") or "default")
+
+
+def start_scheduler(plane: ControlPlane, config: dict[str, Any], gates: str = "") -> Process:
     path = plane.dir / "kube-scheduler-fuzz.yaml"
     path.write_text(json.dumps(config))
     return Process.start(LOG_NAME, [str(plane.bin / "kube-scheduler"), f"--config={path}", "--secure-port=0",
+                                    *([f"--feature-gates={gates}"] if gates else []),
                                     "-v=1", "--vmodule=schedule_one=10"], plane.dir)
 
 
@@ -152,10 +249,32 @@ def read_log(sched: Process, offset: int) -> str:
         return f.read().decode(errors="replace")
 
 
+def group_name(pod: dict[str, Any]) -> str:
+    return str(((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or "")
+
+
+def units(pending: list[dict[str, Any]], groups: dict[str, dict[str, Any]]
+          ) -> Iterator[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
+    """The steps of a case: (None, [pod]) for a pod of no group, (PodGroup, its pods) for a group,
+    in the order their first pod comes in `pending`."""
+    seen: set[str] = set()
+    for pod in pending:
+        name = group_name(pod)
+        if not name or f"default/{name}" not in groups:
+            yield None, [pod]
+        elif name not in seen:
+            seen.add(name)
+            yield groups[f"default/{name}"], [p for p in pending if group_name(p) == name]
+
+
 async def run_case(plane: ControlPlane, kube: Kube, case: dict[str, Any], seed: int, index: int,
                    known: list[Known]) -> CaseReport:
     started = time.monotonic()
     report = CaseReport(seed, index)
+    gates = str(case.get("featureGates") or "")
+    if gates and gates not in plane.feature_gates:
+        report.error = f"the case needs feature gates {gates}; the control plane runs with {plane.feature_gates!r}"
+        return report
     kubeconfig = plane.dir / "kube-scheduler.kubeconfig"
     if not kubeconfig.exists():
         plane.write_kubeconfig(kubeconfig, token=ADMIN_TOKEN)
@@ -164,16 +283,25 @@ async def run_case(plane: ControlPlane, kube: Kube, case: dict[str, Any], seed: 
         report.error = config
         return report
     await reset(kube)
-    created = await create_objects(kube, case)
+    if gates:
+        await reset_groups(kube)
+    # PodGroups are created with their pods, step by step (run_group)
+    without_groups = [o for o in case["objects"] if o.get("kind") != "PodGroup"]
+    created = await create_objects(kube, {**case, "objects": without_groups})
     if created.refused:
         report.error = created.refused
         return report
     await set_pdb_status(kube, case)
     profiles = [o for o in case["objects"] if o.get("kind") == "SchedulingProfile"]
-    sched = start_scheduler(plane, config)
+    groups = {_key(o): o for o in case["objects"] if o.get("kind") == "PodGroup"}
+    sched = start_scheduler(plane, config, gates)
+    step = Step(kube, sched, profiles, created.terminating, seed, known, gates)
     try:
-        for pod in created.pending:
-            report.pods.append(await run_pod(kube, sched, pod, profiles, created.terminating, seed, known))
+        for group, pods in units(created.pending, groups):
+            if group is None:
+                report.pods.append(await run_pod(step, pods[0]))
+            else:
+                report.pods += await run_group(step, group, pods)
     except (ApiError, RuntimeError) as exc:
         report.error = str(exc)
     finally:
@@ -182,35 +310,130 @@ async def run_case(plane: ControlPlane, kube: Kube, case: dict[str, Any], seed: 
     return report
 
 
-async def run_pod(kube: Kube, sched: Process, pod: dict[str, Any], profiles: list[dict[str, Any]],
-                  terminating: set[str], seed: int, known: list[Known]) -> PodReport:
+@dataclass
+class Step:
+    """What every step of a case shares."""
+
+    kube: Kube
+    sched: Process
+    profiles: list[dict[str, Any]]
+    terminating: set[str]
+    seed: int
+    known: list[Known]
+    gates: str = ""
+
+
+async def run_pod(step: Step, pod: dict[str, Any]) -> PodReport:
+    kube, sched = step.kube, step.sched
     key = _key(pod)
-    snapshot = await cluster_objects(kube)
+    snapshot = await cluster_objects(kube, bool(step.gates))
     before = {_key(o) for o in snapshot if o["kind"] == "Pod"}
     offset = sched.log_path.stat().st_size
     as_returned = await create_pending(kube, pod)
-    after = await settle(kube, key, sched, terminating)
+    after = await settle(kube, [key], sched, step.terminating)
     up = upstream_decision(key, before, after)
     log = read_log(sched, offset)
     tried = attempts(log, key)
     scores = tried[-1] if tried else None
-    objects = [*profiles, *snapshot, as_returned]
-    ours = await asyncio.to_thread(kubeberth_decision, objects, key, seed)
+    objects = [*step.profiles, *snapshot, as_returned]
+    ours = await asyncio.to_thread(kubeberth_decision, objects, key, step.seed, step.gates)
     others = None
     if up.node != ours.node and up.status == ours.status == "Scheduled" and (not scores or up.victims):
-        others = [await asyncio.to_thread(kubeberth_decision, objects, key, s) for s in OTHER_SEEDS]
-    verdict = explain(judge(up, ours, scores, others), up, ours, known, scores)
+        others = [await asyncio.to_thread(kubeberth_decision, objects, key, s, step.gates) for s in OTHER_SEEDS]
+    verdict = explain(judge(up, ours, scores, others), up, ours, step.known, scores)
     nodes = {n for n in (up.node, ours.node) if n}
     report = PodReport(key, up, ours, verdict, scores)
     if verdict.kind != "agree":
         report.plugins, report.inputs = plugin_scores(log, key, nodes), objects
+    await keep_or_delete(kube, key, up)
+    return report
+
+
+async def keep_or_delete(kube: Kube, key: str, up: Decision) -> None:
+    """A bound pod starts; any other is deleted, so that the next step is decided without it
+    waiting in upstream's queue."""
     ns, name = key.split("/", 1)
     if up.status == "Scheduled":
         await start_bound_pod(kube, key)
-    else:  # the next pod is decided without this one waiting in upstream's queue
-        await kube.delete("pods", name, ns, grace_period=0)
-        for _ in range(100):
-            if await kube.get_or_none("pods", name, ns) is None:
-                break
-            await asyncio.sleep(0.05)
-    return report
+        return
+    await kube.delete("pods", name, ns, grace_period=0)
+    for _ in range(100):
+        if await kube.get_or_none("pods", name, ns) is None:
+            break
+        await asyncio.sleep(0.05)
+
+
+async def settled_group(kube: Kube, name: str, ns: str, attempted: bool, timeout: float = 3.0
+                        ) -> dict[str, Any] | None:
+    """The PodGroup; once its pods were attempted, with its condition: upstream patches it after
+    handing the pods to their binding cycles, so a pod may be bound before the patch is written."""
+    deadline = time.monotonic() + timeout
+    while True:
+        group = await kube.get_or_none("podgroups", name, ns)
+        conditions = ((group or {}).get("status") or {}).get("conditions") or []
+        if group is None or not attempted or conditions or time.monotonic() >= deadline:
+            return group
+        await asyncio.sleep(0.05)
+
+
+async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]]) -> list[PodReport]:
+    """A PodGroup and its pods created together (the pods first); every pod and the group's
+    condition judged."""
+    kube, sched = step.kube, step.sched
+    gkey = _key(group)
+    keys = [_key(p) for p in pods]
+    snapshot = await cluster_objects(kube, True)
+    before = {_key(o) for o in snapshot if o["kind"] == "Pod"}
+    offset = sched.log_path.stat().st_size
+    # The pods first, then their PodGroup: the pods wait for it (incomplete), and it releases them
+    # together into one cycle. Created the other way round, a basic group (no quorum) may be popped
+    # with its first pods only, and a cycle after the first may then write its condition from
+    # upstream's informer cache before the watch brought the condition the first wrote.
+    as_returned = [await create_pending(kube, p) for p in pods]
+    created_group = await create_group(kube, group)
+    after = await settle(kube, keys, sched, step.terminating)
+    ns, name = gkey.split("/", 1)
+    ups = {k: upstream_decision(k, before, after) for k in keys}
+    up_group = group_condition(await settled_group(kube, name, ns, any(d.status != "Pending" for d in ups.values())),
+                               sum(1 for d in ups.values() if d.status == "Scheduled"), len(keys))
+    log = read_log(sched, offset)
+    objects = [*step.profiles, *snapshot, created_group, *as_returned]
+    ours = await asyncio.to_thread(kubeberth_decisions, objects, keys, step.seed, step.gates, gkey)
+    # the victims are the group's (every pod deleted during the step upstream; the union of what
+    # kubeberth's pods preempted), judged on the group's line
+    up_victims = sorted(k for k in before if k not in after)
+    ours_victims = sorted({v for d in ours.pods.values() for v in d.victims})
+    for d in (*ups.values(), *ours.pods.values()):
+        d.victims = []
+    scores = {}
+    for k in keys:
+        tried = attempts(log, k)
+        scores[k] = tried[-1] if tried else None
+    others: list[Simulated] | None = None
+    if any(ups[k].node != ours.pods[k].node and ups[k].status == ours.pods[k].status == "Scheduled" for k in keys):
+        others = [await asyncio.to_thread(kubeberth_decisions, objects, keys, s, step.gates, gkey)
+                  for s in OTHER_SEEDS]
+    verdicts = judge_group(keys, ups, ours.pods, scores, [o.pods for o in others] if others else None)
+    reports = []
+    for k in keys:
+        verdict = explain(verdicts[k], ups[k], ours.pods[k], step.known, scores[k])
+        report = PodReport(k, ups[k], ours.pods[k], verdict, scores[k])
+        if verdict.kind != "agree":
+            nodes = {n for n in (ups[k].node, ours.pods[k].node) if n}
+            report.plugins, report.inputs = plugin_scores(log, k, nodes), objects
+        reports.append(report)
+    ours_group = ours.group or group_condition(None, 0, len(keys))
+    up_group.victims, ours_group.victims = up_victims, ours_victims
+    verdict = judge(up_group, ours_group, None)
+    if verdict.kind == "diff" and verdict.field == "message":
+        verdict.field = "group"  # the condition's status, reason and message (victims keep their field)
+    verdict = explain(verdict, up_group, ours_group, step.known, None)
+    group_report = PodReport(GROUP_PREFIX + gkey, up_group, ours_group, verdict)
+    if verdict.kind != "agree":
+        group_report.inputs = objects
+    reports.append(group_report)
+    for k in keys:
+        await keep_or_delete(kube, k, ups[k])
+    if not any(ups[k].status == "Scheduled" for k in keys):
+        await delete_group(kube, name, ns)
+    return reports

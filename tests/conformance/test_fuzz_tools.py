@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 
+from kubeberth import features
+from kubeberth.features import FeatureGates
 from kubeberth.simulate import simulate
 from tests.cluster.fuzz_gen import generate
-from tests.cluster.fuzz_judge import Decision, attempts, explain, judge, load_known, parse_known
+from tests.cluster.fuzz_groups import Options
+from tests.cluster.fuzz_judge import Decision, attempts, explain, judge, judge_group, load_known, parse_known
 
 FEATURES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "profile": lambda o: o["kind"] == "SchedulingProfile",
@@ -175,3 +178,112 @@ def test_the_shipped_entries_explain_only_their_own_shapes() -> None:
     assert explain(judge(up, ours, None), up, ours, known).explained_by == "preemptor-retried-while-victims-terminate"
     fewer = Decision("Scheduled", "n1", ["default/b2"])
     assert explain(judge(up, fewer, scores), up, fewer, known, scores).explained_by == ""
+
+
+# ---- the workload flavour ------------------------------------------------------------------
+
+WORKLOADS = Options("workloads")
+
+
+def test_the_workload_flavour_changes_only_the_pending_pods_and_names_its_gates() -> None:
+    plain, groups = generate(1, 5), generate(1, 5, WORKLOADS)
+    assert groups == generate(1, 5, WORKLOADS)
+    assert groups["featureGates"] == "GenericWorkload=true" and "featureGates" not in plain
+    existing = [o for o in plain["objects"] if o["kind"] != "Pod" or "nodeName" in o["spec"]]
+    assert [o for o in groups["objects"] if o["kind"] not in ("Pod", "PodGroup") or "nodeName" in o["spec"]] == existing
+
+
+def test_forty_workload_cases_cover_what_the_flavour_claims() -> None:
+    objects = [o for i in range(40) for o in generate(1, i, WORKLOADS)["objects"]]
+    groups = [o for o in objects if o["kind"] == "PodGroup"]
+    members: dict[str, list[dict[str, Any]]] = {}
+    for o in objects:
+        if o["kind"] == "Pod" and o["spec"].get("schedulingGroup"):
+            members.setdefault(o["spec"]["schedulingGroup"]["podGroupName"], []).append(o)
+    assert len(groups) >= 40
+    assert any("basic" in g["spec"]["schedulingPolicy"] for g in groups)
+    gangs = [g for g in groups if "gang" in g["spec"]["schedulingPolicy"]]
+    assert any(g["spec"]["schedulingPolicy"]["gang"]["minCount"] > 1 for g in gangs)
+    assert any(g["spec"].get("priorityClassName") == "high-never" for g in groups)
+    # off until group preemption is merged: no group of a priority that could preempt a running pod
+    assert {g["spec"].get("priorityClassName") for g in groups} <= {None, "high-never"}
+    assert not any("schedulingConstraints" in g["spec"] for g in groups)
+    per_case = [generate(1, i, WORKLOADS) for i in range(40)]
+    assert any(len({p["spec"].get("priorityClassName") for p in group_pods}) > 1 for case in per_case
+               for group_pods in _members(case).values())  # mixed priorities
+    assert any(g["spec"]["schedulingPolicy"]["gang"]["minCount"] > len(_members(case)[g["metadata"]["name"]])
+               for case in per_case for g in case["objects"] if g["kind"] == "PodGroup"
+               and "gang" in g["spec"]["schedulingPolicy"])  # a gang short of pods
+
+
+def _members(case: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for o in case["objects"]:
+        if o["kind"] == "Pod" and o["spec"].get("schedulingGroup"):
+            out.setdefault(o["spec"]["schedulingGroup"]["podGroupName"], []).append(o)
+    return out
+
+
+def test_the_options_off_until_merged_are_flags() -> None:
+    both = Options("workloads", group_preemption=True, topology=True)
+    assert both.gates == "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+    assert both.flags() == "--flavour workloads --group-preemption --topology"
+    objects = [o for i in range(20) for o in generate(1, i, both)["objects"] if o["kind"] == "PodGroup"]
+    assert any(o["spec"].get("priorityClassName") in ("low", "mid", "high") for o in objects)
+    assert any("schedulingConstraints" in o["spec"] for o in objects)
+    with pytest.raises(ValueError, match="options of the workloads flavour"):
+        Options("default", topology=True)
+
+
+@pytest.mark.parametrize("index", [0, 2, 4])
+def test_workload_cases_are_taken_by_simulate_with_the_gate(index: int) -> None:
+    case = generate(1, index, WORKLOADS)
+    warn = io.StringIO()
+    with features.override(FeatureGates.parse(case["featureGates"])):
+        outcomes = simulate(case["objects"], seed=1, warn=warn)
+    assert warn.getvalue() == ""
+    assert {o.pod for o in outcomes} >= set(_keys(case))
+
+
+def _keys(case: dict[str, Any]) -> list[str]:
+    return [f"default/{p['metadata']['name']}" for ps in _members(case).values() for p in ps]
+
+
+def test_a_groups_outcomes_in_another_order_of_its_pods_are_a_tie() -> None:
+    keys = ["default/g-0", "default/g-1"]
+    up = {"default/g-0": Decision("Unschedulable", message="minCount (2) cannot be satisfied"),
+          "default/g-1": Decision("Unschedulable", message="0/2 nodes are available: 2 Insufficient cpu.")}
+    ours = {"default/g-0": up["default/g-1"], "default/g-1": up["default/g-0"]}
+    verdicts = judge_group(keys, up, ours, {k: None for k in keys})
+    assert {v.kind for v in verdicts.values()} == {"tie"} and {v.field for v in verdicts.values()} == {"order"}
+    other = {"default/g-0": up["default/g-1"], "default/g-1": up["default/g-1"]}  # not a permutation
+    assert {v.kind for v in judge_group(keys, up, other, {k: None for k in keys}).values()} == {"diff", "agree"}
+
+
+def test_a_group_pod_placed_after_a_tied_one_is_a_tie() -> None:
+    keys = ["default/g-0", "default/g-1"]
+    up = {"default/g-0": Decision("Scheduled", "n1"), "default/g-1": Decision("Scheduled", "n1")}
+    ours = {"default/g-0": Decision("Scheduled", "n2"), "default/g-1": Decision("Scheduled", "n3")}
+    scores: dict[str, dict[str, int] | None] = {"default/g-0": {"n1": 50, "n2": 50}, "default/g-1": {"n1": 60,
+                                                                                                     "n3": 40}}
+    verdicts = judge_group(keys, up, ours, scores)
+    assert [verdicts[k].kind for k in keys] == ["tie", "tie"]
+    untied = {"default/g-0": {"n1": 50, "n2": 40}, "default/g-1": scores["default/g-1"]}
+    assert [v.kind for v in judge_group(keys, up, ours, untied).values()] == ["diff", "diff"]
+    # another seed placing the whole group as upstream did makes it a tie
+    again = judge_group(keys, up, ours, untied, [dict(up)])
+    assert [v.kind for v in again.values()] == ["tie", "tie"]
+
+
+def test_the_lagging_cache_entry_explains_only_a_partly_bound_group() -> None:
+    known = load_known()
+    up = Decision("PodGroup", message="False/Unschedulable: pod group is unschedulable, pod group preemption: "
+                                      "No preemption victims found for incoming preemptor [1 of 3 pods bound]")
+    ours = Decision("PodGroup", message="True/Scheduled:  [1 of 3 pods bound]")
+    verdict = judge(up, ours, None)
+    verdict.field = "group"
+    assert explain(verdict, up, ours, known).explained_by == "podgroup-condition-written-from-a-lagging-cache"
+    none_bound = Decision("PodGroup", message=up.message.replace("[1 of", "[0 of"))
+    verdict = judge(none_bound, ours, None)
+    verdict.field = "group"
+    assert explain(verdict, none_bound, ours, known).explained_by == ""

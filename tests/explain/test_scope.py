@@ -202,3 +202,24 @@ def test_the_publisher_scopes_by_the_pods_namespace() -> None:
     s = publisher.scoped(make_pod("web", "tenant-b"), _Explained(x))  # type: ignore[arg-type]
     assert s["scope"] == {"namespace": "tenant-b", "detail": COUNTS}
     assert "tenant-a/batch" not in json.dumps(s)
+
+
+def test_a_groups_placements_are_not_published_by_default() -> None:
+    """A gang's attempt placed its first pod before the second fit nowhere: counts only, the node
+    it was placed on is not named (full detail names it)."""
+    from kubeberth import features
+    from kubeberth.features import FeatureGates
+
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "tenant-a"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    pods = [pod_dict(f"g-{i}", "tenant-a", cpu="1500m", schedulingGroup={"podGroupName": "g"}) for i in range(2)]
+    with features.override(FeatureGates.parse("GenericWorkload=true")):
+        (x, *_) = explanations([node_dict("secret-node", cpu="2"), group, *pods], "tenant-a/g-1")
+    assert x["podGroup"]["pods"][0]["node"] == "secret-node"
+    counts, annotation, event = published(x, "tenant-a/g-1", COUNTS)
+    assert [p["node"] for p in counts["podGroup"]["pods"]] == [None, None]
+    text = "\n".join(render_attempt("tenant-a/g-1", counts, 10))
+    assert "tenant-a/g-0: placed" in text and "secret-node" not in text + annotation + event
+    full, _, _ = published(x, "tenant-a/g-1", FULL)
+    assert full["podGroup"]["pods"][0]["node"] == "secret-node"

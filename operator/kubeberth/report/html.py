@@ -152,6 +152,24 @@ def _profiles(profiles: Sequence[Mapping[str, Any]]) -> str:
             f'<th>Score (weight)</th><th>PostFilter</th></tr>{"".join(rows)}</table>')
 
 
+def _pod_groups(groups: Sequence[Mapping[str, Any]]) -> str:
+    """One row per PodGroup: policy, pods (linked), scheduled, status and why; the last attempt pod by pod."""
+    rows = []
+    for g in groups:
+        policy = f"gang, minCount {g['minCount']}" if g["policy"] == "gang" else (g["policy"] or "-")
+        tried = []
+        for p in (g.get("lastAttempt") or {}).get("pods") or []:
+            what = (f"on {escape(p['node'])}" if p["node"] else
+                    f"fits nowhere: {escape(p['message'])}" if p["tried"] else "not tried")
+            tried.append(f"{_pod_link(p['pod'])} {what}")
+        rows.append(f'<tr class="pod-group" data-status="{escape(g["status"])}"><td>{escape(g["podGroup"])}</td>'
+                    f'<td>{escape(policy)}</td><td>{", ".join(_pod_link(p) for p in g["pods"])}</td>'
+                    f'<td class="num">{g["scheduled"]}</td><td>{escape(g["status"])}</td>'
+                    f'<td>{escape(g["message"])}</td><td>{"<br>".join(tried)}</td></tr>')
+    return ('<table id="pod-groups"><tr><th>PodGroup</th><th>Policy</th><th>Pods</th><th>Scheduled</th>'
+            f'<th>Status</th><th>Why</th><th>Last attempt</th></tr>{"".join(rows)}</table>')
+
+
 def render_html(data: Mapping[str, Any], top_nodes: int = 10) -> str:
     pods = data["pods"]
     preempted_by = data.get("preemptedBy") or {}
@@ -163,6 +181,7 @@ def render_html(data: Mapping[str, Any], top_nodes: int = 10) -> str:
         f'<h2>Pods per outcome</h2>{_outcomes(pods)}',
         f'<h2>Nodes: requested before and after</h2>{_nodes(data["nodes"])}',
         f'<h2>Pods</h2>{_pods(pods, preempted_by)}',
+        f'<h2>Pod groups</h2>{_pod_groups(data["podGroups"])}' if data.get("podGroups") else "",
         f'<h2>Why: per-pod explanations</h2>{_explanations(pods, top_nodes)}',
         f'<h2>Profiles in force</h2>{_profiles(data["profiles"])}',
         f"<script>{SCRIPT}</script></body></html>\n",

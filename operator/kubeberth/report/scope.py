@@ -105,3 +105,7 @@ def _counts_only(out: dict[str, Any]) -> None:
     if pf is not None:
         pf["candidates"] = len(pf["candidates"])
         pf["rejected"] = len(pf["rejected"])
+    group = out.get("podGroup")
+    if group is not None:  # where the attempt placed the group's pods: per node, not published
+        for p in group["pods"]:
+            p["node"] = None

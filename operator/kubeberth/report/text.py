@@ -44,6 +44,8 @@ def render_attempt(key: str, x: Mapping[str, Any], top_nodes: int) -> list[str]:
     lines = [f"=== {key}: {res['status']}{where} (attempt {x['attempt']}, profile {x['profile']})"]
     if res.get("message"):
         lines.append(f"  why: {res['message']}")
+    if x.get("podGroup"):
+        lines.extend(_pod_group(x["podGroup"]))
     n = x["nodes"]
     lines.append(f"  nodes: {n['total']} total, {n['feasible']} feasible, {n['filtered']} filtered out, "
                  f"{n['excludedByPreFilter']} excluded by PreFilter, {n['notEvaluated']} not evaluated")
@@ -79,6 +81,26 @@ def render_attempt(key: str, x: Mapping[str, Any], top_nodes: int) -> list[str]:
     if scope is not None and scope["detail"] == COUNTS:
         lines.append(f"  Per-node detail: not shown in namespace {scope['namespace']} (counts only; "
                      "a cluster administrator may allow it)")
+    return lines
+
+
+def _pod_group(g: Mapping[str, Any]) -> list[str]:
+    """The group's part of a pod's attempt: the quorum, every pod of the attempt, where it went."""
+    quorum = f"gang, minCount {g['minCount']}" if g["policy"] == "gang" else "basic, no quorum"
+    placed = sum(1 for p in g["pods"] if p["node"] or (p["tried"] and not p["message"]))
+    lines = [f"  pod group {g['name']} ({quorum}): attempt {g['attempt']} placed {placed} of {len(g['pods'])} "
+             f"queued pod(s), {g['scheduledBefore']} scheduled before: {g['result']}"
+             + (f": {g['message']}" if g["message"] else "")]
+    for p in g["pods"]:
+        if p["node"]:
+            what = f"placed on {p['node']}"
+        elif p["tried"] and not p["message"]:
+            what = "placed"  # on a node not shown (the namespace's explanations are counts only)
+        elif p["tried"]:
+            what = f"fits nowhere: {p['message']}"
+        else:
+            what = "not tried (the attempt stopped before it)"
+        lines.append(f"    {p['pod']}: {what}")
     return lines
 
 

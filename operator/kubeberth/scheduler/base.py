@@ -28,6 +28,7 @@ from .watched import EVENT_RESOURCES
 
 if TYPE_CHECKING:
     from .explain import Explanation
+    from .group_explain import GroupAttempt
 
 log = logging.getLogger("kubeberth.scheduler")
 
@@ -86,6 +87,8 @@ class SchedulerBase:
         self.explain_pods: Callable[[Pod], bool] | None = None
         self.on_explained: Callable[[Pod, Explanation], Coroutine[Any, Any, None]] | None = None
         self._explaining: Explanation | None = None
+        # pod group key -> its latest attempt (scheduler/group_explain.py), for simulate and --explain
+        self.group_attempts: dict[str, GroupAttempt] = {}
 
 
     @staticmethod

@@ -110,6 +110,8 @@ class Explanation:
     result: str = ""
     result_node: str = ""
     result_message: str = ""
+    # A pod of a PodGroup: the group's attempt (group_explain.GroupAttempt.to_dict()), else None.
+    pod_group: dict[str, Any] | None = None
 
     # ---- capture (called by the cycle) ---------------------------------------------------
     def pre_filtered(self, fw: Framework, state: CycleState, result: PreFilterResult | None,
@@ -209,6 +211,12 @@ class Explanation:
         return sum(1 for n in self.nodes if n.verdict == verdict)
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._to_dict()
+        if self.pod_group is not None:
+            out["podGroup"] = self.pod_group
+        return out
+
+    def _to_dict(self) -> dict[str, Any]:
         pf = self.pre_filter_status
         return {
             "attempt": self.attempt,

@@ -39,8 +39,10 @@ from ..plugins.default_preemption import DefaultPreemption
 from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
 from ..preemption.pod_group import Assignment, SnapshotEdits
-from . import decision_log
+from . import decision_log, explain, group_explain
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
+from .records import SCHEDULED as RECORD_SCHEDULED
+from .records import UNSCHEDULABLE as RECORD_UNSCHEDULABLE
 from .records import pod_on_node
 from .schedule_one import SchedulingCycles, _single_node_fit_error
 from .schedule_one_placement import ERR_POD_GROUP_UNSCHEDULABLE, PlacementAlgorithm
@@ -137,7 +139,12 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         for m in queued:
             rec = self._record(m.pod)
             rec.attempts = max(rec.attempts, m.attempts)
+        group_state = self.pod_groups.get(pg.key)
+        attempt = group_explain.begin(pg, max(m.attempts for m in queued),
+                                      group_state.scheduled_pods_count() if group_state is not None else 0,
+                                      [m.pod.key for m in queued])
         results, status = await self._pod_group_algorithm(fw, pg, queued)
+        tried = len(results)
         while len(results) < len(queued):  # completePodGroupAlgorithmResult: the pods not tried
             q = queued[len(results)]
             results.append(_PodResult(q, CycleState(), Status(status.code, *status.reasons)
@@ -150,7 +157,38 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
                 status = post
             else:
                 status.reasons.append(post.message())  # upstream's AppendReason(status.String())
+        for i, res in enumerate(results[:tried]):
+            attempt.pods[i] = group_explain.PodTry(res.q.pod.key, res.host if res.status is None else "",
+                                                   res.status.message() if res.status is not None else "")
+        attempt.result, attempt.message = _result_of(status), status.message() if status is not None else ""
+        self._keep_attempt(attempt)
         await self._submit_pod_group_result(fw, g, pg, queued, results, status, started, nominations)
+        self._explain_group_pods(results[:tried], status, attempt)
+
+    def _keep_attempt(self, attempt: group_explain.GroupAttempt) -> None:
+        """The group's latest attempt, for simulate; a long-running operator (which drops the
+        records of deleted pods) forgets those of groups that are gone."""
+        self.group_attempts[attempt.group] = attempt
+        if not self.keep_deleted_records:
+            for key in [k for k in self.group_attempts if self.pod_groups.get(k) is None]:
+                del self.group_attempts[key]
+
+    def _explain_group_pods(self, results: list[_PodResult], status: Status | None,
+                            attempt: group_explain.GroupAttempt) -> None:
+        """The explained pods of the attempt: each one's own filter and score, and the group's part."""
+        for res in results:
+            x = explain.explanation_of(res.state)
+            if x is None:
+                continue
+            x.pod_group = attempt.to_dict()
+            rec = self._record(res.q.pod)
+            if status is None and res.status is None:
+                x.finish(RECORD_SCHEDULED, res.host, "")
+            else:
+                x.finish(RECORD_UNSCHEDULABLE, "", rec.message)
+            rec.add_explanation(x)
+            if self.on_explained is not None:
+                self._spawn(self.on_explained(res.q.pod, x))
 
     # ---- before scheduling --------------------------------------------------------------
     def _validate_pod_group(self, g: QueuedPodGroupInfo, pg: PodGroup) -> str:
@@ -206,6 +244,9 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
             await self._fail(fw, m, Status.error(message), nominating="", started=started)
         if pg is not None:
             await self._set_pod_group_condition(pg, "False", REASON_SCHEDULER_ERROR, message)
+            attempt = group_explain.begin(pg, max(m.attempts for m in g.members), 0, [m.pod.key for m in g.members])
+            attempt.result, attempt.message = ERROR, message
+            self._keep_attempt(attempt)
         self.queue.add_attempted_pod_group(g, ERROR)
 
     # ---- the algorithm --------------------------------------------------------------------
@@ -286,6 +327,8 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         pod = q.pod
         state = CycleState()
         state.record_plugin_metrics = self.ctx.metrics is not None and fw.plugin_metrics.sample()
+        if self.explain_pods is not None and self.explain_pods(pod):
+            explain.begin(state, fw, pod, q.attempts)
         algorithm_started = time.perf_counter()
         try:
             result = await schedule_pod(fw, state, pod)
