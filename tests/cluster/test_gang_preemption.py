@@ -32,9 +32,9 @@ import pytest
 import pytest_asyncio
 
 from .conftest import OperatorProcess
-from .control_plane import ADMIN_TOKEN, ControlPlane, Process, kubectl
+from .control_plane import ADMIN_TOKEN, ControlPlane, Process
 from .kube import Kube, eventually, node, pod
-from .test_gangs import kubeberth_kubeconfig
+from .test_gangs import gated_plane, kubeberth_kubeconfig
 
 pytestmark = pytest.mark.cluster
 
@@ -200,14 +200,8 @@ async def reset(kube: Kube) -> None:
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
-    p = ControlPlane(feature_gates=GATES).start()
-    try:
-        kubectl(p, "apply", "-f", "crds/")
-        kubectl(p, "wait", "--for", "condition=established", "--timeout=60s", "crd/schedulingprofiles.kubeberth.io")
-        kubectl(p, "apply", "-k", "manifests/")
+    with gated_plane(GATES) as p:
         yield p
-    finally:
-        p.stop()
 
 
 @pytest_asyncio.fixture

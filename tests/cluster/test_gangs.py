@@ -13,6 +13,7 @@ with kube-scheduler v1.37.2 run on the same objects as the oracle.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
@@ -168,9 +169,11 @@ async def reset(kube: Kube) -> None:
     await eventually(empty, timeout=30)
 
 
-@pytest.fixture(scope="module")
-def gang_plane() -> Iterator[ControlPlane]:
-    plane = ControlPlane(feature_gates=GATES).start()
+@contextlib.contextmanager
+def gated_plane(gates: str) -> Iterator[ControlPlane]:
+    """A control plane of its own with `gates` on (kube-apiserver serving scheduling.k8s.io/v1beta1),
+    kubeberth's CRDs and manifests applied."""
+    plane = ControlPlane(feature_gates=gates).start()
     try:
         kubectl(plane, "apply", "-f", "crds/")
         kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
@@ -179,6 +182,12 @@ def gang_plane() -> Iterator[ControlPlane]:
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="module")
+def gang_plane() -> Iterator[ControlPlane]:
+    with gated_plane(GATES) as plane:
+        yield plane
 
 
 @pytest_asyncio.fixture

@@ -29,9 +29,9 @@ from kubeberth.features import FeatureGates
 from kubeberth.simulate import run_simulation
 
 from .conftest import OperatorProcess
-from .control_plane import ADMIN_TOKEN, ControlPlane, kubectl
+from .control_plane import ADMIN_TOKEN, ControlPlane
 from .kube import Kube, eventually, node, pod
-from .test_gangs import group_state, kubeberth_kubeconfig, reset, settled, start_kube_scheduler
+from .test_gangs import gated_plane, group_state, kubeberth_kubeconfig, reset, settled, start_kube_scheduler
 
 pytestmark = pytest.mark.cluster
 
@@ -117,15 +117,8 @@ async def scenario(kube: Kube) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def taws_plane() -> Iterator[ControlPlane]:
-    plane = ControlPlane(feature_gates=GATES).start()
-    try:
-        kubectl(plane, "apply", "-f", "crds/")
-        kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
-                "crd/schedulingprofiles.kubeberth.io")
-        kubectl(plane, "apply", "-k", "manifests/")
+    with gated_plane(GATES) as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 @pytest_asyncio.fixture
