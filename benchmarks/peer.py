@@ -1,11 +1,14 @@
 """kubeberth beside upstream kube-scheduler, each on a fresh real control plane of the same build.
 
 `python -m benchmarks.run --e2e --peer kube-scheduler [-w WORKLOAD]`: for each scheduler in
-turn, etcd + kube-apiserver start (tests/cluster/control_plane.py), the workload's nodes and
-init pods are created over 50 concurrent connections, then the scheduler is started as its own
-process: the time to its first binding is its start-up and initial sync, the init pods'
-rate its throughput on a backlog. Once all are bound, the measured pods are created while it
-runs (again over 50 connections): pods/s from the first create to the last binding, and how
+turn (kube-scheduler, kubeberth, and the null binder: tools/k8s/cmd/nullbinder, which binds
+round-robin and decides nothing, the API server's ceiling), etcd + kube-apiserver start
+(tests/cluster/control_plane.py), the workload's cluster (benchmarks/peer_cases.py: nodes and,
+per family, its other objects) and init pods are created over 50 concurrent connections, then
+the scheduler is started as its own process: the time to its first binding is its start-up and
+initial sync, the init pods' rate its throughput on a backlog. Once all are bound, the measured
+pods are created while it runs (again over 50 connections; each followed by the controllers'
+part the harness plays, the same for every scheduler): pods/s from the first create to the last binding, and how
 long after the last create the last binding came, and the p99 of the scheduling-attempt
 latency from each scheduler's own `scheduler_scheduling_attempt_duration_seconds`. Bindings are
 seen through a watch on pods from this process, as another client of the cluster would see them.
@@ -15,7 +18,7 @@ replicas with leader election, the leader killed, the time until the standby bin
 
 Neither scheduler is throttled on the client side: kube-scheduler runs with
 `clientConnection.qps/burst` 5000 (its default of 50/100 would cap it at about 100 pods/s),
-kubeberth has no client rate limiter. Both use the admin token.
+kubeberth has no client rate limiter, the null binder runs with 5000 too. All use the admin token.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process
 from tests.cluster.kube import Kube, as_created
 
 from . import workloads as wl
+from .peer_cases import CONNECTIONS, PeerCase, create_all
 
-PEERS = ("kube-scheduler", "kubeberth")
-CONNECTIONS = 50
+PEERS = ("kube-scheduler", "kubeberth", "nullbinder")
+NULL_BINDER_WORKERS = 64  # kubeberth's default --bind-concurrency
 
 
 class BindingWatch:
@@ -110,27 +114,6 @@ class BindingWatch:
                 await self._task
 
 
-async def create_all(kube: Kube, resource: str, objects: Iterable[dict[str, Any]]) -> tuple[float, float]:
-    """Creates over CONNECTIONS concurrent requests; returns the times of the first and last create."""
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    for obj in objects:
-        queue.put_nowait(as_created(obj))
-    first: list[float] = []
-    last = 0.0
-
-    async def worker() -> None:
-        nonlocal last
-        while not queue.empty():
-            obj = queue.get_nowait()
-            if not first:
-                first.append(time.monotonic())
-            await kube.create(resource, obj)
-            last = max(last, time.monotonic())
-
-    await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
-    return (first[0] if first else time.monotonic()), last
-
-
 async def scheduled_events(kube: Kube, namespace: str, settle: float = 3.0, limit: float = 60.0) -> int:
     """The Scheduled events of the measured pods, once their number has not changed for `settle`
     seconds (both schedulers write events in the background)."""
@@ -158,14 +141,16 @@ def synced_seconds(sched: Process) -> float | None:
 class Scheduler:
     """A scheduler process and where its Prometheus metrics are served."""
 
-    def __init__(self, process: Process, metrics_url: str) -> None:
+    def __init__(self, process: Process, metrics_url: str | None) -> None:
         self.process = process
-        self.metrics_url = metrics_url
+        self.metrics_url = metrics_url  # None: serves no metrics (the null binder)
 
     async def attempt_buckets(self) -> dict[float, float]:
         """scheduler_scheduling_attempt_duration_seconds as cumulative counts per bucket bound, over
         every result and profile. kube-scheduler serves it on its secure port to an authorised
-        client: the admin token, its self-signed certificate not checked."""
+        client: the admin token, its self-signed certificate not checked. Empty without metrics."""
+        if self.metrics_url is None:
+            return {}
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         async with aiohttp.ClientSession() as session, session.get(
                 self.metrics_url, headers=headers, ssl=False, timeout=aiohttp.ClientTimeout(total=10)) as resp:
@@ -203,11 +188,21 @@ def histogram_quantile(q: float, before: dict[float, float], after: dict[float, 
 def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                     leader_elect: bool = False) -> Scheduler:
     """`peer` on `plane`; with `leader_elect`, through the Lease in kube-system with kube-scheduler's
-    timings (15 s duration, 10 s renew deadline, 2 s retry), both schedulers alike."""
+    timings (15 s duration, 10 s renew deadline, 2 s retry), both schedulers alike (the null binder
+    has no leader election)."""
     name = name or peer
     kubeconfig = plane.dir / "admin.kubeconfig"
     port = free_port()
-    if peer == "kube-scheduler":
+    url: str | None
+    if peer == "nullbinder":
+        if leader_elect:
+            raise ValueError("the null binder has no leader election")
+        binary = plane.bin / "nullbinder"
+        if not os.access(binary, os.X_OK):
+            raise FileNotFoundError(f"{binary} is missing: build it with `make control-plane`")
+        argv = [str(binary), f"--kubeconfig={kubeconfig}", f"--workers={NULL_BINDER_WORKERS}"]
+        url = None
+    elif peer == "kube-scheduler":
         config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                   "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 5000, "burst": 5000},
                   "leaderElection": {"leaderElect": leader_elect, "resourceNamespace": "kube-system",
@@ -233,27 +228,6 @@ def holds_lease(sched: Process) -> bool:
     return "successfully acquired lease" in text or "acquired the lease" in text
 
 
-def with_priority_classes(obj: dict[str, Any]) -> dict[str, Any]:
-    """scheduler_perf's templates give a pod's priority in its spec, which only an API server without
-    the Priority admission plugin accepts; here it comes from a PriorityClass of that value."""
-    spec = obj.get("spec") or {}
-    if spec.get("priority") is not None and not spec.get("priorityClassName"):
-        spec["priorityClassName"] = priority_class_name(int(spec.pop("priority")))
-    return obj
-
-
-def priority_class_name(value: int) -> str:
-    return f"bench-priority-{value}"
-
-
-async def create_priority_classes(kube: Kube, w: wl.Workload) -> None:
-    values = {int(t("probe", "default").get("spec", {}).get("priority") or 0)
-              for t in (w.init_template, w.measure_template)}
-    for value in sorted(values - {0}):
-        await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                              "metadata": {"name": priority_class_name(value)}, "value": value})
-
-
 def process_usage(pid: int) -> tuple[float, float]:
     """CPU seconds (user + system) and peak RSS in MiB of a live process."""
     with open(f"/proc/{pid}/stat") as f:
@@ -267,39 +241,31 @@ def process_usage(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
+async def _run_peer(peer: str, w: PeerCase) -> dict[str, Any]:
     out: dict[str, Any] = {"scheduler": peer}
     with ControlPlane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
-            for ns in {w.init_namespace, w.measure_namespace, *w.all_namespaces()} - {"default"}:
-                await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                 "metadata": {"name": ns, "labels": dict(w.namespace_labels)}})
-            await create_all(kube, "nodes", w.node_objects())
-            await create_priority_classes(kube, w)
-            await create_all(kube, "pods", (
-                with_priority_classes(w.init_template(f"init-{i:06d}", w.init_namespace_of(i)))
-                for i in range(w.init_pods)))
+            await w.setup(kube)
+            await create_all(kube, "pods", w.pods("init"), after=w.created)
             watch = BindingWatch(kube)
             await watch.start()
             started = time.monotonic()
             scheduler = start_scheduler(peer, plane)
             sched = scheduler.process
             try:
-                init_bound = await watch.wait("init-", w.init_pods, timeout=max(120.0, w.init_pods / 5))
+                init_bound = await watch.wait("init-", w.init_count, timeout=max(120.0, w.init_count / 5))
                 init_times = watch.times("init-")
                 if init_times:
                     out["first_bind_after_start_s"] = round(init_times[0] - started, 3)
-                if init_bound < w.init_pods:
-                    out["error"] = f"only {init_bound}/{w.init_pods} init pods bound\n{sched.tail(20)}"
+                if init_bound < w.init_count:
+                    out["error"] = f"only {init_bound}/{w.init_count} init pods bound\n{sched.tail(20)}"
                     return out
                 if w.init_pods > 1:
                     span = init_times[-1] - init_times[0]
                     out["init_pods_per_s"] = round((w.init_pods - 1) / span, 1) if span > 0 else None
                 cpu0, _ = process_usage(sched.popen.pid)
                 attempts0 = await scheduler.attempt_buckets()
-                t0, t_last_create = await create_all(kube, "pods", (
-                    with_priority_classes(w.measure_template(f"pod-{i:06d}", w.measure_namespace))
-                    for i in range(w.measure_pods)))
+                t0, t_last_create = await create_all(kube, "pods", w.pods("measure"), after=w.created)
                 bound = await watch.wait("pod-", w.measure_pods, timeout=max(120.0, w.measure_pods / 5))
                 times = watch.times("pod-")
                 cpu1, rss = process_usage(sched.popen.pid)
@@ -316,6 +282,7 @@ async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
                 out["scheduled_events"] = await scheduled_events(kube, w.measure_namespace)
+                out.update(await w.check(kube))
                 synced = synced_seconds(sched)
                 if synced is not None:
                     out["synced_s"] = synced
@@ -447,38 +414,57 @@ def print_sync_table(results: list[dict[str, Any]]) -> None:
                            f"{p['peak_rss_mib']:>8}")
 
 
-def run_peers(w: wl.Workload, peers: Iterable[str] = PEERS) -> dict[str, Any]:
-    from .run import describe
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median pods/s among those without an error (else the first), with every run's
+    pods/s beside it when there were several."""
+    ok = sorted((r for r in runs if not r.get("error")), key=lambda r: r.get("pods_per_s") or 0.0)
+    chosen = dict(ok[(len(ok) - 1) // 2] if ok else runs[0])
+    if len(runs) > 1:
+        chosen["runs_pods_per_s"] = [r.get("pods_per_s") for r in runs]
+        chosen["runs_errors"] = sum(1 for r in runs if r.get("error"))
+    return chosen
 
-    out = describe(w)
-    out.update({"mode": "e2e-real", "kubernetes": k8s_version(), "target": None, "rss_target_mib": None})
-    out["peers"] = {}
-    for peer in peers:
-        try:
-            out["peers"][peer] = asyncio.run(_run_peer(peer, w))
-        except Exception as exc:  # report, do not stop the other runs
-            out["peers"][peer] = {"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"}
-    ours = out["peers"].get("kubeberth", {}).get("pods_per_s")
-    theirs = out["peers"].get("kube-scheduler", {}).get("pods_per_s")
-    if ours and theirs:
-        out["ratio"] = round(ours / theirs, 2)
+
+def run_peers(w: PeerCase, peers: Iterable[str] = PEERS, repeat: int = 1) -> dict[str, Any]:
+    """`w` once per peer and round, the peers in turn within each round (so that a slow spell of
+    the machine falls on all of them alike); per peer the run of median pods/s. `ratio`: kubeberth's
+    pods/s over kube-scheduler's; `of_ceiling`: each scheduler's pods/s over the null binder's."""
+    peers = list(peers)
+    out = w.describe()
+    out.update({"mode": "e2e-real", "kubernetes": k8s_version(), "target": None, "rss_target_mib": None,
+                "rounds": repeat})
+    runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
+    for _ in range(max(1, repeat)):
+        for peer in peers:
+            try:
+                runs[peer].append(asyncio.run(_run_peer(peer, w)))
+            except Exception as exc:  # report, do not stop the other runs
+                runs[peer].append({"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"})
+    out["peers"] = {peer: median_run(r) for peer, r in runs.items()}
+    rates = {peer: p.get("pods_per_s") for peer, p in out["peers"].items() if not p.get("error")}
+    if rates.get("kubeberth") and rates.get("kube-scheduler"):
+        out["ratio"] = round(rates["kubeberth"] / rates["kube-scheduler"], 2)
+    if rates.get("nullbinder"):
+        out["of_ceiling"] = {peer: round(rate / rates["nullbinder"], 2) for peer, rate in rates.items()
+                             if rate and peer != "nullbinder"}
     return out
 
 
 def print_peer_table(results: list[dict[str, Any]]) -> None:
-    print(f"{'workload':<42} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'p99 attempt':>12} "
+    print(f"{'workload':<50} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'p99 attempt':>12} "
           f"{'first bind':>11} {'backlog pods/s':>15} {'CPU s':>7} {'RSS MiB':>8} {'Scheduled ev':>12}")
     for r in results:
         for peer, p in r["peers"].items():
             if p.get("error"):
-                print(f"{r['workload']:<42} {peer:<15} error: {p['error'].splitlines()[0]}")
+                print(f"{r['workload']:<50} {peer:<15} error: {p['error'].splitlines()[0]}")
                 continue
             p99 = p.get("p99_attempt_ms")
-            print(f"{r['workload']:<42} {peer:<15} {p['pods_per_s']:>8} {p['last_bind_after_last_create_s']:>15}s "
+            runs = f"  (runs: {p['runs_pods_per_s']})" if p.get("runs_pods_per_s") else ""
+            print(f"{r['workload']:<50} {peer:<15} {p['pods_per_s']:>8} {p['last_bind_after_last_create_s']:>15}s "
                   f"{(str(p99) + 'ms') if p99 is not None else '-':>12} "
                   f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
-                  f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8} {p.get('scheduled_events', '-'):>12}")
+                  f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8} {p.get('scheduled_events', '-'):>12}{runs}")
         if r.get("ratio") is not None:
-            print(f"{'':<42} {'ratio':<15} {r['ratio']:>8}")
-
-
+            ceiling = ", ".join(f"{peer} {v}" for peer, v in (r.get("of_ceiling") or {}).items())
+            print(f"{'':<50} {'ratio':<15} {r['ratio']:>8}"
+                  + (f"   of the null binder's: {ceiling}" if ceiling else ""))
