@@ -27,8 +27,10 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -186,7 +188,7 @@ def histogram_quantile(q: float, before: dict[float, float], after: dict[float, 
 
 
 def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
-                    leader_elect: bool = False) -> Scheduler:
+                    leader_elect: bool = False, profile_out: Path | None = None) -> Scheduler:
     """`peer` on `plane`; with `leader_elect`, through the Lease in kube-system with kube-scheduler's
     timings (15 s duration, 10 s renew deadline, 2 s retry), both schedulers alike (the null binder
     has no leader election)."""
@@ -214,7 +216,10 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                 f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={plane.dir / (name + '-certs')}", "-v=1"]
         url = f"https://127.0.0.1:{port}/metrics"
     else:
-        argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run", f"--kubeconfig={kubeconfig}",
+        # With `profile_out`, under cProfile (its statistics written there when the process ends).
+        python = [sys.executable, "-m", "cProfile", "-o", str(profile_out), "-m", "kubeberth.cli"] \
+            if profile_out is not None else [str(ROOT / ".venv" / "bin" / "kubeberth")]
+        argv = [*python, "run", f"--kubeconfig={kubeconfig}",
                 f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
@@ -241,8 +246,12 @@ def process_usage(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-async def _run_peer(peer: str, w: PeerCase) -> dict[str, Any]:
+async def _run_peer(peer: str, w: PeerCase, profile_out: Path | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"scheduler": peer}
+    if profile_out is not None and peer == "kubeberth":
+        out["profile"] = str(profile_out)
+    else:
+        profile_out = None
     with ControlPlane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
             await w.setup(kube)
@@ -250,7 +259,7 @@ async def _run_peer(peer: str, w: PeerCase) -> dict[str, Any]:
             watch = BindingWatch(kube)
             await watch.start()
             started = time.monotonic()
-            scheduler = start_scheduler(peer, plane)
+            scheduler = start_scheduler(peer, plane, profile_out=profile_out)
             sched = scheduler.process
             try:
                 init_bound = await watch.wait("init-", w.init_count, timeout=max(120.0, w.init_count / 5))
@@ -425,19 +434,41 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return chosen
 
 
-def run_peers(w: PeerCase, peers: Iterable[str] = PEERS, repeat: int = 1) -> dict[str, Any]:
+def write_profile_summary(prof: Path, lines: int = 40) -> Path:
+    """The cProfile statistics of a run as text beside them: by cumulative and by own time."""
+    import io
+    import pstats
+
+    text = io.StringIO()
+    for key in ("cumulative", "tottime"):
+        pstats.Stats(str(prof), stream=text).sort_stats(key).print_stats(lines)
+    out = prof.with_suffix(".txt")
+    out.write_text(text.getvalue())
+    return out
+
+
+def run_peers(w: PeerCase, peers: Iterable[str] = PEERS, repeat: int = 1,
+              profile_dir: Path | None = None) -> dict[str, Any]:
     """`w` once per peer and round, the peers in turn within each round (so that a slow spell of
     the machine falls on all of them alike); per peer the run of median pods/s. `ratio`: kubeberth's
-    pods/s over kube-scheduler's; `of_ceiling`: each scheduler's pods/s over the null binder's."""
+    pods/s over kube-scheduler's; `of_ceiling`: each scheduler's pods/s over the null binder's.
+    With `profile_dir`, kubeberth runs under cProfile (slower: its figures are the profiled run's),
+    its statistics in `<workload>-peer-kubeberth-<round>.prof` and `.txt` there."""
     peers = list(peers)
     out = w.describe()
     out.update({"mode": "e2e-real", "kubernetes": k8s_version(), "target": None, "rss_target_mib": None,
                 "rounds": repeat})
     runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
-    for _ in range(max(1, repeat)):
+    for round_ in range(max(1, repeat)):
         for peer in peers:
+            prof = None
+            if profile_dir is not None:
+                profile_dir.mkdir(parents=True, exist_ok=True)
+                prof = profile_dir / f"{w.id.replace('/', '_')}-peer-kubeberth-{round_}.prof"
             try:
-                runs[peer].append(asyncio.run(_run_peer(peer, w)))
+                runs[peer].append(asyncio.run(_run_peer(peer, w, prof)))
+                if prof is not None and peer == "kubeberth" and prof.exists():
+                    write_profile_summary(prof)
             except Exception as exc:  # report, do not stop the other runs
                 runs[peer].append({"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"})
     out["peers"] = {peer: median_run(r) for peer, r in runs.items()}

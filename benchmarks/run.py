@@ -580,6 +580,9 @@ def main(argv: list[str] | None = None) -> int:
         if not cases:
             raise SystemExit(f"no workload matches {patterns}; try --list")
         peers = (args.peer, "kubeberth", *(() if args.no_null_binder else ("nullbinder",)))
+        if args.profile not in (None, "cprofile"):
+            raise SystemExit("--e2e --peer profiles kubeberth's process with --profile cprofile only")
+        profile_dir = RESULTS_DIR / "profiles" if args.profile else None
         m = machine()
         print(f"kubeberth bench (real control plane): {m['cpu']}, {m['nproc']} cpu, Python {m['python']}\n")
         results = []
@@ -587,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"running {case.id} on a real API server with {', '.join(peers)} in turn "
                              f"({max(1, args.repeat)} round(s); {case.nodes} nodes, {case.init_pods} init, "
                              f"{case.measure_pods} measured)...\n")
-            results.append(run_peers(case, peers, repeat=args.repeat))
+            results.append(run_peers(case, peers, repeat=args.repeat, profile_dir=profile_dir))
         print_peer_table(results)
         for r in results:
             for peer, p in r["peers"].items():
