@@ -513,8 +513,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --e2e: on a real kube-apiserver (make control-plane), once with upstream "
                         "kube-scheduler, once with kubeberth and once with the null binder (the API server's "
                         "ceiling), side by side; -w also finds the DRA workloads (benchmarks/dra.py; 'dra': all)")
-    p.add_argument("--no-null-binder", action="store_true",
-                   help="with --e2e --peer: without the null binder's column")
+    p.add_argument("--schedulers", default="kube-scheduler,kubeberth,nullbinder", metavar="A,B,...",
+                   help="with --e2e --peer: which to run, in this order in each round (default: all three)")
     p.add_argument("--sync", metavar="NODES:PODS", action="append", default=[],
                    help="with --e2e --peer: start-up on a cluster of NODES nodes and PODS bound pods "
                         "(the time until a pod created at start is bound), e.g. 5000:5000")
@@ -571,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.e2e and not (args.workload or args.quick or args.all or args.rss or args.scale):
         args.workload = list(E2E_DEFAULT)
     if args.e2e and args.peer:
-        from .peer import print_peer_table, run_peers
+        from .peer import PEERS, print_peer_table, run_peers
         from .peer_cases import select as select_cases
 
         # Every family's workloads: scheduler_perf's (workloads.py) and the DRA ones (dra.py).
@@ -579,7 +579,10 @@ def main(argv: list[str] | None = None) -> int:
         cases = select_cases(patterns, nodes=args.nodes, init=args.init, pods=args.pods)
         if not cases:
             raise SystemExit(f"no workload matches {patterns}; try --list")
-        peers = (args.peer, "kubeberth", *(() if args.no_null_binder else ("nullbinder",)))
+        peers = tuple(args.schedulers.split(","))
+        unknown = set(peers) - set(PEERS)
+        if unknown or not peers:
+            raise SystemExit(f"--schedulers: {', '.join(sorted(unknown)) or 'none given'}; known: {', '.join(PEERS)}")
         if args.profile not in (None, "cprofile"):
             raise SystemExit("--e2e --peer profiles kubeberth's process with --profile cprofile only")
         profile_dir = RESULTS_DIR / "profiles" if args.profile else None
