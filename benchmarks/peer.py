@@ -254,15 +254,18 @@ def process_usage(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-def started_control_plane(attempts: int = 3) -> ControlPlane:
-    """A fresh control plane; started again on fresh ports when a port it was given was taken by
-    another process meanwhile (free_port() can only pick a port that is free when asked)."""
+def started_control_plane(attempts: int = 8, pause: float = 2.0) -> ControlPlane:
+    """A fresh control plane; started again on fresh ports, `pause` seconds later, when a port it
+    was given was taken by another process meanwhile (free_port() can only pick a port that is free
+    when asked; on a machine where other programs open connections by the thousand, their
+    ephemeral ports can take it before kube-apiserver listens)."""
     for attempt in range(attempts):
         try:
             return ControlPlane().start()
         except ControlPlaneError as exc:
             if "address already in use" not in str(exc) or attempt == attempts - 1:
                 raise
+            time.sleep(pause)
     raise AssertionError("unreachable")
 
 
