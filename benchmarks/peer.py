@@ -29,7 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,19 +254,24 @@ def process_usage(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-def started_control_plane(attempts: int = 8, pause: float = 2.0) -> ControlPlane:
+@contextlib.contextmanager
+def started_control_plane(attempts: int = 8, pause: float = 2.0) -> Iterator[ControlPlane]:
     """A fresh control plane; started again on fresh ports, `pause` seconds later, when a port it
     was given was taken by another process meanwhile (free_port() can only pick a port that is free
     when asked; on a machine where other programs open connections by the thousand, their
     ephemeral ports can take it before kube-apiserver listens)."""
     for attempt in range(attempts):
         try:
-            return ControlPlane().start()
+            plane = ControlPlane().start()
+            break
         except ControlPlaneError as exc:
             if "address already in use" not in str(exc) or attempt == attempts - 1:
                 raise
             time.sleep(pause)
-    raise AssertionError("unreachable")
+    try:
+        yield plane
+    finally:
+        plane.stop()
 
 
 async def _run_peer(peer: str, w: PeerCase, profile_out: Path | None = None) -> dict[str, Any]:
