@@ -156,25 +156,31 @@ class Scheduler:
         self.metrics_url = metrics_url  # None: serves no metrics (the null binder)
 
     async def attempt_buckets(self) -> dict[float, float]:
+        return (await self.attempts())[0]
+
+    async def attempts(self) -> tuple[dict[float, float], dict[str, float]]:
         """scheduler_scheduling_attempt_duration_seconds as cumulative counts per bucket bound, over
-        every result and profile. kube-scheduler serves it on its secure port to an authorised
-        client: the admin token, its self-signed certificate not checked. Empty without metrics."""
+        every result and profile, and scheduler_schedule_attempts_total per result. kube-scheduler
+        serves them on its secure port to an authorised client: the admin token, its self-signed
+        certificate not checked. Empty without metrics."""
         if self.metrics_url is None:
-            return {}
+            return {}, {}
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         async with aiohttp.ClientSession() as session, session.get(
                 self.metrics_url, headers=headers, ssl=False, timeout=aiohttp.ClientTimeout(total=10)) as resp:
             resp.raise_for_status()
             text = await resp.text()
         buckets: dict[float, float] = {}
+        results: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
-            if family.name != "scheduler_scheduling_attempt_duration_seconds":
-                continue
             for sample in family.samples:
-                if sample.name.endswith("_bucket"):
+                if sample.name == "scheduler_scheduling_attempt_duration_seconds_bucket":
                     le = float(sample.labels["le"])
                     buckets[le] = buckets.get(le, 0.0) + sample.value
-        return buckets
+                elif sample.name == "scheduler_schedule_attempts_total":
+                    result = sample.labels.get("result", "")
+                    results[result] = results.get(result, 0.0) + sample.value
+        return buckets, results
 
 
 def histogram_quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float | None:
@@ -301,12 +307,15 @@ async def _run_peer(peer: str, w: PeerCase, profile_out: Path | None = None) -> 
                     span = init_times[-1] - init_times[0]
                     out["init_pods_per_s"] = round((w.init_pods - 1) / span, 1) if span > 0 else None
                 cpu0, _ = process_usage(sched.popen.pid)
-                attempts0 = await scheduler.attempt_buckets()
+                attempts0, results0 = await scheduler.attempts()
                 t0, t_last_create = await create_all(kube, "pods", w.pods("measure"), after=w.created)
                 bound = await watch.wait("pod-", w.measure_pods, timeout=max(120.0, w.measure_pods / 5))
                 times = watch.times("pod-")
                 cpu1, rss = process_usage(sched.popen.pid)
-                p99 = histogram_quantile(0.99, attempts0, await scheduler.attempt_buckets())
+                attempts1, results1 = await scheduler.attempts()
+                p99 = histogram_quantile(0.99, attempts0, attempts1)
+                if results1:  # the measured phase's attempts by result: retries show here
+                    out["attempts"] = {k: int(v - results0.get(k, 0.0)) for k, v in sorted(results1.items())}
                 out.update({
                     "scheduled": bound,
                     "pods_per_s": round(bound / (times[-1] - t0), 1) if times else 0.0,
