@@ -19,9 +19,11 @@ pods are created.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import fnmatch
 import random
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -40,9 +42,6 @@ async def create_all(kube: Kube, resource: str, objects: Iterable[Obj],
     """Creates `objects` over CONNECTIONS concurrent requests, each followed by `after(kube, created)`
     when given (in the same worker: the next create waits for it); returns the monotonic times of
     the first create and of the end of the last."""
-    import asyncio
-    import time
-
     queue: asyncio.Queue[Obj] = asyncio.Queue()
     for obj in objects:
         queue.put_nowait(as_created(obj))
