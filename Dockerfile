@@ -1,13 +1,19 @@
 # kubeberth: the scheduler operator image.
 #   docker build -t kubeberth/kubeberth:0.1.0 .
+# PLUGINS: paths (in this build context) of plugin distributions to install beside kubeberth;
+# their entry points (group kubeberth.plugins) are found at run time. Coscheduling, for example:
+#   docker build --build-arg PLUGINS=examples/plugins/coscheduling -t kubeberth/kubeberth:0.1.0-cosched .
+ARG PLUGINS=""
 FROM python:3.11-slim AS build
 WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY pyproject.toml README.md ./
 COPY operator ./operator
+COPY examples/plugins ./examples/plugins
+ARG PLUGINS
 RUN python -m venv /opt/kubeberth \
  && /opt/kubeberth/bin/pip install --upgrade pip \
- && /opt/kubeberth/bin/pip install . \
+ && /opt/kubeberth/bin/pip install . $PLUGINS \
  && /opt/kubeberth/bin/python -m compileall -q /opt/kubeberth
 
 FROM python:3.11-slim

@@ -5,11 +5,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test test-cluster test-upstream control-plane lint bench conformance run clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml examples/plugins/coscheduling/pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python >= 3.11)"; exit 1; }
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e examples/plugins/coscheduling
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -18,8 +19,9 @@ demo: $(STAMP)
 	$(BIN)/kubeberth simulate examples/cluster.yaml --seed 1
 
 test: $(STAMP)
-	$(BIN)/ruff check operator tests benchmarks
+	$(BIN)/ruff check operator tests benchmarks examples/plugins
 	$(BIN)/mypy
+	$(BIN)/mypy --strict examples/plugins/coscheduling/kubeberth_coscheduling
 	$(BIN)/python -m pytest
 
 # kube-apiserver, etcd, kubectl and upstream kube-scheduler, built from Kubernetes' Go modules
@@ -44,8 +46,9 @@ conformance: $(STAMP)
 		$(BIN)/python ../shared/conformance/run.py --cli "$(BIN)/kubeberth simulate" ../shared/conformance/cases; fi
 
 lint: $(STAMP)
-	$(BIN)/ruff check operator tests benchmarks
+	$(BIN)/ruff check operator tests benchmarks examples/plugins
 	$(BIN)/mypy
+	$(BIN)/mypy --strict examples/plugins/coscheduling/kubeberth_coscheduling
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run $(ARGS)

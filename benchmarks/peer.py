@@ -16,6 +16,8 @@ seen through a watch on pods from this process, as another client of the cluster
 `--sync NODES:PODS` measures start-up on a populated cluster; `--takeover NODES:PODS` two
 replicas with leader election, the leader killed, the time until the standby binds.
 
+`KUBEBERTH_BENCH_ARGS` adds arguments to `kubeberth run` (e.g. "--bind-concurrency=128").
+
 Neither scheduler is throttled on the client side: kube-scheduler runs with
 `clientConnection.qps/burst` 5000 (its default of 50/100 would cap it at about 100 pods/s),
 kubeberth has no client rate limiter, the null binder runs with 5000 too. All use the admin token.
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator
@@ -47,6 +50,8 @@ from tests.cluster.control_plane import (
 from tests.cluster.kube import Kube, as_created
 
 from . import workloads as wl
+from .bytecode import compile_sources
+from .event_lag import lag_summary
 from .peer_cases import CONNECTIONS, PeerCase, create_all
 
 PEERS = ("kube-scheduler", "kubeberth", "nullbinder")
@@ -230,6 +235,7 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                 f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={plane.dir / (name + '-certs')}", "-v=1"]
         url = f"https://127.0.0.1:{port}/metrics"
     else:
+        compile_sources()  # as the image has it (benchmarks/bytecode.py)
         # With `profile_out`, under cProfile (its statistics written there when the process ends).
         python = [sys.executable, "-m", "cProfile", "-o", str(profile_out), "-m", "kubeberth.cli"] \
             if profile_out is not None else [str(ROOT / ".venv" / "bin" / "kubeberth")]
@@ -237,6 +243,7 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
                 f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
+        argv += shlex.split(os.environ.get("KUBEBERTH_BENCH_ARGS", ""))  # e.g. "--bind-concurrency=128"
         url = f"https://127.0.0.1:{port}/metrics"  # the secure port, scraped as kube-scheduler's
     return Scheduler(Process.start(name, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"}), url)
 
@@ -330,6 +337,8 @@ async def _run_peer(peer: str, w: PeerCase, profile_out: Path | None = None) -> 
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
                 out["scheduled_events"] = await scheduled_events(kube, w.measure_namespace)
                 out.update(await w.check(kube))
+                await asyncio.sleep(1.5)  # the audit log's batch backend writes within a second
+                out.update(lag_summary(plane.audit_log, w.measure_namespace, "pod-"))
                 synced = synced_seconds(sched)
                 if synced is not None:
                     out["synced_s"] = synced
@@ -535,6 +544,10 @@ def print_peer_table(results: list[dict[str, Any]]) -> None:
                   f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
                   f"{p['cpu_s']:>7} {p.get('cpu_ms_per_pod', '-'):>10} {p['peak_rss_mib']:>8} "
                   f"{p.get('scheduled_events', '-'):>12}{runs}")
+            if p.get("event_lag_p50_ms") is not None:
+                print(f"{'':<50} {'':<15} Scheduled event after its binding: p50 {p['event_lag_p50_ms']} ms, "
+                      f"p99 {p['event_lag_p99_ms']} ms, max {p['event_lag_max_ms']} ms, "
+                      f"{p['events_within_1s']} within 1 s, {p['event_lag_missing']} missing")
         if r.get("ratio") is not None:
             ceiling = ", ".join(f"{peer} {v}" for peer, v in (r.get("of_ceiling") or {}).items())
             print(f"{'':<50} {'ratio':<15} {r['ratio']:>8}"

@@ -25,7 +25,7 @@ from kubeberth.framework.context import MetricsRecorder, NoMetrics, Nominator
 from kubeberth.framework.events import ActionType, ClusterEvent
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.types import QueuedPodInfo
-from kubeberth.model import Node, NodeInfo, Pod
+from kubeberth.model import Node, NodeInfo, Pod, PodGroup
 from kubeberth.plugins import in_tree_registry
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
@@ -44,7 +44,7 @@ class RecordingClient:
     """
 
     # What it records, by the name `of()` and `fail()` take.
-    CALLS: tuple[str, ...] = ("bind", "nominate", "unschedulable", "delete", "event")
+    CALLS: tuple[str, ...] = ("bind", "nominate", "unschedulable", "delete", "event", "podgroup")
 
     def __init__(self, scheduler: Scheduler | None = None, *, feed: bool = True) -> None:
         self.cluster = InMemoryClient(scheduler) if scheduler is not None and feed else None
@@ -111,6 +111,13 @@ class RecordingClient:
             await self.cluster.record_event(pod, event_type, reason, message, reporter=reporter)
         self.calls.append(("event", pod.key, event_type, reason, message))
         self.reporters.append((pod.key, reason, reporter or pod.scheduler_name))
+
+    async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
+        self._raise_if_failing("podgroup")
+        if self.cluster is not None:
+            await self.cluster.set_pod_group_condition(pod_group, condition)
+        self.calls.append(("podgroup", pod_group.key, str(condition.get("type")), str(condition.get("status")),
+                           str(condition.get("reason")), str(condition.get("message"))))
 
 
 class ObjectWritingClient(RecordingClient):
@@ -188,8 +195,8 @@ class FixedRng(random.Random):
 
 
 def priority_then_age(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-    """PrioritySort's order: higher priority first, then the earlier queued."""
-    pa, pb = a.pod.priority, b.pod.priority
+    """PrioritySort's order: higher priority first, then the earlier queued (a pod group's entry: its PodGroup's)."""
+    pa, pb = a.priority, b.priority
     return pa > pb or (pa == pb and a.timestamp < b.timestamp)
 
 

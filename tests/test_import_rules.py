@@ -15,20 +15,21 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "operator" / "kubeberth"
 
-LEAVES = {"model", "config", "clock", "priority"}
+LEAVES = {"model", "config", "clock", "priority", "features"}
 CORE = LEAVES | {"cache", "framework", "client", "metrics"}
 # part -> the parts it may import (itself always). A part is a subpackage or a top-level module.
 ALLOWED: dict[str, set[str]] = {
     "model": set(),
-    "config": set(),
+    "config": {"features"},
+    "features": set(),
     "clock": set(),
     "priority": {"model"},
-    "metrics": set(),
+    "metrics": {"features"},
     "client": {"model"},
     "cache": {"model", "clock", "priority"},
-    "framework": {"model", "config", "cache", "clock", "priority", "client"},
-    "queue": {"model", "framework", "clock", "config"},
-    "preemption": {"model", "framework", "priority", "cache", "clock", "client"},
+    "framework": {"model", "config", "cache", "clock", "priority", "client", "features"},
+    "queue": {"model", "framework", "clock", "config", "features"},
+    "preemption": {"model", "framework", "priority", "cache", "clock", "client", "features"},
     "extender": {"model", "config", "framework", "cache"},
     "plugins": CORE | {"preemption"},
     "profile": CORE | {"extender"},
@@ -38,10 +39,23 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
-# In-tree plugins written against the public plugin API alone, as a plugin of one's own is: they
-# import `kubeberth.framework` (the package, i.e. its __all__) and nothing else of kubeberth.
-PUBLIC_API_PLUGINS = {"default_binder", "image_locality", "node_declared_features", "node_name", "node_ports",
-                      "priority_sort", "scheduling_gates"}
+# In-tree plugins are written against the public plugin API alone, as a plugin of one's own is:
+# every module of the plugins package imports `kubeberth.framework` (the package, i.e. its
+# __all__) and nothing else of kubeberth but other modules of the plugins package (private
+# helpers such as _resource_allocation.py, themselves under the same rule). The exceptions,
+# each with its reason:
+NOT_YET_PUBLIC_API = {
+    # its Evaluator is the preemption package, a layer above the framework (which cannot
+    # re-export it); DefaultPreemption is the PostFilter face of that package.
+    "default_preemption.py",
+    # being reworked on its own branch; moves over when that lands.
+    "dynamic_resources",
+}
+
+
+def plugin_modules() -> list[Path]:
+    plugins = PACKAGE / "plugins"
+    return [p for p in sorted(plugins.rglob("*.py")) if p.relative_to(plugins).parts[0] not in NOT_YET_PUBLIC_API]
 
 
 def part_of(module: str) -> str:
@@ -85,8 +99,8 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 
 def test_every_part_has_a_rule_or_is_an_entry_point() -> None:
-    entry_points = {"", "cli", "operator", "simulate", "sim_io", "convert_policy", "sim_config", "compare",
-                    "policy_tests", "snapshot"}
+    entry_points = {"", "cli", "entry", "lazy_client", "operator", "simulate", "sim_io", "convert_policy",
+                    "sim_config", "compare", "policy_tests", "snapshot"}
     parts = {part_of(module_name(p)) for p in SOURCES}
     assert parts - entry_points - set(ALLOWED) == set(), "give the new part a rule in ALLOWED"
 
@@ -117,15 +131,22 @@ def test_the_rules_resolve_relative_and_late_imports(source: str, name: str, exp
     assert violations(source, name, is_package=name == "kubeberth.preemption") == expected
 
 
-def public_api_violations(source: str, name: str) -> list[str]:
-    return [f"line {line}: {target}" for line, target in imported_modules(source, name)
-            if target != "kubeberth.framework"]
+def public_api_violations(source: str, name: str, *, is_package: bool = False) -> list[str]:
+    return [f"line {line}: {target}" for line, target in imported_modules(source, name, is_package=is_package)
+            if target != "kubeberth.framework" and part_of(target) != "plugins"]
 
 
-@pytest.mark.parametrize("module", sorted(PUBLIC_API_PLUGINS))
-def test_these_in_tree_plugins_use_only_the_public_plugin_api(module: str) -> None:
-    path = PACKAGE / "plugins" / f"{module}.py"
-    assert public_api_violations(path.read_text(), f"kubeberth.plugins.{module}") == []
+@pytest.mark.parametrize("path", plugin_modules(), ids=lambda p: str(p.relative_to(PACKAGE / "plugins")))
+def test_in_tree_plugins_use_only_the_public_plugin_api(path: Path) -> None:
+    bad = public_api_violations(path.read_text(), module_name(path), is_package=path.name == "__init__.py")
+    assert bad == [], "import these names from kubeberth.framework (export them there if they are missing)"
+
+
+def test_the_public_api_rule_covers_all_but_the_listed_exceptions() -> None:
+    names = {p.relative_to(PACKAGE / "plugins").parts[0] for p in plugin_modules()}
+    assert {"node_resources_fit.py", "taint_toleration.py", "inter_pod_affinity", "volume_binding"} <= names
+    assert names.isdisjoint(NOT_YET_PUBLIC_API)
+    assert all((PACKAGE / "plugins" / e).exists() for e in NOT_YET_PUBLIC_API), "drop exceptions that are gone"
 
 
 @pytest.mark.parametrize("source, expected", [
@@ -133,6 +154,8 @@ def test_these_in_tree_plugins_use_only_the_public_plugin_api(module: str) -> No
     ("from ..framework.status import Status\n", ["line 1: kubeberth.framework.status"]),
     ("from ..model import Pod\n", ["line 1: kubeberth.model"]),
     ("from kubeberth.framework import Pod\nfrom ..cache import objects\n", ["line 2: kubeberth.cache"]),
+    ("from ._volume_util import meta\nfrom .volume_binding.claims import pvc_key\n", []),
+    ("from ..framework.vector import RowCache\n", ["line 1: kubeberth.framework.vector"]),
 ])
 def test_the_public_api_rule(source: str, expected: list[str]) -> None:
     assert public_api_violations(source, "kubeberth.plugins.mine") == expected

@@ -19,6 +19,8 @@ def _simulate(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
 
+    if not _set_gates(args, "simulate"):
+        return 2
     explain = args.explain
     if args.output == "html" and explain is None:
         explain = []  # the report explains every pod unless told which
@@ -124,8 +126,29 @@ def _positive(text: str) -> int:
     return n
 
 
+def _set_gates(args: argparse.Namespace, command: str) -> bool:
+    """--feature-gates into the process's gate set; False (the error printed) when refused."""
+    from .features import FeatureGateError, FeatureGates, set_current
+
+    try:
+        set_current(FeatureGates.parse(getattr(args, "feature_gates", None)))
+    except FeatureGateError as exc:
+        print(f"kubeberth {command}: --feature-gates: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _add_feature_gates(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument("--feature-gates", dest="feature_gates", action="append", metavar="NAME=BOOL,...",
+                        help="kube-scheduler's feature gates (v1.37.2's names, defaults and dependencies), e.g. "
+                             "GenericWorkload=true; may be repeated")
+
+
 def _run(args: argparse.Namespace) -> int:
     from .operator.run import run_main
+
+    if not _set_gates(args, "run"):
+        return 2
 
     return run_main(args)
 
@@ -191,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="schedule the same cluster under two configurations: two SchedulingProfile files "
                           "(A B) or, with no file, the two --config files; prints what changes")
     _add_plugins_argument(sim)
+    _add_feature_gates(sim)
     sim.set_defaults(func=_simulate)
     from .operator.run import add_run_arguments
 
@@ -199,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "bind pending pods of the served scheduler names.")
     add_run_arguments(run)
     _add_plugins_argument(run)
+    _add_feature_gates(run)
     run.set_defaults(func=_run)
     test = sub.add_parser("test", help="run scheduling policy tests (cases: cluster, profile, expected outcomes)",
                           description="Run each case (YAML: objects, optional profile, expect) through simulate "

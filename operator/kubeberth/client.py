@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .model import Pod
+from .model import Pod, PodGroup
 
 # The reasons of the PodScheduled=False condition (upstream's v1.PodReasonUnschedulable and
 # v1.PodReasonSchedulerError): no node fits, or an error (a bind failed, the pod is malformed).
@@ -74,4 +74,9 @@ class ClusterClient(Protocol):
 
     async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         """Name that claim in the pod's status.extendedResourceClaimStatus."""
+        ...
+
+    async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
+        """Patch one condition (merged by type) into a scheduling.k8s.io/v1beta1 PodGroup's status
+        (podgroups/status), as upstream's PatchPodGroupStatus."""
         ...

@@ -24,6 +24,8 @@ from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from . import features
+
 logger = logging.getLogger(__name__)
 
 # kube-scheduler exposes no *_created series; neither do we (a process-wide prometheus-client switch).
@@ -90,6 +92,9 @@ class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
+        self.podgroup_schedule_attempts_total: Counter | None = None
+        self.podgroup_scheduling_attempt_duration_seconds: Histogram | None = None
+        self.podgroup_scheduling_algorithm_duration_seconds: Histogram | None = None
         self.schedule_attempts_total = Counter(
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
@@ -202,11 +207,76 @@ class SchedulerMetrics:
             "Number of API requests refused with 403 Forbidden, by RBAC verb and resource (as `kubectl auth "
             "can-i` names it, e.g. create pods/binding): a permission the scheduler's credentials lack.",
             ["verb", "resource"], registry=r)
+        if features.current().generic_workload:  # registered with GenericWorkload only, as upstream
+            self._pod_group_metrics(r)
+        self.generated_placements_total: Counter | None = None
+        self.placement_evaluations_total: Counter | None = None
+        self.placement_evaluation_duration_seconds: Histogram | None = None
+        if features.current().topology_aware_workload_scheduling:  # as upstream, with the gate only
+            self._placement_metrics(r)
         self._inflight_labels: set[str] = set()
         self._unschedulable_labels: set[tuple[str, str]] = set()
         for queue in QUEUES:
             self.pending_pods_gauge.labels(queue=queue).set(0)
             self.queued_entities_gauge.labels(queue=queue, type="pod").set(0)
+
+    def _pod_group_metrics(self, r: CollectorRegistry) -> None:
+        self.podgroup_schedule_attempts_total = Counter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could "
+            "not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"], registry=r)
+        self.podgroup_scheduling_attempt_duration_seconds = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self.podgroup_scheduling_algorithm_duration_seconds = Histogram(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds",
+            buckets=exponential_buckets(0.001, 2, 15), registry=r)
+
+    def _placement_metrics(self, r: CollectorRegistry) -> None:
+        self.generated_placements_total = Counter(
+            "scheduler_generated_placements_total",
+            "Number of candidate placements generated when scheduling pod groups.", ["profile"], registry=r)
+        self.placement_evaluations_total = Counter(
+            "scheduler_placement_evaluations_total",
+            "Number of candidate placements evaluated when scheduling pod groups, by result. 'feasible' means "
+            "the pod group fit into the placement, while 'infeasible' means it did not.",
+            ["result", "profile"], registry=r)
+        self.placement_evaluation_duration_seconds = Histogram(
+            "scheduler_placement_evaluation_duration_seconds",
+            "Latency in seconds of evaluating a single candidate placement when scheduling pod groups, by "
+            "result. 'feasible' means the pod group fit into the placement, while 'infeasible' means it did not.",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+
+    def generated_placements(self, profile: str, count: int) -> None:
+        if self.generated_placements_total is not None:
+            self.generated_placements_total.labels(profile=profile).inc(count)
+
+    def placement_evaluation(self, result: str, profile: str, seconds: float) -> None:
+        """One candidate placement tried: feasible or infeasible."""
+        if self.placement_evaluations_total is None or self.placement_evaluation_duration_seconds is None:
+            return
+        self.placement_evaluations_total.labels(result=result, profile=profile).inc()
+        self.placement_evaluation_duration_seconds.labels(result=result, profile=profile).observe(max(seconds, 0.0))
+
+    def pod_group_schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One pod group's attempt: scheduled, unschedulable, waiting_on_preemption or error."""
+        if self.podgroup_schedule_attempts_total is None or self.podgroup_scheduling_attempt_duration_seconds is None:
+            return
+        self.podgroup_schedule_attempts_total.labels(result=result, profile=profile).inc()
+        self.podgroup_scheduling_attempt_duration_seconds.labels(result=result, profile=profile).observe(
+            max(seconds, 0.0))
+
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """scheduler_queued_entities by (queue, type): "pod" (pods of no group) and "podgroup" entries."""
+        for (queue, kind), n in counts.items():
+            self.queued_entities_gauge.labels(queue=queue, type=kind).set(n)
+
+    def pod_group_algorithm_duration(self, seconds: float) -> None:
+        if self.podgroup_scheduling_algorithm_duration_seconds is not None:
+            self.podgroup_scheduling_algorithm_duration_seconds.observe(max(seconds, 0.0))
 
     # framework.context.MetricsRecorder
     def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
@@ -229,7 +299,8 @@ class SchedulerMetrics:
 
     def pending_pods(self, queue: str, n: int) -> None:
         self.pending_pods_gauge.labels(queue=queue).set(n)
-        self.queued_entities_gauge.labels(queue=queue, type="pod").set(n)
+        if queue in QUEUES:  # incomplete / pending (pod groups' pods) are no entities' queues
+            self.queued_entities_gauge.labels(queue=queue, type="pod").set(n)
 
     def preemption_attempt(self) -> None:
         self.preemption_attempts_total.inc()

@@ -18,18 +18,20 @@ from typing import Any, TextIO
 
 import yaml
 
+from . import features
 from .config import KIND as PROFILE_KIND
 from .config import VERSION, ConfigError, parse_profile_object
 from .config.kube_config import KSC_KIND, ImportedConfig
 from .config.models import SHADOW
 from .config.profile import GROUP
+from .features import FeatureGateError, FeatureGates
 from .plugins import plugin_registry
 from .profile import check_buildable
 from .sim_config import CheckedProfile, SimInput, check_profile, config_document, prepare, profile_label
 from .sim_io import InputError, Origins, PodOutcome
 from .simulate import simulate
 
-CASE_KEYS = {"name", "description", "seed", "objects", "profile", "expect"}
+CASE_KEYS = {"name", "description", "seed", "objects", "profile", "expect", "featureGates"}
 # expect keys -> what they check
 EXPECT_KEYS = {"pod", "node", "nodeIn", "nodeNotIn", "unschedulable", "evicted", "ignored", "kept", "victims",
                "nominatedNode", "messageContains"}
@@ -47,6 +49,8 @@ class Case:
     # schedulerNames (as a --config file's do).
     profile: ImportedConfig | None = None
     origins: Origins = field(default_factory=Origins)  # "FILE (case N).objects[i]" of each object
+    # `featureGates` (as --feature-gates takes them): the case runs under these, not the process's.
+    gates: FeatureGates = field(default_factory=FeatureGates)
 
 
 @dataclass
@@ -114,14 +118,32 @@ def parse_case(doc: Any, source: str, index: int = 0) -> Case:
     seed = doc.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise InputError(f"{where}.seed: must be a whole number")
+    gates = _case_gates(doc.get("featureGates"), where)
     objs = [dict(o) for o in objects]
     origins = Origins()
     for i, obj in enumerate(objs):
         origins.note(obj, f"{where}.objects[{i}]")
-    profile = _case_profile(doc["profile"], where) if doc.get("profile") is not None else None
+    with features.override(gates):
+        profile = _case_profile(doc["profile"], where) if doc.get("profile") is not None else None
     name = str(doc.get("name") or Path(source).stem)
     return Case(name=name, source=source, objects=objs, expect=[dict(e) for e in expect], seed=seed,
-                description=str(doc.get("description") or ""), profile=profile, origins=origins)
+                description=str(doc.get("description") or ""), profile=profile, origins=origins, gates=gates)
+
+
+def _case_gates(value: Any, where: str) -> FeatureGates:
+    """A case's featureGates: "Name=bool,..." as the flag takes it, or a mapping of names to booleans."""
+    if value is None:
+        return FeatureGates()
+    if isinstance(value, Mapping):
+        if not all(isinstance(v, bool) for v in value.values()):
+            raise InputError(f"{where}.featureGates: each gate must be true or false")
+        value = ",".join(f"{k}={str(v).lower()}" for k, v in value.items())
+    if not isinstance(value, str):
+        raise InputError(f"{where}.featureGates: must be NAME=BOOL,... or a mapping of gate names to booleans")
+    try:
+        return FeatureGates.parse(value)
+    except FeatureGateError as exc:
+        raise InputError(f"{where}.featureGates: {exc}") from None
 
 
 def load_cases(paths: Iterable[str | Path]) -> list[Case]:
@@ -196,14 +218,16 @@ def problems(expect: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
 def prepare_case(case: Case, warn: TextIO) -> SimInput:
     """The case's objects with its profile in force; InputError for a profile the operator would
     refuse, wherever in the case it is."""
-    return prepare(case.objects, warn, case.profile, source=case.source, origins=case.origins)
+    with features.override(case.gates):
+        return prepare(case.objects, warn, case.profile, source=case.source, origins=case.origins)
 
 
 def run_case(case: Case) -> CaseResult:
     warn = io.StringIO()
     sim = prepare_case(case, warn)
-    outcomes = simulate(sim.objects, seed=case.seed, warn=warn,
-                        percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+    with features.override(case.gates):
+        outcomes = simulate(sim.objects, seed=case.seed, warn=warn,
+                            percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
     return CaseResult(case, problems(case.expect, outcomes), warn.getvalue())
 
 

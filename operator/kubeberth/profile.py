@@ -42,6 +42,8 @@ _ATTR = {
     "preBind": "pre_bind_plugins",
     "bind": "bind_plugins",
     "postBind": "post_bind_plugins",
+    "placementGenerate": "placement_generate_plugins",
+    "placementScore": "placement_score_plugins",
 }
 
 
@@ -113,13 +115,15 @@ def expand_points(plugins: Plugins, registry: Registry) -> dict[str, list[Plugin
     return result
 
 
-def _score_weights(plugins: Plugins, points: dict[str, list[PluginRef]]) -> dict[str, int]:
+def _score_weights(plugins: Plugins, points: dict[str, list[PluginRef]], point: str = "score") -> dict[str, int]:
+    """The weights of `point`'s plugins (score, or placementScore as upstream's
+    getValidScoreWeights): the point's own entry first, then multiPoint's; 0 or none is 1."""
     weights: dict[str, int] = {}
-    for ref in plugins.score.enabled:
+    for ref in getattr(plugins, point).enabled:
         weights[ref.name] = ref.weight or 1
     for ref in plugins.multiPoint.enabled:
         weights.setdefault(ref.name, ref.weight or 1)
-    return {r.name: weights.get(r.name, 1) for r in points["score"]}
+    return {r.name: weights.get(r.name, 1) for r in points[point]}
 
 
 def _plugin_args(spec: SchedulingProfileSpec, registry: Registry, name: str,
@@ -143,12 +147,12 @@ def _plugin_args(spec: SchedulingProfileSpec, registry: Registry, name: str,
         raise from_validation_error(exc, path or f"spec.pluginConfig[{name}].args") from None
 
 
-def check_score_overflow(weights: dict[str, int]) -> None:
+def check_score_overflow(weights: dict[str, int], point: str = "score") -> None:
     total = 0
     for name, weight in weights.items():
         total += weight * MAX_NODE_SCORE
         if total > MAX_TOTAL_SCORE:
-            raise ConfigError("spec.plugins.score", f"total score of Score plugins could overflow at {name}")
+            raise ConfigError(f"spec.plugins.{point}", f"total score of Score plugins could overflow at {name}")
 
 
 def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: SchedulerContext,
@@ -177,7 +181,7 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
         plugin_spec = registry.get(name)
         assert plugin_spec is not None
         for kind in plugin_spec.cls.reads:
-            problem = registry.kind_problems.get(kind.kind)
+            problem = registry.kind_problems.get(kind.group_kind)
             if problem is not None:
                 raise PluginUnavailable("", f"plugin {name!r} reads {kind.kind}: {problem}")
         args = _plugin_args(spec, registry, name, alias_args)
@@ -194,6 +198,8 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
         setattr(fw, _ATTR[point], [fw.plugins[r.name] for r in refs])
     fw.score_weights = _score_weights(merged, points)
     check_score_overflow(fw.score_weights)
+    fw.placement_score_weights = _score_weights(merged, points, "placementScore")
+    check_score_overflow(fw.placement_score_weights, "placementScore")
     if len(fw.queue_sort_plugins) != 1:
         raise ConfigError("spec.plugins.queueSort",
                           f"exactly one queue sort plugin must be enabled, got {len(fw.queue_sort_plugins)}")

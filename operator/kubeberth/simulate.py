@@ -18,7 +18,7 @@ from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_pro
 from .config.models import SHADOW, SchedulingProfileSpec
 from .framework import Framework, SchedulerContext
 from .framework.registry import Registry
-from .model import ModelError, Node, Pod
+from .model import ModelError, Node, Pod, PodGroup
 from .model.pod import parse_time
 from .plugins import plugin_registry
 from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
@@ -35,7 +35,7 @@ from .scheduler import (
     PodRecord,
     Scheduler,
 )
-from .scheduler.watched import OBJECT_KINDS, declared_kinds
+from .scheduler.watched import OBJECT_KINDS, declared_kinds, table_kind
 from .sim_io import InputError, PodOutcome, outcome_dict
 from .sim_volumes import bind_claimed_volume, provision_claim
 
@@ -136,6 +136,15 @@ class InMemoryClient:
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass
+
+    async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
+        """The condition merged (by type) into the PodGroup, fed back as the watch's update."""
+        current = self.scheduler.ctx.objects.get("PodGroup", pod_group.key) or pod_group.raw
+        written = copy.deepcopy(dict(current))
+        status = written.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != condition.get("type")]
+        status["conditions"] = [*conditions, dict(condition)]
+        self.scheduler.on_object("PodGroup", written)
 
     async def delete_pod(self, pod: Pod, disruption_message: str) -> None:
         # Gone at once (no kubelet to end it gracefully): its DisruptionTarget condition would
@@ -327,10 +336,14 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     for fw in build_profiles(objects, sched.ctx, registry).values():
         sched.set_profile(fw)
     objects = with_template_claims(objects)
-    # The kinds plugins of one's own declare they read: documents of that apiVersion and kind.
-    declared = {(k.api_version, k.kind) for k in declared_kinds(registry)}
+    # The kinds plugins of one's own declare they read: documents of that apiVersion and kind,
+    # stored under their GroupKind (a PodGroup of scheduling.x-k8s.io is not scheduling.k8s.io's).
+    declared = {(k.api_version, k.kind): k.store_key for k in declared_kinds(registry)}
     for obj in objects:
-        if obj.get("kind") in OBJECT_KINDS or (obj.get("apiVersion"), obj.get("kind")) in declared:
+        store_key = declared.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+        if store_key is not None:
+            sched.on_object(store_key, obj)
+        elif table_kind(obj) in OBJECT_KINDS:
             sched.on_object(str(obj["kind"]), obj)
     for obj in objects:
         if obj.get("kind") == "Node" and sched.on_node_add(obj) is None:

@@ -11,6 +11,7 @@ Without the binaries (`make control-plane`), the whole suite is skipped with one
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import signal
@@ -31,6 +32,17 @@ NAMESPACE = "kubeberth-system"
 SERVICE_ACCOUNT = "kubeberth"
 TEST_NAMESPACES = ("default", "team-a")
 
+# Plugin distributions of this repository that may be installed beside kubeberth (`make install`
+# installs Coscheduling's): installed, they make every `kubeberth run` and `kubeberth snapshot`
+# list and watch the kinds they read, so the cluster gets their CRDs and RBAC as their READMEs
+# tell an administrator to apply them.
+PLUGIN_DISTRIBUTIONS = {"kubeberth-coscheduling": ROOT / "examples" / "plugins" / "coscheduling"}
+
+
+def installed_plugins() -> dict[str, Path]:
+    names = {ep.dist.name for ep in importlib.metadata.entry_points(group="kubeberth.plugins") if ep.dist is not None}
+    return {dist: path for dist, path in PLUGIN_DISTRIBUTIONS.items() if dist in names}
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     missing = missing_binaries()
@@ -50,6 +62,10 @@ def control_plane() -> Iterator[ControlPlane]:
         kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
                 "crd/schedulingprofiles.kubeberth.io")
         kubectl(plane, "apply", "-k", "manifests/")
+        for path in installed_plugins().values():
+            kubectl(plane, "apply", "-f", str(path / "crds"))
+            kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(path / "crds"))
+            kubectl(plane, "apply", "-f", str(path / "manifests" / "rbac.yaml"))
         kubectl(plane, "create", "namespace", "team-a")
         yield plane
     except BaseException:

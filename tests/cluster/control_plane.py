@@ -113,11 +113,18 @@ class ControlPlaneError(RuntimeError):
 class ControlPlane:
     """etcd + kube-apiserver on loopback. `start()`, then `url`, `kubeconfig(...)`, `stop()`."""
 
-    def __init__(self, workdir: Path | None = None, *, apiserver_args: Sequence[str] = ()) -> None:
+    def __init__(self, workdir: Path | None = None, *, apiserver_args: Sequence[str] = (),
+                 feature_gates: str = "") -> None:
+        """`feature_gates`: kube-apiserver's --feature-gates (e.g. "GenericWorkload=true"); with
+        GenericWorkload on, scheduling.k8s.io/v1beta1 (PodGroups) is served too."""
         self._own_dir = workdir is None
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="kubeberth-cp-"))
         self.bin = bin_dir()
-        self.apiserver_args = list(apiserver_args)
+        self.feature_gates = feature_gates
+        gated = [f"--feature-gates={feature_gates}"] if feature_gates else []
+        if "GenericWorkload=true" in feature_gates:
+            gated.append("--runtime-config=scheduling.k8s.io/v1beta1=true")
+        self.apiserver_args = [*gated, *apiserver_args]
         self.etcd: Process | None = None
         self.apiservers: list[Process] = []
         self.etcd_port = free_port()

@@ -42,6 +42,7 @@ def collection(kind: str, namespace: str | None = None) -> str:
              "csidrivers": "/apis/storage.k8s.io/v1", "csistoragecapacities": "/apis/storage.k8s.io/v1",
              "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
              "replicasets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
+             "podgroups": "/apis/scheduling.k8s.io/v1beta1",
              **dict.fromkeys(RESOURCE_KINDS, "/apis/resource.k8s.io/v1")}.get(kind, CORE)
     return f"{group}/namespaces/{namespace}/{kind}" if namespace else f"{group}/{kind}"
 

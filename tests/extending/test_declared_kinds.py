@@ -43,13 +43,13 @@ class GateOpen(FilterPlugin):
         self.handle = handle
 
     def filter(self, state, pod, node_info):
-        gate = self.handle.objects.get("Gate", node_info.node.name)
+        gate = self.handle.objects.get(GATE.group_kind, node_info.node.name)
         if gate is None or not (gate.get("spec") or {}).get("open"):
             return Status.unschedulable("gate closed")
         return None
 
     def events_to_register(self):
-        return [ClusterEventWithHint(ClusterEvent("Gate", ActionType.ADD | ActionType.UPDATE), self.hint)]
+        return [ClusterEventWithHint(ClusterEvent(GATE.group_kind, ActionType.ADD | ActionType.UPDATE), self.hint)]
 
     def hint(self, pod, old, new):
         HINTS.append((pod.name, old is not None, (new.get("spec") or {}).get("open")))
@@ -85,7 +85,7 @@ def gate_plugin(write: Callable[[str, str], Path]) -> Path:
 def test_declared_kinds_come_from_the_plugins(gate_plugin: Path) -> None:
     kinds = declared_kinds(plugin_registry())
     assert [(k.path, k.kind, k.event_resource, k.declared) for k in kinds] == [
-        ("/apis/example.com/v1/gates", "Gate", "Gate", True)]
+        ("/apis/example.com/v1/gates", "Gate", "Gate.example.com", True)]
     assert declared_kinds(in_tree_registry()) == []
 
 
@@ -98,8 +98,8 @@ def test_simulate_reads_them_from_its_input(gate_plugin: Path) -> None:
     assert warn.getvalue() == "warning: 1 Gate object ignored: simulate does not read Gate\n"
     outcomes, sched = run_simulation(sim.objects, warn=warn)
     assert [(o.status, o.node) for o in outcomes] == [("Scheduled", "n2")]
-    assert sched.ctx.objects.get("Gate", "n2") is not None
-    assert sched.ctx.objects.get("Gate", "n1") is None  # example.com/v2 is not the declared version
+    assert sched.ctx.objects.get("Gate.example.com", "n2") is not None
+    assert sched.ctx.objects.get("Gate.example.com", "n1") is None  # example.com/v2 is not the declared version
 
 
 def test_without_the_plugin_they_are_ignored_with_a_warning() -> None:
@@ -120,10 +120,10 @@ def test_their_changes_reach_the_plugins_queueing_hints(gate_plugin: Path) -> No
     sched.on_pod_add(pod("p"))
     asyncio.run(sched.run_until_idle())
     assert sched.outcomes["default/p"].status == "Unschedulable"
-    sched.on_object("Gate", gate("n1", False))
+    sched.on_object("Gate.example.com", gate("n1", False))
     assert hints == [("p", False, False)]
     assert sched.queue.get("p")[0] == "unschedulable"  # type: ignore[index]  # QUEUE_SKIP: it stays
-    sched.on_object("Gate", gate("n1", True))
+    sched.on_object("Gate.example.com", gate("n1", True))
     assert hints[-1] == ("p", True, True)
     assert sched.queue.get("p")[0] in ("active", "backoff")  # type: ignore[index]  # QUEUE: it moves
     sched.clock.advance(10.0)  # type: ignore[attr-defined]  # its backoff is over

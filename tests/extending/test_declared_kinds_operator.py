@@ -21,7 +21,8 @@ from kubeberth.scheduler.watched import WatchedKind, declared_kinds
 from ..operator.test_reflector import PODS, Server, Sink, _until, no_sleep, obj
 from .test_declared_kinds import GATE_PLUGIN
 
-GATES = WatchedKind("example.com", "v1", "gates", "Gate", 2, "Gate", declared=True)
+GATES = WatchedKind("example.com", "v1", "gates", "Gate", 2, "Gate.example.com", declared=True,
+                  store_as="Gate.example.com")
 
 
 @pytest.mark.parametrize("status, problem", [
@@ -84,7 +85,7 @@ def test_profiles_whose_plugins_read_it_are_refused_the_others_run(write: Callab
     sched = Scheduler()
     manager = ProfileManager(sched, registry)
     problem = "the ServiceAccount may not watch gates.example.com (403; ...)"
-    manager.set_kind_problem("Gate", problem)
+    manager.set_kind_problem("Gate.example.com", problem)
     manager.apply("gated", profile("gated", "gated", {"filter": {"enabled": [{"name": "GateOpen"}]}}))
     manager.apply("plain", profile("plain", "plain", {}))
     refused = manager.verdicts["gated"]
@@ -93,6 +94,6 @@ def test_profiles_whose_plugins_read_it_are_refused_the_others_run(write: Callab
     assert manager.verdicts["plain"].accepted
     assert set(sched.profiles) == {"default-scheduler", "plain"}
     manager.pending_status()
-    manager.set_kind_problem("Gate", None)  # readable again: the refused profile is judged again
+    manager.set_kind_problem("Gate.example.com", None)  # readable again: the refused profile is judged again
     assert manager.verdicts["gated"].accepted and "gated" in sched.profiles
     assert [name for name, _ in manager.pending_status()] == ["gated"]

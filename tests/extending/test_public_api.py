@@ -3,6 +3,8 @@ packaged), and it carries a version plugins can pin."""
 
 from __future__ import annotations
 
+import inspect
+import re
 import tomllib
 from pathlib import Path
 
@@ -30,8 +32,61 @@ def test_what_a_plugin_needs_is_exported() -> None:
     assert needed <= set(api.__all__)
 
 
+def test_what_the_in_tree_plugins_needed_is_exported_since_1_1() -> None:
+    # what the in-tree plugins imported from private modules under API 1.0
+    added = {"AffinityTerm", "NodeSelectorTerm", "PreferredTerm", "Requirement", "PodAffinityTerms",
+             "pod_affinity_terms", "NsLabels", "tolerated", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "CPU", "MEMORY",
+             "EPHEMERAL_STORAGE", "is_scalar_resource", "quantity_value", "qualified_name_errors",
+             "label_value_errors", "validate_selector", "default_normalize_score", "PERSISTENT_VOLUME",
+             "PERSISTENT_VOLUME_CLAIM", "STORAGE_CLASS", "CSI_NODE", "CSI_DRIVER", "CSI_STORAGE_CAPACITY",
+             "VOLUME_ATTACHMENT", "COL_CPU", "COL_MEM", "COL_EPH", "COL_PODS", "MaskCache", "RowCache", "arrays_for",
+             "snapshot_arrays", "label_selector_key", "selector_key", "term_key", "term_mask",
+             "required_node_affinity_mask"}
+    assert added <= set(api.__all__)
+    assert Version(api.API_VERSION) >= Version("1.1")
+
+
 def test_the_version_is_a_version() -> None:
     assert Version(api.API_VERSION).major == 1
+
+
+def _untyped(obj: object) -> list[str]:
+    """Parameters (and returns) of a function, or of a class's public methods, without a type."""
+    if inspect.isclass(obj):
+        return [f"{name}: {miss}" for name, f in vars(obj).items()
+                if inspect.isfunction(f) and not name.startswith("_") for miss in _untyped(f)]
+    if not inspect.isfunction(obj):
+        return []
+    sig = inspect.signature(obj)
+    out = [p for p, v in sig.parameters.items() if v.annotation is inspect.Parameter.empty and p not in {"self", "cls"}]
+    return out + (["return"] if sig.return_annotation is inspect.Signature.empty else [])
+
+
+def test_every_exported_function_and_method_is_typed() -> None:
+    untyped = {name: bad for name in api.__all__ if (bad := _untyped(getattr(api, name)))}
+    assert untyped == {}
+
+
+def test_the_untyped_check_finds_what_is_untyped() -> None:
+    def f(a, b: int):
+        return b
+
+    class C:
+        def m(self, x: int) -> None: ...
+        def n(self, y):
+            return y
+
+    assert _untyped(f) == ["a", "return"]
+    assert _untyped(C) == ["n: y", "n: return"]
+
+
+def test_the_readme_documents_every_exported_name() -> None:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("### The plugin API: `kubeberth.framework`")
+    section = readme[start:readme.index("\n### ", start + 1)]
+    words = {w for code in re.findall(r"`([^`]+)`", section) for w in re.findall(r"[A-Za-z_]\w*", code)}
+    assert [name for name in api.__all__ if name not in words] == []
+    assert f"now `{api.API_VERSION}`" in section
 
 
 def test_it_is_typed_and_packaged_so() -> None:

@@ -18,13 +18,27 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import kmock
+import kopf
+import pytest
 import pytest_asyncio
 
 from kubeberth.operator.app import OperatorApp
 from kubeberth.operator.run import OperatorConfig
 from kubeberth.operator.serving_options import ServingOptions
+from kubeberth.plugins import use_plugins
 
 from .emulator import Emulator
+
+
+@pytest.fixture(autouse=True)
+def only_in_tree_plugins(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The operator under test runs the in-tree plugins alone: what happens to be installed beside
+    kubeberth (the example Coscheduling distribution, say: its PodGroup kind, its kopf handlers on
+    pods) is not what these tests are about. tests/extending covers plugins of one's own."""
+    use_plugins((), entry_points=False)
+    monkeypatch.setattr(kopf, "get_default_registry", kopf.OperatorRegistry)
+    yield
+    use_plugins(())
 
 DEFAULT_TIMEOUT = 10.0
 

@@ -82,6 +82,7 @@ KINDS: list[Kind] = [
     Kind("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status"})),
     Kind("apps", "v1", "statefulsets", "StatefulSet", True, frozenset({"status"})),
     Kind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
+    Kind("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, frozenset({"status"})),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, frozenset({"status"})),
     Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
     Kind("storage.k8s.io", "v1", "csinodes", "CSINode", False),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Mapping
 from typing import Any
@@ -142,3 +143,51 @@ async def test_a_read_older_than_the_renew_deadline_is_not_acted_on():
     server.request = paused_after_get  # type: ignore[method-assign]
     assert not await elector.try_acquire_or_renew()
     assert server.rv == rv_before  # no PUT went out
+
+
+async def test_a_standby_tries_again_when_the_lease_lapses_not_a_whole_retry_period_later():
+    server, clock = LeaseServer(), Clock()
+    a, b = elector(server, clock, "a"), elector(server, clock, "b")
+    await a.try_acquire_or_renew()
+    assert b.next_try_in(0.5) == 2.0 * (1 + 0.5 * 1.2)  # nothing seen yet: client-go's jittered period
+    assert not await b.try_acquire_or_renew()  # b sees a's Lease at t: it lapses at t + 15
+    assert b.lapses_in() == 15.0
+    clock.t += 13.5
+    assert b.next_try_in(0.0) == 1.5 + 0.01  # the lapse comes before even the shortest retry
+    assert b.next_try_in(0.9) == 1.5 + 0.01
+    clock.t += b.next_try_in(0.9)
+    assert await b.try_acquire_or_renew()  # at once, not up to 4.4 s later
+    assert b.lapses_in() is None  # b holds it: renewals keep the retry period
+    assert b.next_try_in(0.0) == 2.0
+
+
+async def test_a_standby_that_sees_renewals_keeps_the_retry_period():
+    server, clock = LeaseServer(), Clock()
+    a, b = elector(server, clock, "a"), elector(server, clock, "b")
+    await a.try_acquire_or_renew()
+    await b.try_acquire_or_renew()
+    clock.t += 3.0
+    server.take("a", "renewed")
+    assert not await b.try_acquire_or_renew()  # a change seen: the lapse runs from now
+    assert b.lapses_in() == 15.0 and b.next_try_in(1.0) == 2.0 * 2.2
+
+
+async def test_run_sleeps_until_the_lapse_and_then_leads():
+    server, clock = LeaseServer(), Clock()
+    a = elector(server, clock, "a")
+    await a.try_acquire_or_renew()
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        if not b.elected.is_set():  # the pauses of the candidate, not the leader's renewals
+            slept.append(seconds)
+        clock.t += seconds
+        await asyncio.sleep(0)
+
+    b = LeaderElector(rest=server, identity="b", config=CONFIG, monotonic=clock,  # type: ignore[arg-type]
+                      wall=lambda: 1.7e9, sleep=sleep)
+    task = asyncio.ensure_future(b.run())
+    while not b.elected.is_set():
+        await asyncio.sleep(0)
+    task.cancel()
+    assert 15.0 <= sum(slept) < 15.0 + 0.02  # took over as the lapse came, not at the next jittered retry

@@ -437,3 +437,32 @@ async def test_a_burst_of_500_bindings_gets_every_scheduled_event(cluster, start
     assert scheduled
     names = {e["involvedObject"]["name"] for e in api.list("events", "default") if e["reason"] == "Scheduled"}
     assert names == {f"burst-{i:03d}" for i in range(500)}
+
+
+async def test_the_initial_sync_runs_without_the_cyclic_collector(cluster, start_operator, monkeypatch):
+    """The initial lists are applied with the collector off (operator/collector.py), which is back
+    on, with the cache frozen, once they are."""
+    import gc
+
+    from kubeberth.operator.reflector import Informers
+
+    seen: list[bool] = []
+    original = Informers.sync
+
+    async def sync(self: Informers) -> None:
+        seen.append(gc.isenabled())
+        await original(self)
+        seen.append(gc.isenabled())
+
+    monkeypatch.setattr(Informers, "sync", sync)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        cluster.api.create("nodes", make_node("n1"))
+        cluster.api.create("pods", make_pod("p"))
+        await start_operator()
+        await wait_for(lambda: node_of(cluster.api, "p"), message="p bound")
+        assert seen == [False, False] and gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()

@@ -6,6 +6,9 @@ import pathlib
 
 import yaml
 
+from kubeberth import features
+from kubeberth.features import FeatureGates
+
 from .conftest import wait_for
 from .emulator import KINDS, Logged, events_for, make_node, make_pod
 
@@ -39,6 +42,12 @@ def used(log: list[Logged]) -> set[tuple[str, str, str]]:
 
 
 async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start_operator):
+    # With GenericWorkload on (as `run --feature-gates GenericWorkload=true`): PodGroups are read too.
+    with features.override(FeatureGates.parse("GenericWorkload=true")):
+        await _exercise_every_grant(cluster, start_operator)
+
+
+async def _exercise_every_grant(cluster, start_operator):
     api = cluster.api
     api.pod_grace_seconds = 0.1
     api.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
@@ -64,6 +73,12 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
     api.create("pods", {**make_pod("trainer", cpu="0"), "spec": {
         **make_pod("trainer", cpu="0")["spec"], "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}})
     await wait_for(lambda: events_for(api, "trainer", "Scheduled"), timeout=15)
+    # a gang of one: its PodGroup's PodGroupInitiallyScheduled condition, a podgroups/status patch
+    api.create("podgroups", {"metadata": {"name": "gang", "namespace": "default"},
+                             "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}})
+    gang = make_pod("gang-0", cpu="0")
+    gang["spec"]["schedulingGroup"] = {"podGroupName": "gang"}
+    api.create("pods", gang)
     # An extended resource a DeviceClass serves: the claim is created for the pod.
     api.create("deviceclasses", {"metadata": {"name": "ext"}, "spec": {"extendedResourceName": "example.com/gpu"}})
     api.create("resourceslices", {"metadata": {"name": "n1-ext"}, "spec": {
@@ -75,6 +90,8 @@ async def test_the_cluster_role_is_exactly_what_the_operator_uses(cluster, start
     api.create("pods", gpu)
     await wait_for(lambda: events_for(api, "ext-user", "Scheduled"), timeout=15)
     await wait_for(lambda: events_for(api, "vip", "Scheduled"), timeout=15)
+    await wait_for(lambda: ((api.get("podgroups", "gang", "default") or {}).get("status") or {}).get("conditions"),
+                   timeout=15, message="the PodGroup's condition")
     await wait_for(lambda: (events_for(api, "huge", "FailedScheduling") or [{}])[0].get("count", 0) >= 2,
                    timeout=15, message="a repeated event")
     # VolumeBinding's PreBind: a PV's claimRef (static binding), a claim's selected node (provisioning).

@@ -555,3 +555,21 @@ async def test_replacing_or_removing_a_profile_closes_its_extenders() -> None:
     sched.remove_profile("default-scheduler")
     await asyncio.gather(*sched._background)
     assert closed == ["first", "second"]
+
+
+# ---- the handle's pod lister -----------------------------------------------------------------
+async def test_list_pods_gives_bound_assumed_and_pending_pods_once() -> None:
+    sched, _, _ = scheduler(script={"permit": "wait"}, nodes={"n1": "2"})
+    sched.on_pod_add(pod_dict("bound", cpu="1", node="n1"))
+    add_pod(sched, "waiting")                       # assumed, then parked at Permit
+    add_pod(sched, "pending", namespace="other")
+    sched.on_pod_add({**pod_dict("done", node="n1"), "status": {"phase": "Succeeded"}})
+    await sched.schedule_one()
+    fw = sched.profiles["default-scheduler"]
+    assert sched.cache.is_assumed(sched._uids["default/waiting"])
+    assert sorted(p.key for p in fw.list_pods()) == ["default/bound", "default/waiting", "other/pending"]
+    assert sorted(p.key for p in fw.list_pods("default")) == ["default/bound", "default/waiting"]
+    assert [p.node_name for p in fw.list_pods("default") if p.name == "waiting"] == ["n1"]
+    for wp in list(sched.ctx.waiting_pods._pods.values()):
+        wp.reject("Script", "done")
+    await sched.wait_for_bindings()

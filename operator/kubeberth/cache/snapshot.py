@@ -84,10 +84,14 @@ class _TrackedList(list):
 
 
 class Snapshot:
-    __slots__ = ("_arrays", "_have_anti", "_have_pods_with_affinity", "_node_infos", "by_name", "generation")
+    __slots__ = ("_arrays", "_have_anti", "_have_pods_with_affinity", "_node_infos", "by_name", "generation",
+                 "placement")
 
     def __init__(self, node_infos: Iterable[NodeInfo] = (), generation: int = 0) -> None:
         self._arrays: NodeArrays | None = None
+        # The names of the nodes of the placement a pod group is being tried in (upstream's
+        # AssumePlacement); None: every node. Pods of the group see only these nodes.
+        self.placement: frozenset[str] | None = None
         self._have_pods_with_affinity: list[NodeInfo] | None = None
         self._have_anti: list[NodeInfo] | None = None
         self.node_infos = list(node_infos)
@@ -177,6 +181,28 @@ class Snapshot:
 
     def get(self, name: str) -> NodeInfo | None:
         return self.by_name.get(name)
+
+    def assume_placement(self, names: Iterable[str] | None) -> None:
+        """Restrict the nodes a pod sees to `names` (None: all); a placement of every node is none,
+        as upstream's."""
+        if names is None:
+            self.placement = None
+            return
+        chosen = frozenset(names)
+        missing = sorted(chosen - self.by_name.keys())
+        if missing:
+            raise KeyError(f"node {missing[0]} in placement is not present in snapshot")
+        self.placement = None if len(chosen) == len(self.node_infos) else chosen
+
+    def nodes_in_placement(self) -> list[NodeInfo]:
+        """The nodes of the assumed placement in the snapshot's order (all of them when none)."""
+        if self.placement is None:
+            return self.node_infos
+        chosen = self.placement
+        return [ni for ni in self.node_infos if ni.name in chosen]
+
+    def num_nodes_in_placement(self) -> int:
+        return len(self.node_infos) if self.placement is None else len(self.placement)
 
     def __len__(self) -> int:
         return len(self.node_infos)

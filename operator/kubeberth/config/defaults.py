@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import features
 from .models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -33,9 +34,24 @@ DEFAULT_MULTI_POINT: list[tuple[str, int | None]] = [
 ]
 
 
-def default_plugins() -> Plugins:
+
+def default_multi_point(gates: features.FeatureGates | None = None) -> list[tuple[str, int | None]]:
+    """The default MultiPoint set under `gates` (default: the process's), as upstream's
+    applyFeatureGates: GangScheduling appended with GenericWorkload; TopologyPlacementGenerator and
+    PodGroupPodsCount (weight 1) with TopologyAwareWorkloadScheduling."""
+    gates = gates if gates is not None else features.current()
+    plugins = list(DEFAULT_MULTI_POINT)
+    if gates.generic_workload:
+        plugins.append(("GangScheduling", None))
+    if gates.topology_aware_workload_scheduling:
+        plugins.append(("TopologyPlacementGenerator", None))
+        plugins.append(("PodGroupPodsCount", 1))
+    return plugins
+
+
+def default_plugins(gates: features.FeatureGates | None = None) -> Plugins:
     return Plugins(multiPoint=PluginSet(
-        enabled=[PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTI_POINT]))
+        enabled=[PluginRef(name=n, weight=w) for n, w in default_multi_point(gates)]))
 
 
 def default_spec(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulingProfileSpec:

@@ -42,6 +42,8 @@ class Plugins(BaseModel):
     preBind: PluginSet = Field(default_factory=PluginSet)
     bind: PluginSet = Field(default_factory=PluginSet)
     postBind: PluginSet = Field(default_factory=PluginSet)
+    placementGenerate: PluginSet = Field(default_factory=PluginSet)
+    placementScore: PluginSet = Field(default_factory=PluginSet)
 
 
 # Plugin args copied from a KubeSchedulerConfiguration carry their type, as upstream's files do.

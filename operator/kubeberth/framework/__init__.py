@@ -8,36 +8,72 @@ Node views, cluster events and QueueingHints, the vectorised hooks' node views a
 the label-selector and resource helpers of the model, ObjectKind for the kinds a plugin reads,
 and the Registry. A plugin needs no other kubeberth module; nothing here changes meaning
 without the major number of API_VERSION changing.
+
+API 1.1 added what the in-tree plugins still took from private modules (they now import only
+this package too): the model's helpers (node selector terms, pod affinity terms, taint
+toleration, resource names, quantities, label validation), upstream's score normalisation,
+the remaining event resources, and the vectorised path's caches, keys, masks and columns.
 """
 
+from ..cache.node_arrays import CPU as COL_CPU
+from ..cache.node_arrays import EPH as COL_EPH
+from ..cache.node_arrays import MEM as COL_MEM
+from ..cache.node_arrays import PODS as COL_PODS
 from ..cache.node_arrays import NodeArrays
 from ..cache.objects import ObjectStore, object_key
+from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
 from ..cache.snapshot import Snapshot
 from ..client import BindConflict, ClusterClient
 from ..clock import Clock
 from ..model import (
+    AffinityTerm,
     HostPort,
     LabelSelector,
     ModelError,
     Node,
     NodeInfo,
     NodeSelector,
+    NodeSelectorTerm,
     Pod,
+    PodAffinityTerms,
+    PodGroup,
+    PreferredTerm,
+    QuantityError,
+    Requirement,
     Resource,
     Taint,
     Toleration,
     find_untolerated,
+    milli_value,
     parse_quantity,
+    pod_affinity_terms,
     pod_requests,
 )
+from ..model import value as quantity_value
+from ..model.affinity_terms import NsLabels
+from ..model.label_validation import label_value_errors, qualified_name_errors, validate_selector
+from ..model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource_name, is_scalar_resource
+from ..model.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, tolerated
 from .context import MetricsRecorder, SchedulerContext
 from .cycle_state import CycleState, StateData
 from .events import (
     ASSIGNED_POD,
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    DEVICE_CLASS,
+    NAMESPACE,
     NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
     POD,
+    POD_GROUP,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
+    STORAGE_CLASS,
     TARGET_POD,
     UNSCHEDULED_POD,
+    VOLUME_ATTACHMENT,
     WILDCARD,
     ActionType,
     ClusterEvent,
@@ -50,6 +86,8 @@ from .interfaces import (
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -65,6 +103,7 @@ from .interfaces import (
 from .plugin_api import API_VERSION, ObjectKind
 from .registry import Alias, PluginSpec, Registry, RegistryError
 from .runtime import Framework
+from .scoring import default_normalize_score
 from .status import Code, PluginError, Status, is_success
 from .types import (
     MAX_NODE_SCORE,
@@ -74,17 +113,34 @@ from .types import (
     NodePluginScores,
     NodeScore,
     NodeToStatus,
+    Placement,
+    PlacementScore,
+    PodGroupAssignments,
     PostFilterResult,
     PreFilterResult,
+    ProposedAssignment,
     QueuedPodInfo,
 )
 from .vector import (
+    OBJECT_NAME_FIELD,
     AllNodes,
+    MaskCache,
     NodeView,
+    RowCache,
+    arrays_for,
     default_normalize_all,
+    is_zero_scores,
+    label_selector_key,
     labels_mask,
+    name_field_mask,
+    required_node_affinity_mask,
+    requirement_key,
     requirement_mask,
+    selector_key,
     selector_mask,
+    snapshot_arrays,
+    term_key,
+    term_mask,
     untolerated_free_mask,
     zero_scores,
 )
@@ -105,3 +161,21 @@ __all__ = [
     "find_untolerated", "is_success", "labels_mask", "object_key", "parse_quantity", "pod_requests",
     "requirement_mask", "selector_mask", "untolerated_free_mask", "zero_scores",
 ]
+
+# Added in API 1.1 (what the in-tree plugins took from private modules until then).
+__all__ += [
+    "COL_CPU", "COL_EPH", "COL_MEM", "COL_PODS", "CPU", "CSI_DRIVER", "CSI_NODE", "CSI_STORAGE_CAPACITY",
+    "DEVICE_CLASS", "EPHEMERAL_STORAGE", "MEMORY", "NAMESPACE", "NO_EXECUTE", "NO_SCHEDULE", "OBJECT_NAME_FIELD",
+    "PERSISTENT_VOLUME", "PERSISTENT_VOLUME_CLAIM", "PREFER_NO_SCHEDULE", "RESOURCE_CLAIM", "RESOURCE_SLICE",
+    "STORAGE_CLASS", "VOLUME_ATTACHMENT", "AffinityTerm", "MaskCache", "NodeSelectorTerm", "NsLabels",
+    "PodAffinityTerms", "PreferredTerm", "QuantityError", "Requirement", "RowCache", "arrays_for",
+    "default_normalize_score", "is_extended_resource_name", "is_scalar_resource", "is_zero_scores",
+    "label_selector_key", "label_value_errors", "milli_value", "name_field_mask", "pod_affinity_terms",
+    "qualified_name_errors", "quantity_value", "required_node_affinity_mask", "requirement_key", "selector_key",
+    "snapshot_arrays", "term_key", "term_mask", "tolerated", "validate_selector",
+]
+# Workloads (GenericWorkload): the scheduling.k8s.io PodGroup and the scheduler's state of each.
+__all__ += ["POD_GROUP", "POD_GROUP_STATES", "PodGroup", "PodGroupStates"]
+# The pod-group cycle's placements (TopologyAwareWorkloadScheduling), API 1.1.
+__all__ += ["Placement", "PlacementGeneratePlugin", "PlacementScore", "PlacementScorePlugin", "PodGroupAssignments",
+            "ProposedAssignment"]

@@ -76,6 +76,16 @@ class MetricsRecorder(Protocol):
 
     def goroutines(self, operation: str, n: int) -> None: ...
 
+    def pod_group_schedule_attempt(self, result: str, profile: str, seconds: float) -> None: ...
+
+    def pod_group_algorithm_duration(self, seconds: float) -> None: ...
+
+    def generated_placements(self, profile: str, count: int) -> None: ...
+
+    def placement_evaluation(self, result: str, profile: str, seconds: float) -> None: ...
+
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None: ...
+
 
 class NoMetrics:
     """A MetricsRecorder that records nothing (a scheduler without metrics: simulate, tests)."""
@@ -137,6 +147,21 @@ class NoMetrics:
     def goroutines(self, operation: str, n: int) -> None:
         pass
 
+    def pod_group_schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
+        pass
+
+    def pod_group_algorithm_duration(self, seconds: float) -> None:
+        pass
+
+    def generated_placements(self, profile: str, count: int) -> None:
+        pass
+
+    def placement_evaluation(self, result: str, profile: str, seconds: float) -> None:
+        pass
+
+    def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
+        pass
+
 
 NO_METRICS = NoMetrics()
 
@@ -163,6 +188,9 @@ class SchedulerContext:
         self.preemption_tasks: set[asyncio.Task[None]] = set()
         # The scheduler's view of a pod by uid (its cache, then its pending pods); None: gone.
         self.lookup_pod: Callable[[str], Pod | None] = lambda uid: None
+        # Every non-terminal pod the scheduler knows, bound, assumed or pending, optionally of one
+        # namespace (upstream's pod lister). Without a scheduler: the pods on the snapshot's nodes.
+        self.list_pods: Callable[[str | None], list[Pod]] = self._snapshot_pods
         # Move pods from the unschedulable pool or backoffQ to activeQ (upstream's Handle.Activate).
         self.activate: Callable[[Iterable[Pod]], None] = lambda pods: None
         self.snapshot = Snapshot()
@@ -175,3 +203,7 @@ class SchedulerContext:
         self.shared_indexes: dict[str, Any] = {}
         # Free-form state for out-of-tree plugins and tests; kubeberth's own code does not use it.
         self.extras: dict[str, Any] = {}
+
+    def _snapshot_pods(self, namespace: str | None = None) -> list[Pod]:
+        return [p for ni in self.snapshot.node_infos for p in ni.pods
+                if namespace is None or p.namespace == namespace]

@@ -76,6 +76,7 @@ RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
 RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
 DEVICE_CLASS = "resource.k8s.io/DeviceClass"
 NAMESPACE = "Namespace"
+POD_GROUP = "scheduling.k8s.io/PodGroup"
 
 _POD_RESOURCES = frozenset({POD, ASSIGNED_POD, UNSCHEDULED_POD, TARGET_POD})
 

@@ -66,6 +66,11 @@ class Handle(Protocol):
 
     def lookup_pod(self, uid: str) -> Pod | None: ...
 
+    def list_pods(self, namespace: str | None = None) -> list[Pod]:
+        """Every non-terminal pod the scheduler knows (bound, assumed or pending; of `namespace`
+        if given), as upstream's pod lister gives them."""
+        ...
+
     def activate(self, pods: Iterable[Pod]) -> None: ...
 
     @property
@@ -165,6 +170,9 @@ class ContextHandle:
 
     def lookup_pod(self, uid: str) -> Pod | None:
         return self.ctx.lookup_pod(uid)
+
+    def list_pods(self, namespace: str | None = None) -> list[Pod]:
+        return self.ctx.list_pods(namespace)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         self.ctx.activate(pods)

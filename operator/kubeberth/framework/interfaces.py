@@ -17,12 +17,20 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
-from ..model import NodeInfo, Pod
+from ..model import NodeInfo, Pod, PodGroup
 from .cycle_state import CycleState
 from .events import ClusterEvent, ClusterEventWithHint
 from .plugin_api import ObjectKind
 from .status import Status
-from .types import NodeScore, PostFilterResult, PreFilterResult, QueuedPodInfo
+from .types import (
+    NodeScore,
+    Placement,
+    PlacementScore,
+    PodGroupAssignments,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+)
 from .vector import AllNodes, NodeView
 
 if TYPE_CHECKING:
@@ -162,6 +170,32 @@ class PostBindPlugin(Plugin):
         raise NotImplementedError
 
 
+class PlacementGeneratePlugin(Plugin):
+    """The pod-group cycle's PlacementGenerate (TopologyAwareWorkloadScheduling): cut `parent`
+    (every node) into the candidate placements of `pod_group`. Returns (placements, status); a
+    status that is not success fails the group's attempt. Only the profile's first
+    PlacementGenerate plugin runs, as upstream."""
+
+    def generate_placements(self, state: CycleState, pod_group: PodGroup, parent: Placement
+                            ) -> tuple[list[Placement], Status | None]:
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Plugin):
+    """The pod-group cycle's PlacementScore: score a feasible placement of `pod_group` with the
+    pods its attempt placed; 0..MAX_NODE_SCORE after `normalize_placement_scores` (set
+    `has_normalize_placement_score`), then times the plugin's weight. Raise PluginError on failure."""
+
+    has_normalize_placement_score: ClassVar[bool] = False
+
+    def score_placement(self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments) -> int:
+        raise NotImplementedError
+
+    def normalize_placement_scores(self, state: CycleState, pod_group: PodGroup,
+                                   scores: list[PlacementScore]) -> Status | None:
+        return None
+
+
 # Config names of the extension points, in upstream order, with their bases.
 EXTENSION_POINTS: dict[str, type[Plugin]] = {
     "preEnqueue": PreEnqueuePlugin,
@@ -176,4 +210,6 @@ EXTENSION_POINTS: dict[str, type[Plugin]] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
 }

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 # The version of the public plugin surface (`kubeberth.framework.__all__`). The minor number
 # grows when names are added; the major number when a name changes or goes. A plugin pins the
 # versions it was written for with `requires_api = ">=1.0,<2"` (a PEP 440 specifier).
-API_VERSION = "1.0"
+API_VERSION = "1.1"
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,10 @@ class ObjectKind:
 
     The operator lists and watches it (`/apis/<group>/<version>/<resource>`, or
     `/api/<version>/<resource>` for the core group "") into the handle's object store
-    (`handle.objects.get(kind, "namespace/name")`, `handle.objects.list(kind, namespace)`);
-    a change is a ClusterEvent whose resource is `kind`. simulate reads documents of this
-    apiVersion and kind from its input, and `kubeberth snapshot` writes them."""
+    under its `group_kind` (`handle.objects.get(k.group_kind, "namespace/name")`,
+    `handle.objects.list(k.group_kind, namespace)`); a change is a ClusterEvent whose resource is
+    `group_kind`. simulate reads documents of this apiVersion and kind from its input, and
+    `kubeberth snapshot` writes them."""
 
     group: str
     version: str
@@ -36,6 +37,12 @@ class ObjectKind:
     def path(self) -> str:
         prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         return f"{prefix}/{self.resource}"
+
+    @property
+    def group_kind(self) -> str:
+        """`Kind.group` as Kubernetes' GroupKind prints it (`PodGroup.scheduling.x-k8s.io`; the
+        kind alone in the core group): two groups' kinds of one name never meet in the store."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
 
     def __str__(self) -> str:
         return f"{self.resource}.{self.group}" if self.group else self.resource

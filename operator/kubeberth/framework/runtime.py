@@ -19,6 +19,8 @@ from .interfaces import (
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -31,6 +33,7 @@ from .interfaces import (
     ScorePlugin,
 )
 from .isolation import raised
+from .placement_runners import PlacementRunners
 from .plugin_metrics import PluginMetrics, PrefixCounts
 from .status import Code, PluginError, Status, filter_failure
 from .types import (
@@ -48,7 +51,7 @@ if TYPE_CHECKING:
     from ..config.models import SchedulingProfileSpec
     from .context import SchedulerContext
 
-class Framework(BindingCycleRunners, ContextHandle):
+class Framework(BindingCycleRunners, PlacementRunners, ContextHandle):
     """Runs a profile. It is also the handle given to plugins (handle.py; as upstream's
     frameworkImpl).
 
@@ -73,6 +76,9 @@ class Framework(BindingCycleRunners, ContextHandle):
         self.bind_plugins: list[BindPlugin] = []
         self.post_bind_plugins: list[PostBindPlugin] = []
         self.score_weights: dict[str, int] = {}
+        self.placement_generate_plugins: list[PlacementGeneratePlugin] = []
+        self.placement_score_plugins: list[PlacementScorePlugin] = []
+        self.placement_score_weights: dict[str, int] = {}
         self.extenders: list[Extender] = []
         self.plugin_metrics = PluginMetrics()
         self._prefix_counts: dict[str, PrefixCounts] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from ..model import Pod
+from ..model import NodeInfo, Pod
 from .status import Code, Status
 
 MAX_NODE_SCORE = 100
@@ -36,6 +36,80 @@ class NodePluginScores:
 
     def __repr__(self) -> str:
         return f"NodePluginScores({self.name}, total={self.total})"
+
+
+class Placement:
+    """A set of nodes a pod group may be placed on (upstream's fwk.Placement): PlacementGenerate
+    plugins cut the parent placement (all nodes) into candidates; the pod-group cycle places the
+    group in each in turn, the pods seeing only its nodes. `name` names it in logs and scores
+    (TopologyPlacementGenerator: the topology domain's value)."""
+
+    __slots__ = ("name", "nodes")
+
+    def __init__(self, name: str, nodes: list[NodeInfo]) -> None:
+        self.name = name
+        self.nodes = nodes
+
+    def node_names(self) -> list[str]:
+        return [ni.name for ni in self.nodes]
+
+    def __repr__(self) -> str:
+        return f"Placement({self.name!r}, {len(self.nodes)} nodes)"
+
+
+class ProposedAssignment:
+    """A pod of the group and the node the placement's attempt put it on."""
+
+    __slots__ = ("node_name", "pod")
+
+    def __init__(self, pod: Pod, node_name: str) -> None:
+        self.pod = pod
+        self.node_name = node_name
+
+    def __repr__(self) -> str:
+        return f"ProposedAssignment({self.pod.key} -> {self.node_name})"
+
+
+class PodGroupAssignments:
+    """A feasible placement and where its attempt put the group's pods (upstream's
+    PodGroupAssignments), what PlacementScore plugins score."""
+
+    __slots__ = ("placement", "proposed")
+
+    def __init__(self, placement: Placement, proposed: list[ProposedAssignment]) -> None:
+        self.placement = placement
+        self.proposed = proposed
+
+    @property
+    def nodes(self) -> list[NodeInfo]:
+        return self.placement.nodes
+
+
+class PlacementScore:
+    """One placement's score by one PlacementScore plugin (normalised in place)."""
+
+    __slots__ = ("placement", "score")
+
+    def __init__(self, placement: Placement, score: int) -> None:
+        self.placement = placement
+        self.score = score
+
+    def __repr__(self) -> str:
+        return f"PlacementScore({self.placement.name}={self.score})"
+
+
+class PlacementPluginScores:
+    """A placement's weighted score per PlacementScore plugin, and their total."""
+
+    __slots__ = ("placement", "scores", "total")
+
+    def __init__(self, placement: Placement, scores: dict[str, int], total: int) -> None:
+        self.placement = placement
+        self.scores = scores
+        self.total = total
+
+    def __repr__(self) -> str:
+        return f"PlacementPluginScores({self.placement.name}, total={self.total})"
 
 
 class PreFilterResult:
@@ -174,5 +248,75 @@ class QueuedPodInfo:
         self.pending_plugins: set[str] = set()
         self.gated = False
 
+    @property
+    def key(self) -> str:
+        """Its key in the queue: the pod's uid (a pod group's entry has its own)."""
+        return self.pod.uid
+
+    @property
+    def priority(self) -> int:
+        """What QueueSort orders by: the pod's priority (a pod group's entry: the PodGroup's)."""
+        return self.pod.priority
+
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts})"
+
+
+POD_GROUP_ENTRY_PREFIX = "podgroup:"
+
+
+def member_order(q: QueuedPodInfo) -> tuple[int, int, float, str]:
+    """Upstream's PodGroupMemberPodsOrderingFunc: higher priority, more attempts, earlier
+    timestamp, then name."""
+    return (-q.pod.priority, -q.attempts, q.timestamp, q.pod.name)
+
+
+class QueuedPodGroupInfo(QueuedPodInfo):
+    """A PodGroup's queued pods, queued and popped together (upstream's QueuedPodGroupInfo).
+    `pod` is its first member (which profile serves it); `priority` the PodGroup's; the queueing
+    fields (timestamp, attempts, backoff, gating) are the group's."""
+
+    __slots__ = ("group_key", "group_priority", "members")
+
+    def __init__(self, group_key: str, group_priority: int, members: list[QueuedPodInfo],
+                 timestamp: float = 0.0) -> None:
+        if not members:
+            raise ValueError(f"pod group {group_key}: an entry needs at least one pod")
+        super().__init__(members[0].pod, timestamp)
+        self.group_key = group_key
+        self.group_priority = group_priority
+        self.members: list[QueuedPodInfo] = []
+        for m in members:
+            self.add_member(m)
+
+    @property
+    def key(self) -> str:
+        return POD_GROUP_ENTRY_PREFIX + self.group_key
+
+    @property
+    def priority(self) -> int:
+        return self.group_priority
+
+    def add_member(self, q: QueuedPodInfo) -> None:
+        self.remove_member(q.pod.uid)
+        self.members.append(q)
+        self.members.sort(key=member_order)
+        self.pod = self.members[0].pod
+
+    def remove_member(self, uid: str) -> QueuedPodInfo | None:
+        for i, m in enumerate(self.members):
+            if m.pod.uid == uid:
+                del self.members[i]
+                if self.members:
+                    self.pod = self.members[0].pod
+                return m
+        return None
+
+    def member(self, uid: str) -> QueuedPodInfo | None:
+        for m in self.members:
+            if m.pod.uid == uid:
+                return m
+        return None
+
+    def __repr__(self) -> str:
+        return f"QueuedPodGroupInfo({self.group_key}, pods={[m.pod.name for m in self.members]})"

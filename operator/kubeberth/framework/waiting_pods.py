@@ -55,7 +55,17 @@ class WaitingPod:
 
 
 def _fmt(seconds: float) -> str:
-    return f"{seconds:g}s"
+    """Go's time.Duration String() for whole or fractional seconds: 10s, 1.5s, 5m0s, 1h0m0s."""
+    if seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    if seconds < 60:
+        return f"{seconds:g}s"
+    whole = int(seconds)
+    frac = seconds - whole
+    h, rest = divmod(whole, 3600)
+    m, sec = divmod(rest, 60)
+    secs = f"{sec + frac:g}s"
+    return (f"{h}h{m}m" if h else f"{m}m") + secs
 
 
 class WaitingPods:

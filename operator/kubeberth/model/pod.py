@@ -80,7 +80,7 @@ class Pod:
     __slots__ = (
         "affinity", "cache", "creation_timestamp", "deletion_timestamp", "generation", "host_ports", "images",
         "key", "labels", "name", "namespace", "node_name", "node_selector", "nominated_node_name",
-        "non_zero_requests", "owner_kinds", "phase", "preemption_policy", "preferred_node_terms",
+        "non_zero_requests", "owner_kinds", "phase", "pod_group_name", "preemption_policy", "preferred_node_terms",
         "priority", "priority_class_name", "raw", "requests", "required_node_selector",
         "scheduler_name", "scheduling_gates", "seq", "spec", "start_time", "tolerations", "uid",
     )
@@ -132,6 +132,9 @@ class Pod:
         self.nominated_node_name = str(status.get("nominatedNodeName") or "")
         self.phase = str(status.get("phase") or "Pending")
         self.scheduling_gates = tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [])
+        # spec.schedulingGroup.podGroupName: the scheduling.k8s.io/v1beta1 PodGroup it belongs to ("": none)
+        group = spec.get("schedulingGroup")
+        self.pod_group_name = str(group.get("podGroupName") or "") if isinstance(group, Mapping) else ""
         self.affinity = spec.get("affinity") or {}
         self.host_ports = []
         self.images = []
@@ -167,6 +170,11 @@ class Pod:
                 for t in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
         except ModelError as exc:
             raise ModelError(str(exc), field="spec.affinity.nodeAffinity") from exc
+
+    @property
+    def pod_group_key(self) -> str:
+        """"namespace/podGroupName" of its PodGroup; "" when it names none."""
+        return f"{self.namespace}/{self.pod_group_name}" if self.pod_group_name else ""
 
     @property
     def is_assigned(self) -> bool:

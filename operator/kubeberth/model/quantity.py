@@ -78,14 +78,33 @@ def _ceil(d: Decimal) -> int:
 
 def value(q: object) -> int:
     """The quantity in whole units, rounded up (Quantity.Value)."""
+    if type(q) is str:
+        return _value_str(q)
     return _ceil(parse_quantity(q))
 
 
 def milli_value(q: object) -> int:
     """The quantity in thousandths, rounded up (Quantity.MilliValue)."""
+    if type(q) is str:
+        return _milli_value_str(q)
+    return _milli(parse_quantity(q))
+
+
+# The same few strings ("100m", "500Mi", "4", "32Gi") come with every pod and node of a cluster.
+@lru_cache(maxsize=4096)
+def _value_str(text: str) -> int:
+    return _ceil(_parse_str(text))
+
+
+@lru_cache(maxsize=4096)
+def _milli_value_str(text: str) -> int:
+    return _milli(_parse_str(text))
+
+
+def _milli(d: Decimal) -> int:
     with localcontext() as ctx:
         ctx.prec = 60
-        return _ceil(parse_quantity(q).scaleb(3))
+        return _ceil(d.scaleb(3))
 
 
 def format_milli_cpu(milli: int) -> str:

@@ -40,7 +40,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..client import UNSCHEDULABLE_REASON, BindConflict, UpdateRefused
 from ..clock import Clock, RealClock
-from ..model import Pod
+from ..model import Pod, PodGroup
 from .api_retry import Api, ApiUnavailable, RetryPolicy, is_transient
 from .event_recorder import NORMAL, WARNING, EventRecorder, TokenBucket, rfc3339
 from .rest import RestClient, describe_error
@@ -94,7 +94,7 @@ class KubernetesClusterClient:
                  events: EventRecorder | None = None, rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  disruption_condition: bool = True, may_write: Callable[[], bool] = lambda: True,
-                 bind_concurrency: int = DEFAULT_BIND_CONCURRENCY) -> None:
+                 bind_concurrency: int = DEFAULT_BIND_CONCURRENCY, event_workers: int | None = None) -> None:
         if bind_concurrency < 1:
             raise ValueError(f"bind_concurrency must be at least 1, not {bind_concurrency}")
         self.clock = clock or RealClock()
@@ -103,8 +103,12 @@ class KubernetesClusterClient:
         self.binds_in_flight = 0
         self.may_write = may_write
         self.api = Api(api_client, request_timeout=request_timeout, retry=retry, rng=rng, sleep=sleep)
+        # As many event senders as binding slots: each binding's Scheduled event follows it at the pace
+        # the bindings go (with fewer, the events fell seconds behind at a few hundred bindings a second).
+        self.event_workers = event_workers if event_workers is not None else bind_concurrency
         self.events = events if events is not None else EventRecorder(
-            self.api, clock=self.clock, may_write=lambda: self.may_write())  # late-bound: the app sets it
+            self.api, clock=self.clock, workers=self.event_workers,
+            may_write=lambda: self.may_write())  # late-bound: the app sets it
         self.disruption_condition = disruption_condition
         self.status = PodStatusWriter(self._send_status)
         # (uid, node) of bindings this process made: a bind is never sent twice.
@@ -253,6 +257,20 @@ class KubernetesClusterClient:
     async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         await self._patch_status(pod, {"status": {"extendedResourceClaimStatus": dict(status)}},
                                  "set extendedResourceClaimStatus")
+
+    async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
+        what = f"set {condition.get('type')} of podgroup {pod_group.key}"
+        self._fence(what)
+        path = (f"/apis/scheduling.k8s.io/v1beta1/namespaces/{pod_group.namespace}/podgroups/"
+                f"{pod_group.name}/status")
+        try:
+            await self.api.call("PATCH", path, what=what, body={"status": {"conditions": [dict(condition)]}},
+                                content_type="application/strategic-merge-patch+json")
+        except ApiException as exc:
+            if exc.status == 404:
+                logger.debug("%s: the podgroup is gone", what)
+                return
+            raise
 
     async def record_event(self, pod: Pod, event_type: str, reason: str, message: str, *,
                            reporter: str | None = None) -> None:

@@ -38,10 +38,11 @@ from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import SchedulerMetrics
 from ..plugins import plugin_registry
 from ..scheduler import Scheduler
-from ..scheduler.watched import WATCHED, WatchedKind, declared_kinds
+from ..scheduler.watched import WatchedKind, declared_kinds, watched_kinds
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
+from .collector import collector_paused
 from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, Forbidden, kubeconfig_user
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
@@ -170,9 +171,10 @@ class OperatorApp:
         self.configuration = configuration
         self.credentials = credentials if credentials is not None else Credentials(configuration)
         self.api_client = ApiClient(configuration)
-        # Connections: the bindings' own, plus room for the watches, status writers, event senders, the Lease.
+        # Connections: the bindings' own, the event senders' (as many), plus room for the watches, status
+        # writers, the Lease.
         self._rest = RestClient(configuration, request_timeout=cfg.request_timeout,
-                                pool_size=cfg.bind_concurrency + 64,
+                                pool_size=2 * cfg.bind_concurrency + 64,
                                 user_agent=f"kubeberth/{__version__} ({self.identity})",
                                 credentials=self.credentials,
                                 forbidden=Forbidden(subject=self.credentials.description,
@@ -196,7 +198,7 @@ class OperatorApp:
                               on_pod_delete=self.shadow.on_pod_delete)
         # The table's kinds, and those the plugins declare they read (a plugin's CRD): a kind that
         # cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
-        kinds = [*WATCHED, *declared_kinds(self._profiles.registry)]
+        kinds = [*watched_kinds(), *declared_kinds(self._profiles.registry)]
         self._informers = Informers(rest=self._rest, kinds=kinds, sink=self._ingest, on_batch=self._after_batch,
                                     on_problem=self._on_kind_problem)
         if cfg.leader_elect:
@@ -292,6 +294,10 @@ class OperatorApp:
     # --- lifecycle (kopf startup / cleanup) ---
 
     async def start(self) -> None:
+        # The initial lists go out first: the API server answers them while the secure port starts.
+        await self.client.start()
+        loop = asyncio.get_running_loop()
+        self._loop_task = loop.create_task(self._schedule(), name="kubeberth scheduler")
         if self.config.metrics_port:
             rest = self._rest
             assert rest is not None
@@ -308,9 +314,6 @@ class OperatorApp:
                 post=post, get=get, healthz=[leader or PING, alive], livez=[PING, alive],
                 readyz=[*([leader] if leader else []), shutdown, synced])
             await self._metrics_server.start()
-        await self.client.start()
-        loop = asyncio.get_running_loop()
-        self._loop_task = loop.create_task(self._schedule(), name="kubeberth scheduler")
         if self._elector is not None:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
@@ -321,7 +324,8 @@ class OperatorApp:
                                    content_type="application/merge-patch+json")
 
     async def _schedule(self) -> None:
-        await self.informers.sync()
+        with collector_paused():  # the initial lists: the cache's long-lived objects, allocated at once
+            await self.informers.sync()
         self.ingest.synced.set()
         self._tasks.append(asyncio.get_running_loop().create_task(self.shadow.run(), name="kubeberth shadow"))
         if self._elector is not None:
@@ -374,7 +378,7 @@ class OperatorApp:
 
     def _on_kind_problem(self, kind: WatchedKind, problem: str | None) -> None:
         """A kind plugins read cannot be read, or can again: judge the profiles again, write their status."""
-        self.profiles.set_kind_problem(kind.kind, problem)
+        self.profiles.set_kind_problem(kind.store_key, problem)
         if self.profiles.dirty and self.ingest.synced.is_set():
             task = asyncio.get_running_loop().create_task(self._after_batch(kind), name="kubeberth profile status")
             self._tasks.append(task)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,6 +76,11 @@ class EventRecorder:
     one more every 5 minutes) and an overall one cap what reaches the API; the queue
     is bounded and drops the newest when full. Dropped events are counted, not raised:
     events are informative and must never block scheduling.
+
+    `workers` events are sent at once, one per object at a time and each object's in the
+    order recorded; objects take turns in the order their next event became ready. The
+    operator gives it as many workers as binding slots, so that the Scheduled events keep
+    pace with the bindings they follow instead of queueing behind them.
     """
 
     def __init__(self, api: Api, *, clock: Clock | None = None, host: str | None = None,
@@ -94,10 +99,14 @@ class EventRecorder:
         self._buckets: OrderedDict[tuple[str, ...], TokenBucket] = OrderedDict()
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._cache_size = cache_size
-        # One queue per worker, an object's events always on the same one: they stay in order and a
-        # repeat finds the Event its predecessor created.
-        self._queues: list[asyncio.Queue[dict[str, Any]]] = [
-            asyncio.Queue(maxsize=max(queue_size // workers, 1)) for _ in range(workers)]
+        # Every object's events wait in a chain of their own, sent one at a time in order (a repeat finds
+        # the Event its predecessor created); the workers take the objects whose next event may go in
+        # the order they became ready, so an event is not held up behind another object's.
+        self.workers = workers
+        self.queue_size = queue_size
+        self._chains: dict[str, deque[dict[str, Any]]] = {}
+        self._ready: asyncio.Queue[str] = asyncio.Queue()
+        self.queued = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._seq = 0
         self.sent = 0
@@ -128,19 +137,26 @@ class EventRecorder:
         item = {"ref": ref, "type": event_type, "reason": reason, "message": message[:1024],
                 "component": component, "time": now,
                 "related": _object_ref(related) if related is not None else None}
-        try:
-            self._queues[hash(ref["uid"] or ref["name"]) % len(self._queues)].put_nowait(item)
-        except asyncio.QueueFull:
+        if self.queued >= self.queue_size:
             self.dropped += 1
+            logger.debug("Event %s for %s/%s dropped: %d events wait already", reason, ref["namespace"], ref["name"],
+                         self.queued)
             return False
+        key = ref["uid"] or f"{ref['kind']}/{ref['namespace']}/{ref['name']}"
+        chain = self._chains.get(key)
+        if chain is None:  # nothing of this object waits or is being sent: it is ready
+            chain = self._chains[key] = deque()
+            self._ready.put_nowait(key)
+        chain.append(item)
+        self.queued += 1
         return True
 
     # --- consumer side ---
 
     def start(self) -> None:
         if not self._tasks:
-            self._tasks = [asyncio.create_task(self._run(queue), name=f"kubeberth event recorder {i}")
-                           for i, queue in enumerate(self._queues)]
+            self._tasks = [asyncio.create_task(self._run(), name=f"kubeberth event recorder {i}")
+                           for i in range(self.workers)]
 
     async def close(self, timeout: float = 2.0) -> None:
         """Send what is queued (within `timeout`), then stop."""
@@ -150,12 +166,14 @@ class EventRecorder:
         self._tasks = []
 
     async def flush(self) -> None:
-        for queue in self._queues:
-            await queue.join()
+        await self._ready.join()
 
-    async def _run(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+    async def _run(self) -> None:
         while True:
-            item = await queue.get()
+            key = await self._ready.get()
+            chain = self._chains[key]
+            item = chain.popleft()
+            self.queued -= 1
             try:
                 await self._send(item)
             except asyncio.CancelledError:
@@ -164,7 +182,11 @@ class EventRecorder:
                 logger.warning("Could not record event %s for %s/%s: %s", item["reason"],
                                item["ref"]["namespace"], item["ref"]["name"], describe_error(exc))
             finally:
-                queue.task_done()
+                if chain:  # the object's next event: behind the objects that became ready meanwhile
+                    self._ready.put_nowait(key)
+                else:
+                    del self._chains[key]
+                self._ready.task_done()
 
     async def _send(self, item: dict[str, Any]) -> None:
         ref = item["ref"]

@@ -32,8 +32,12 @@ logger = logging.getLogger(__name__)
 
 def register(registry: kopf.OperatorRegistry, app: OperatorApp) -> None:
     @kopf.on.startup(registry=registry, id="kubeberth_startup")
-    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+    async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
         app.configure_settings(settings)
+        # Plugins' own kopf handlers write with the scheduler's credentials: kopf copies the
+        # operator's memo into every object's, so `memo.kubeberth_api_client` (a kubernetes-asyncio
+        # ApiClient) is theirs to use, e.g. for a status patch of an object other than theirs.
+        memo["kubeberth_api_client"] = app.api_client
         await app.start()
 
     @kopf.on.cleanup(registry=registry, id="kubeberth_cleanup")

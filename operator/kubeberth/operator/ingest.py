@@ -75,7 +75,7 @@ class Ingest:
         elif kind.kind == SCHEDULING_PROFILE:
             self.on_profile(str((raw.get("metadata") or {}).get("name") or ""), raw)
         else:
-            s.on_object(kind.kind, raw)
+            s.on_object(kind.store_key, raw)
 
     def _delete(self, kind: WatchedKind, raw: Mapping[str, Any]) -> None:
         s = self.scheduler
@@ -88,4 +88,4 @@ class Ingest:
         elif kind.kind == SCHEDULING_PROFILE:
             self.on_profile(str((raw.get("metadata") or {}).get("name") or ""), None)
         else:
-            s.on_object_delete(kind.kind, object_key(raw))
+            s.on_object_delete(kind.store_key, object_key(raw))

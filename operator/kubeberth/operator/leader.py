@@ -32,6 +32,10 @@ from .rest import RestClient
 logger = logging.getLogger(__name__)
 
 
+# How long after the observed lapse a standby tries: past it, by the monotonic clock it compares with.
+LAPSE_MARGIN = 0.01
+
+
 @dataclass(frozen=True)
 class LeaseConfig:
     namespace: str = "kubeberth-system"
@@ -60,6 +64,7 @@ class LeaderElector:
         self._renewed: float | None = None  # monotonic time of the last successful write as holder
         self._observed: dict[str, Any] | None = None  # the spec last read
         self._observed_at = 0.0
+        self._observed_duration = self.config.lease_duration
         self.transitions = 0
         self.failure = ""  # why the last attempt did not renew (read when the Lease is lost)
 
@@ -113,7 +118,7 @@ class LeaderElector:
         if spec != self._observed:
             self._observed, self._observed_at = spec, started
         holder = spec.get("holderIdentity") or ""
-        duration = float(spec.get("leaseDurationSeconds") or c.lease_duration)
+        duration = self._observed_duration = float(spec.get("leaseDurationSeconds") or c.lease_duration)
         if holder and holder != self.identity and self._observed_at + duration > started:
             self.failure = f"another replica holds it ({holder})"
             return False  # held by another, and not expired as far as this process has seen
@@ -172,11 +177,30 @@ class LeaderElector:
         return (f"could not renew it within the renew deadline ({self.config.renew_deadline:g}s): "
                 f"{self.failure or 'no attempt succeeded'}")
 
+    def lapses_in(self) -> float | None:
+        """Seconds until the Lease another replica holds lapses as this process has seen it (None
+        when no other holder was seen)."""
+        spec = self._observed
+        if not spec or not spec.get("holderIdentity") or spec.get("holderIdentity") == self.identity:
+            return None
+        return self._observed_at + self._observed_duration - self.monotonic()
+
+    def next_try_in(self, draw: float) -> float:
+        """A candidate's pause before its next try: client-go's retry period with its jitter factor
+        1.2 (`draw` in [0, 1)), but no later than the moment the holder's Lease lapses as observed,
+        so that a standby takes over a dead leader's Lease at once instead of up to a jittered retry
+        period later."""
+        delay = self.config.retry_period * (1 + draw * 1.2)
+        lapses = self.lapses_in()
+        if lapses is not None and 0 <= lapses < delay:
+            return lapses + LAPSE_MARGIN
+        return delay
+
     async def run(self) -> None:
         """Acquire (waiting as long as it takes), then renew until the renew deadline is missed."""
         c = self.config
         while not await self._attempt():
-            await self.sleep(c.retry_period * (1 + random.random() * 1.2))  # client-go's JitterFactor
+            await self.sleep(self.next_try_in(random.random()))
         self.elected.set()
         while True:
             await self.sleep(c.retry_period)

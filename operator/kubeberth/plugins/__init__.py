@@ -16,8 +16,7 @@ import pkgutil
 from collections.abc import Sequence
 from functools import lru_cache
 
-from ..framework.interfaces import Plugin
-from ..framework.registry import Registry
+from ..framework import Plugin, Registry
 from ._loading import (
     ENTRY_POINT_GROUP,
     Loaded,

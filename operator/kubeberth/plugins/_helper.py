@@ -1,25 +1,10 @@
-"""Helpers shared by in-tree plugins (upstream's plugins/helper package)."""
+"""Helpers shared by in-tree plugins (upstream's plugins/helper package).
+
+`default_normalize_score` is part of the public plugin API (`kubeberth.framework`); it is
+re-exported here for the modules that import it from here."""
 
 from __future__ import annotations
 
-from ..framework.types import NodeScore
+from ..framework import default_normalize_score
 
-
-def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
-    """Scale scores to 0..max_priority by the highest one; `reverse` flips them.
-
-    All zero: unchanged, or all max_priority when reversed (upstream's
-    helper.DefaultNormalizeScore, with its integer division).
-    """
-    max_count = 0
-    for s in scores:
-        if s.score > max_count:
-            max_count = s.score
-    if max_count == 0:
-        if reverse:
-            for s in scores:
-                s.score = max_priority
-        return
-    for s in scores:
-        score = max_priority * s.score // max_count
-        s.score = max_priority - score if reverse else score
+__all__ = ["default_normalize_score"]

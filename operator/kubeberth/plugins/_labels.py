@@ -5,6 +5,6 @@ terms uses them too; they are re-exported here for the plugins that import them 
 
 from __future__ import annotations
 
-from ..model.label_validation import label_value_errors, qualified_name_errors, validate_selector
+from ..framework import label_value_errors, qualified_name_errors, validate_selector
 
 __all__ = ["label_value_errors", "qualified_name_errors", "validate_selector"]

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..framework.interfaces import FilterPlugin, ScorePlugin
-from ..framework.registry import PluginSpec
+from ..framework import FilterPlugin, PluginSpec, ScorePlugin
 from ._loading import Loaded
 
 # The vectorised hooks (framework/vector/): overriding one is having it.

@@ -27,9 +27,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 from pydantic import BaseModel
 
-from ..framework.interfaces import EXTENSION_POINTS, Plugin
-from ..framework.plugin_api import API_VERSION, ObjectKind
-from ..framework.registry import PluginSpec, Registry, RegistryError
+from ..framework import API_VERSION, EXTENSION_POINTS, ObjectKind, Plugin, PluginSpec, Registry, RegistryError
 
 ENTRY_POINT_GROUP = "kubeberth.plugins"
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..framework.handle import Handle
-from ..model import LabelSelector, NodeInfo, Pod
+from ..framework import Handle, LabelSelector, NodeInfo, Pod
 
 Sig = tuple[str, frozenset[tuple[str, str]], bool]
 

@@ -10,13 +10,21 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..cache.node_arrays import CPU as _COL_CPU
-from ..cache.node_arrays import EPH as _COL_EPH
-from ..cache.node_arrays import MEM as _COL_MEM
-from ..framework.status import PluginError
-from ..framework.vector import AllNodes, RowCache
-from ..model import NodeInfo, Pod, Resource
-from ..model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
+from ..framework import COL_CPU as _COL_CPU
+from ..framework import COL_EPH as _COL_EPH
+from ..framework import COL_MEM as _COL_MEM
+from ..framework import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    AllNodes,
+    NodeInfo,
+    PluginError,
+    Pod,
+    Resource,
+    RowCache,
+    is_scalar_resource,
+)
 
 # How each configured resource is read from a NodeInfo.
 _KIND_CPU, _KIND_MEMORY, _KIND_EPHEMERAL, _KIND_SCALAR = range(4)
@@ -134,6 +142,46 @@ class ResourceAllocationScorer:
             allocatable[i] = alloc
             requested[i] = req
             allocated[i] = req - pod_req
+        return self.scorer(requested, allocated, allocatable)
+
+    def score_placement(self, nodes: Sequence[NodeInfo], pods_requests: Sequence[Sequence[int]]) -> int:
+        """upstream's scorePlacement: the placement's nodes as one node (allocatable and requests
+        summed) with the requests of the group's pods placed there (`pods_requests`, one list per
+        pod) added. An extended resource none of them requests is not scored."""
+        n = len(self.names)
+        requested = [0] * n
+        for reqs in pods_requests:
+            for i in range(n):
+                requested[i] += reqs[i]
+        allocated = [0] * n
+        allocatable = [0] * n
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                continue
+            alloc_res = node.allocatable
+            requested_all = ni.requested
+            requested_cpu_mem = requested_all if self.use_requested else ni.non_zero_requested
+            for i in range(n):
+                kind = self.kinds[i]
+                if kind == _KIND_CPU:
+                    alloc, used = alloc_res.milli_cpu, requested_cpu_mem.milli_cpu
+                elif kind == _KIND_MEMORY:
+                    alloc, used = alloc_res.memory, requested_cpu_mem.memory
+                elif kind == _KIND_EPHEMERAL:
+                    alloc, used = alloc_res.ephemeral_storage, requested_all.ephemeral_storage
+                else:
+                    name = self.names[i]
+                    if requested[i] == 0 and is_scalar_resource(name):
+                        continue
+                    if name not in alloc_res.scalar:
+                        continue
+                    alloc, used = alloc_res.scalar[name], requested_all.scalar.get(name, 0)
+                if alloc == 0:
+                    continue
+                allocatable[i] += alloc
+                allocated[i] += used
+                requested[i] += used
         return self.scorer(requested, allocated, allocatable)
 
     def vector_inputs(self, nodes: Any, pod_requests: Sequence[int]

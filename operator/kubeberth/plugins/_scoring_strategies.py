@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.types import MAX_NODE_SCORE
+from ..framework import MAX_NODE_SCORE
 from ._resource_allocation import ResourceSpec, Scorer
 
 # Shape scores are given on 0..MAX_CUSTOM_PRIORITY_SCORE and scaled to 0..MAX_NODE_SCORE.

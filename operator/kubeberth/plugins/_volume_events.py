@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import Pod
+from ..framework import Pod
 from ._volume_util import Obj, meta, name_of, pod_claims
 
 

@@ -11,9 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import ModelError, NodeSelector, Pod
-from ..model.quantity import parse_quantity
-from ..model.quantity import value as quantity_value
+from ..framework import ModelError, NodeSelector, Pod, parse_quantity, quantity_value
 
 PVC = "PersistentVolumeClaim"
 PV = "PersistentVolume"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..framework.registry import Alias
+from ..framework import Alias
 
 
 def _strategy(kind: str) -> dict[str, Any]:

@@ -8,23 +8,38 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
-from ..framework.status import PluginError, Status
-from ..framework.types import MAX_NODE_SCORE, NodeScore, PreFilterResult
-from ..framework.vector import (
+from ..framework import (
+    MAX_NODE_SCORE,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
     MaskCache,
+    ModelError,
+    Node,
+    NodeInfo,
+    NodeScore,
+    NodeSelector,
+    PluginError,
+    Pod,
+    PreferredTerm,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHint,
+    ScorePlugin,
+    Status,
     default_normalize_all,
+    default_normalize_score,
     labels_mask,
     selector_key,
     selector_mask,
     term_key,
     term_mask,
 )
-from ..model import ModelError, Node, NodeInfo, NodeSelector, Pod, PreferredTerm
-from ._helper import default_normalize_score
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

@@ -22,11 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..framework.cycle_state import CycleState
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin
-from ..framework.status import Status
-from ..model import NodeInfo, Pod
+from ..framework import CycleState, FilterPlugin, Handle, NodeInfo, Pod, Status
 from ._volume_util import is_best_effort
 
 ERR_NODE_UNDER_MEMORY_PRESSURE = "node(s) had memory pressure"

@@ -10,12 +10,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..framework.cycle_state import CycleState
-from ..framework.handle import Handle
-from ..framework.interfaces import PreScorePlugin, ScorePlugin
-from ..framework.status import Status
-from ..framework.types import MAX_NODE_SCORE
-from ..model import NodeInfo, Pod
+from ..framework import MAX_NODE_SCORE, CycleState, Handle, NodeInfo, Pod, PreScorePlugin, ScorePlugin, Status
 from ._resource_allocation import ResourceAllocationScorer, ResourceSpec, default_resources, is_best_effort
 
 NAME = "NodeResourcesBalancedAllocation"

@@ -9,25 +9,34 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..cache.node_arrays import CPU as COL_CPU
-from ..cache.node_arrays import EPH as COL_EPH
-from ..cache.node_arrays import MEM as COL_MEM
-from ..cache.node_arrays import PODS as COL_PODS
-from ..framework.cycle_state import CycleState
-from ..framework.events import (
+from ..framework import (
     ASSIGNED_POD,
+    COL_CPU,
+    COL_EPH,
+    COL_MEM,
+    COL_PODS,
     NODE,
     TARGET_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    Node,
+    NodeInfo,
+    PlacementScorePlugin,
+    Pod,
+    PodGroup,
+    PodGroupAssignments,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
     QueueingHint,
+    Resource,
+    ScorePlugin,
+    Status,
 )
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
-from ..framework.status import Status
-from ..framework.types import PreFilterResult
-from ..model import Node, NodeInfo, Pod, Resource
 from ._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
@@ -233,7 +242,7 @@ def fits(pod: Pod, node_info: NodeInfo) -> list[InsufficientResource]:
     return fits_request(pod.requests, node_info)
 
 
-class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin):
     name = NAME
     args_model = NodeResourcesFitArgs
 
@@ -244,6 +253,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.ignored_resources = frozenset(args.ignoredResources)
         self.ignored_resource_groups = frozenset(args.ignoredResourceGroups)
         self.scorer = build_scorer(args.scoringStrategy)
+        # The placement score (TopologyAwareWorkloadScheduling) is MostAllocated over the strategy's
+        # resources whatever the strategy's type, as upstream's placementScorer.
+        self.placement_scorer = ResourceAllocationScorer(
+            args.scoringStrategy.resources, most_resource_scorer(args.scoringStrategy.resources), use_requested=False)
 
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
         return [
@@ -361,6 +374,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_SCORE_STATE_KEY)
         reqs = s.pod_requests if isinstance(s, _PreScoreState) else self.scorer.pod_requests(pod)
         return self.scorer.score_all(nodes, reqs)
+
+    # ---- PlacementScore ------------------------------------------------------------------
+    def score_placement(self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments) -> int:
+        """How full the placement's nodes would be, taken together, with the group's pods the
+        placement's attempt put there (MostAllocated: fuller scores higher)."""
+        scorer = self.placement_scorer
+        return scorer.score_placement(assignments.nodes, [scorer.pod_requests(a.pod) for a in assignments.proposed])
 
 
 class _PreScoreState:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..framework import (
+    NO_SCHEDULE,
     NODE,
     TARGET_POD,
     ActionType,
@@ -15,11 +16,14 @@ from ..framework import (
     CycleState,
     FilterPlugin,
     Handle,
+    Node,
+    NodeInfo,
+    Pod,
     QueueingHint,
     Status,
+    Taint,
+    tolerated,
 )
-from ..model import Node, NodeInfo, Pod
-from ..model.taints import NO_SCHEDULE, Taint, tolerated
 
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"

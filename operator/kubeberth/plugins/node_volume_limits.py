@@ -49,22 +49,27 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import (
+from ..framework import (
     ASSIGNED_POD,
     PERSISTENT_VOLUME_CLAIM,
     VOLUME_ATTACHMENT,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    Node,
+    NodeInfo,
+    PluginError,
+    Pod,
+    PreFilterPlugin,
+    PreFilterResult,
     QueueingHint,
+    Status,
 )
-from ..framework.events import CSI_NODE as CSI_NODE_EVENT
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterPlugin
-from ..framework.status import Code, PluginError, Status
-from ..framework.types import PreFilterResult
-from ..model import Node, NodeInfo, Pod
+from ..framework import CSI_NODE as CSI_NODE_EVENT
 from ._csi_migration import inline_csi_driver, is_inline_migratable
 from ._volume_events import as_existing, as_pod, mounts_claim, pod_volumes
 from ._volume_util import (

@@ -20,8 +20,8 @@ class PrioritySort(QueueSortPlugin):
         self.handle = handle
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        p1 = a.pod.priority
-        p2 = b.pod.priority
+        p1 = a.priority  # a pod group's entry: the PodGroup's priority
+        p2 = b.priority
         return p1 > p2 or (p1 == p2 and a.timestamp < b.timestamp)
 
 

@@ -15,12 +15,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..framework.cycle_state import CycleState
-from ..framework.handle import Handle
-from ..framework.interfaces import PreScorePlugin, ScorePlugin
-from ..framework.status import Status
-from ..framework.types import MAX_NODE_SCORE, NodeScore
-from ..model import LabelSelector, ModelError, Node, NodeInfo, Pod, Requirement
+from ..framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    LabelSelector,
+    ModelError,
+    Node,
+    NodeInfo,
+    NodeScore,
+    Pod,
+    PreScorePlugin,
+    Requirement,
+    ScorePlugin,
+    Status,
+)
 from ._volume_util import LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA
 
 NAME = "SelectorSpread"

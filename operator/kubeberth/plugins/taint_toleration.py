@@ -7,16 +7,33 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreScorePlugin, ScorePlugin
-from ..framework.status import PluginError, Status
-from ..framework.types import MAX_NODE_SCORE, NodeScore
-from ..framework.vector import default_normalize_all, untolerated_free_mask
-from ..model import Node, NodeInfo, Pod, Toleration
-from ..model.taints import PREFER_NO_SCHEDULE, find_untolerated, tolerated
-from ._helper import default_normalize_score
+from ..framework import (
+    MAX_NODE_SCORE,
+    NODE,
+    PREFER_NO_SCHEDULE,
+    TARGET_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    Node,
+    NodeInfo,
+    NodeScore,
+    PluginError,
+    Pod,
+    PreScorePlugin,
+    QueueingHint,
+    ScorePlugin,
+    Status,
+    Toleration,
+    default_normalize_all,
+    default_normalize_score,
+    find_untolerated,
+    tolerated,
+    untolerated_free_mask,
+)
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME

@@ -20,21 +20,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import (
+from ..framework import (
     ASSIGNED_POD,
     NODE,
     PERSISTENT_VOLUME_CLAIM,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    Pod,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
     QueueingHint,
+    Status,
 )
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
-from ..framework.status import Status
-from ..framework.types import PreFilterResult
-from ..model import NodeInfo, Pod
 from ._volume_events import as_existing, as_pod, claims_of, mounts_claim
 from ._volume_util import PVC, access_modes, pod_claims, pvc_not_found
 

@@ -18,22 +18,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..framework.cycle_state import CycleState
-from ..framework.events import (
+from ..framework import (
     NODE,
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    Pod,
+    PreFilterPlugin,
+    PreFilterResult,
     QueueingHint,
+    Status,
 )
-from ..framework.events import STORAGE_CLASS as STORAGE_CLASS_EVENT
-from ..framework.handle import Handle
-from ..framework.interfaces import FilterPlugin, PreFilterPlugin
-from ..framework.status import Status
-from ..framework.types import PreFilterResult
-from ..model import NodeInfo, Pod
+from ..framework import STORAGE_CLASS as STORAGE_CLASS_EVENT
 from ._volume_events import as_existing, as_object, mounts_claim
 from ._volume_util import (
     LABEL_REGION,

@@ -17,7 +17,7 @@ POD_POPPED = "PodPopped"  # scheduler_inflight_events' label for the pods themse
 
 
 def _key(q: QueuedPodInfo) -> str:
-    return q.pod.uid
+    return q.key
 
 
 class ActiveQueue:
@@ -41,7 +41,7 @@ class ActiveQueue:
     def drop_profile(self, scheduler_name: str) -> list[QueuedPodInfo]:
         removed = list(self._heaps.pop(scheduler_name, ()))
         for q in removed:
-            self._entered.pop(q.pod.uid, None)
+            self._entered.pop(q.key, None)
         return removed
 
     def serves(self, scheduler_name: str) -> bool:
@@ -49,13 +49,13 @@ class ActiveQueue:
 
     def add(self, q: QueuedPodInfo) -> None:
         self._seq += 1
-        self._entered[q.pod.uid] = self._seq
+        self._entered[q.key] = self._seq
         self._heaps[q.pod.scheduler_name].add_or_update(q)
 
     def update(self, q: QueuedPodInfo) -> bool:
         """Re-place a pod already here after it changed; False when it is not here."""
         heap = self._heaps.get(q.pod.scheduler_name)
-        if heap is None or q.pod.uid not in heap:
+        if heap is None or q.key not in heap:
             return False
         heap.add_or_update(q)
         return True
@@ -87,7 +87,7 @@ class ActiveQueue:
         if best is None or best_heap is None:
             return None
         best_heap.pop()
-        self._entered.pop(best.pod.uid, None)
+        self._entered.pop(best.key, None)
         return best
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo, a_profile: str) -> bool:
@@ -102,7 +102,7 @@ class ActiveQueue:
             return True
         if less(b, a):
             return False
-        return self._entered.get(a.pod.uid, 0) < self._entered.get(b.pod.uid, 0)
+        return self._entered.get(a.key, 0) < self._entered.get(b.key, 0)
 
     def in_pop_order(self) -> list[QueuedPodInfo]:
         def cmp(a: QueuedPodInfo, b: QueuedPodInfo) -> int:
@@ -139,7 +139,7 @@ class InFlight:
     def start(self, q: QueuedPodInfo) -> None:
         self.scheduling_cycle += 1
         self._pos += 1
-        self._pods[q.pod.uid] = (self._pos, q)
+        self._pods[q.key] = (self._pos, q)
 
     def record(self, event: ClusterEvent, old: Any, new: Any, target: str = "") -> None:
         if self._pods:

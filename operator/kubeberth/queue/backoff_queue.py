@@ -21,7 +21,7 @@ ORDERING_WINDOW_SECONDS = 1.0
 
 
 def _key(q: QueuedPodInfo) -> str:
-    return q.pod.uid
+    return q.key
 
 
 def align_to_window(t: float) -> float:
@@ -69,7 +69,7 @@ class BackoffQueue:
     # ---- contents ----------------------------------------------------------------
     def add(self, q: QueuedPodInfo) -> None:
         """Into the error heap when no plugin rejected the pod (it failed with an error)."""
-        uid = q.pod.uid
+        uid = q.key
         if q.unschedulable_plugins or q.pending_plugins:
             self._errors.delete(uid)
             self._rejected.add_or_update(q)
@@ -87,9 +87,9 @@ class BackoffQueue:
 
     def update(self, q: QueuedPodInfo) -> None:
         """The pod changed in place (its order may have)."""
-        if q.pod.uid in self._rejected:
+        if q.key in self._rejected:
             self._rejected.add_or_update(q)
-        elif q.pod.uid in self._errors:
+        elif q.key in self._errors:
             self._errors.add_or_update(q)
 
     def reorder(self) -> None:

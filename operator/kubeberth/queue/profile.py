@@ -37,7 +37,7 @@ class Strategy(enum.IntEnum):
 
 def fallback_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     """The order between pods of profiles with different QueueSort plugins."""
-    pa, pb = a.pod.priority, b.pod.priority
+    pa, pb = a.priority, b.priority
     return pa > pb or (pa == pb and a.timestamp < b.timestamp)
 
 

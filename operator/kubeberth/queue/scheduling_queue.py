@@ -26,10 +26,11 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from .. import features
 from ..clock import Clock, FakeClock
 from ..framework import events as ev
 from ..framework.events import ClusterEvent
-from ..framework.types import QueuedPodInfo
+from ..framework.types import POD_GROUP_ENTRY_PREFIX, QueuedPodGroupInfo, QueuedPodInfo
 from ..model import Pod
 from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
@@ -45,9 +46,16 @@ BACKOFF_FLUSH_INTERVAL = 1.0
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 
 ACTIVE = "active"
+INCOMPLETE = "incomplete"
+PENDING = "pending"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
+
+
+def _members(q: QueuedPodInfo) -> list[QueuedPodInfo]:
+    """A pod group entry's pods; a pod's entry is itself."""
+    return q.members if isinstance(q, QueuedPodGroupInfo) else [q]
 
 
 class PriorityQueue:
@@ -63,7 +71,15 @@ class PriorityQueue:
         self._active = ActiveQueue(self._profiles.get)
         self._backoff = BackoffQueue(self.clock, self._profiles.get)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
-        self._gating: dict[str, str] = {}        # uid -> plugin that gated it
+        self._gating: dict[str, str] = {}        # entry key (pod uid) -> plugin that gated it
+        # Pod groups (GenericWorkload; upstream's workloadForest, incompletePodGroupPods, pendingPodGroupPods):
+        self.pod_groups_enabled = features.current().generic_workload
+        self._pod_groups: dict[str, int] = {}  # observed PodGroups: key -> priority
+        self._incomplete: dict[str, dict[str, QueuedPodInfo]] = {}  # group -> its pods, PodGroup not observed
+        self._pending_members: dict[str, dict[str, QueuedPodInfo]] = {}  # group in flight -> pods arrived meanwhile
+        self._in_flight_groups: set[str] = set()
+        self._in_flight_members: dict[str, str] = {}  # uid -> group, for pods of a group being scheduled
+        self._member_of: dict[str, str] = {}  # uid -> group key, for pods of a queued group entry
         self._in_flight = InFlight()
         self._waiters: list[asyncio.Future[None]] = []
         self._closed = False
@@ -88,14 +104,21 @@ class PriorityQueue:
         removed = self._active.drop_profile(scheduler_name)
         for q in list(self._backoff):
             if q.pod.scheduler_name == scheduler_name:
-                self._backoff.delete(q.pod.uid)
+                self._backoff.delete(q.key)
                 removed.append(q)
-        for uid, q in list(self._unschedulable.items()):
+        for key, q in list(self._unschedulable.items()):
             if q.pod.scheduler_name == scheduler_name:
-                del self._unschedulable[uid]
-                self._gating.pop(uid, None)
+                del self._unschedulable[key]
+                self._gating.pop(key, None)
                 removed.append(q)
+        removed = [m for q in removed for m in _members(q)]
+        for pods in (*self._incomplete.values(), *self._pending_members.values()):
+            for uid, m in list(pods.items()):
+                if m.pod.scheduler_name == scheduler_name:
+                    del pods[uid]
+                    removed.append(m)
         for q in removed:
+            self._member_of.pop(q.pod.uid, None)
             self.nominator.delete_nominated_pod_if_exists(q.pod)
         return removed
 
@@ -119,21 +142,30 @@ class PriorityQueue:
         return QueuedPodInfo(pod, self.clock.now())
 
     def _run_pre_enqueue(self, q: QueuedPodInfo) -> None:
-        prof = self._profiles.get(q.pod.scheduler_name)
-        status = prof.pre_enqueue(q.pod) if prof is not None and prof.pre_enqueue is not None else None
-        if status is not None and not status.is_success():
-            plugin = status.plugin or "PreEnqueue"
+        """A pod group's entry runs PreEnqueue for each of its pods; one gated pod gates it all."""
+        gating = ""
+        for m in _members(q):
+            prof = self._profiles.get(m.pod.scheduler_name)
+            status = prof.pre_enqueue(m.pod) if prof is not None and prof.pre_enqueue is not None else None
+            if status is not None and not status.is_success():
+                plugin = status.plugin or "PreEnqueue"
+                m.unschedulable_plugins.add(plugin)
+                m.gated = True
+                gating = plugin
+            else:
+                m.gated = False
+        if gating:
             q.gated = True
-            q.unschedulable_plugins.add(plugin)
-            self._gating[q.pod.uid] = plugin
+            q.unschedulable_plugins.add(gating)
+            self._gating[q.key] = gating
         else:
             q.gated = False
-            self._gating.pop(q.pod.uid, None)
+            self._gating.pop(q.key, None)
 
     def _move_to_active(self, q: QueuedPodInfo, event: str) -> bool:
         """PreEnqueue, then activeQ; a gated pod goes to (or stays in) the unschedulable pool."""
         self._run_pre_enqueue(q)
-        uid = q.pod.uid
+        uid = q.key
         if q.gated:
             if uid in self._active or uid in self._backoff:
                 return False
@@ -146,7 +178,8 @@ class PriorityQueue:
         self._unschedulable.pop(uid, None)
         self._backoff.delete(uid)
         self._active.add(q)
-        if event in (ev.EVENT_UNSCHEDULED_POD_ADD.label, ev.EVENT_UNSCHEDULED_POD_UPDATE.label):
+        if event in (ev.EVENT_UNSCHEDULED_POD_ADD.label, ev.EVENT_UNSCHEDULED_POD_UPDATE.label) \
+                and not isinstance(q, QueuedPodGroupInfo):
             self.nominator.add_nominated_pod(q.pod)
         self._incoming(ACTIVE, event)
         self._wake()
@@ -161,9 +194,9 @@ class PriorityQueue:
         empty); a gated pod goes to (or stays in) the unschedulable pool."""
         self._run_pre_enqueue(q)
         if q.gated:
-            self._unschedulable[q.pod.uid] = q
+            self._unschedulable[q.key] = q
             return False
-        self._unschedulable.pop(q.pod.uid, None)
+        self._unschedulable.pop(q.key, None)
         self._backoff.add(q)
         self._incoming(BACKOFF, event)
         self._wake()  # pop takes from backoffQ when activeQ is empty
@@ -172,7 +205,7 @@ class PriorityQueue:
     def _requeue(self, q: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         """Where the pod goes for a strategy; returns the queue's name."""
         if strategy == Strategy.SKIP:
-            self._unschedulable[q.pod.uid] = q
+            self._unschedulable[q.key] = q
             self._incoming(UNSCHEDULABLE, event)
             return UNSCHEDULABLE
         if strategy == Strategy.AFTER_BACKOFF and self.is_backing_off(q):
@@ -184,13 +217,23 @@ class PriorityQueue:
     # ---- events -------------------------------------------------------------------
     def _worth_requeuing(self, q: QueuedPodInfo, event: ClusterEvent, old: Any = None, new: Any = None,
                          target: str = "") -> Strategy:
+        if isinstance(q, QueuedPodGroupInfo):
+            # The group moves when the event may help any of its pods (with the group's rejectors).
+            best = Strategy.SKIP
+            for m in q.members:
+                probe = QueuedPodInfo(m.pod, q.timestamp)
+                probe.unschedulable_plugins, probe.pending_plugins = q.unschedulable_plugins, q.pending_plugins
+                s = worth_requeuing(self._profiles.get(m.pod.scheduler_name), probe, event, old, new,
+                                    target if target != m.pod.uid else "", self.on_hint)
+                best = max(best, s)
+            return best
         return worth_requeuing(self._profiles.get(q.pod.scheduler_name), q, event, old, new, target, self.on_hint)
 
     def _gate_allows(self, q: QueuedPodInfo, event: ClusterEvent) -> bool:
         """A gated pod moves only on an event its gating plugin registered (or a wildcard)."""
         if event.is_wildcard():
             return True
-        plugin = self._gating.get(q.pod.uid)
+        plugin = self._gating.get(q.key)
         prof = self._profiles.get(q.pod.scheduler_name)
         if plugin is None or prof is None:
             return True
@@ -205,7 +248,7 @@ class PriorityQueue:
             strategy = self._worth_requeuing(q, event, old, new, target)
             if strategy == Strategy.SKIP:
                 continue
-            self._unschedulable.pop(q.pod.uid, None)
+            self._unschedulable.pop(q.key, None)
             self._requeue(q, strategy, event.label)
         self._record_event(event, old, new, target)
 
@@ -232,6 +275,8 @@ class PriorityQueue:
         in-flight pod is requeued at once when it comes back."""
         for pod in pods:
             uid = pod.uid
+            if self._is_member(pod):
+                uid = POD_GROUP_ENTRY_PREFIX + pod.pod_group_key  # the whole group is activated
             q = self._unschedulable.get(uid)
             if q is None:
                 q = self._backoff.get(uid)
@@ -253,11 +298,199 @@ class PriorityQueue:
         if q is not None:
             self._move_pods([q], event, None, pod, uid)
 
+    # ---- pod groups (GenericWorkload) ---------------------------------------------------
+    def _is_member(self, pod: Pod) -> bool:
+        """upstream's isPodGroupMember: with GenericWorkload, a pod that names a PodGroup."""
+        return self.pod_groups_enabled and bool(pod.pod_group_name)
+
+    def _add_member(self, q: QueuedPodInfo, event: str) -> None:
+        """upstream's addPodGroupMember: incomplete until its PodGroup is observed; else into its
+        group's entry (which keeps its place: active, backoff or unschedulable), or to the pending
+        pods while the group is being scheduled, or a new entry in activeQ."""
+        group = q.pod.pod_group_key
+        uid = q.pod.uid
+        self._member_of[uid] = group
+        if group not in self._pod_groups:
+            self._incomplete.setdefault(group, {})[uid] = q
+            return
+        key = POD_GROUP_ENTRY_PREFIX + group
+        found = self._get_entry(key)
+        if found is not None:
+            where, entry = found
+            assert isinstance(entry, QueuedPodGroupInfo)
+            entry.add_member(q)
+            if where == ACTIVE:
+                self._active.update(entry)
+                self._run_pre_enqueue(entry)
+                if entry.gated:
+                    self._active.delete(key)
+                    self._unschedulable[key] = entry
+            elif where == BACKOFF:
+                self._backoff.update(entry)
+            else:
+                # upstream requeues it with its strategy (unschedulable: it stays; gated: PreEnqueue again)
+                self._unschedulable.pop(key, None)
+                if entry.gated:
+                    self._move_to_active(entry, event)
+                else:
+                    self._unschedulable[key] = entry
+            return
+        if group in self._in_flight_groups:
+            self._pending_members.setdefault(group, {})[uid] = q
+            return
+        entry = QueuedPodGroupInfo(group, self._pod_groups[group], [q], self.clock.now())
+        self._move_to_active(entry, event)
+
+    def _update_member(self, old: Pod | None, new: Pod) -> None:
+        uid = new.uid
+        if uid in self._in_flight_members:
+            return  # its group is being scheduled: the attempt ends with the latest version (the scheduler's)
+        group = self._member_of.get(uid)
+        if group is None:
+            if self.get(uid) is None and not self._in_flight.pod(uid):
+                self._add_member(self._new_info(new), ev.EVENT_UNSCHEDULED_POD_UPDATE.label)
+            return
+        for pods in (self._incomplete.get(group), self._pending_members.get(group)):
+            if pods and uid in pods:
+                pods[uid].pod = new
+                return
+        found = self._get_entry(POD_GROUP_ENTRY_PREFIX + group)
+        if found is None:
+            return
+        where, entry = found
+        assert isinstance(entry, QueuedPodGroupInfo)
+        m = entry.member(uid)
+        if m is None:
+            return
+        self.nominator.update_nominated_pod(old or m.pod, new)
+        m.pod = new
+        entry.add_member(m)  # re-sorted
+        if where == ACTIVE:
+            self._active.update(entry)
+        elif where == BACKOFF:
+            self._backoff.update(entry)
+        elif entry.gated:
+            # a change may ungate it (its scheduling gates removed...): PreEnqueue again
+            for e in target_pod_events(new, old or m.pod):
+                if self._gate_allows(entry, e):
+                    self._move_to_active(entry, e.label)
+                    break
+
+    def _delete_member(self, pod: Pod) -> bool:
+        uid = pod.uid
+        group = self._member_of.pop(uid, None)
+        if group is None:
+            return False
+        for pods in (self._incomplete.get(group), self._pending_members.get(group)):
+            if pods is not None and pods.pop(uid, None) is not None:
+                return True
+        key = POD_GROUP_ENTRY_PREFIX + group
+        found = self._get_entry(key)
+        if found is not None and isinstance(found[1], QueuedPodGroupInfo):
+            entry = found[1]
+            entry.remove_member(uid)
+            if not entry.members:
+                self._active.delete(key)
+                self._backoff.delete(key)
+                self._unschedulable.pop(key, None)
+                self._gating.pop(key, None)
+        return True
+
+    def add_pod_group(self, key: str, priority: int) -> None:
+        """A PodGroup was observed (upstream's AddPodGroup): its incomplete pods join the queue."""
+        self._pod_groups[key] = priority
+        for q in list((self._incomplete.pop(key, None) or {}).values()):
+            self._add_member(q, ev.EVENT_UNSCHEDULED_POD_ADD.label)
+
+    def update_pod_group(self, key: str, priority: int) -> None:
+        if key not in self._pod_groups:
+            self.add_pod_group(key, priority)
+            return
+        self._pod_groups[key] = priority
+        found = self._get_entry(POD_GROUP_ENTRY_PREFIX + key)
+        if found is not None and isinstance(found[1], QueuedPodGroupInfo):
+            where, entry = found[0], found[1]
+            entry.group_priority = priority
+            if where == ACTIVE:
+                self._active.update(entry)
+            elif where == BACKOFF:
+                self._backoff.update(entry)
+
+    def delete_pod_group(self, key: str) -> None:
+        """The PodGroup was deleted (upstream's DeletePodGroup): its queued pods become incomplete."""
+        self._pod_groups.pop(key, None)
+        entry_key = POD_GROUP_ENTRY_PREFIX + key
+        found = self._get_entry(entry_key)
+        moved: list[QueuedPodInfo] = list((self._pending_members.pop(key, None) or {}).values())
+        if found is not None:
+            self._active.delete(entry_key)
+            self._backoff.delete(entry_key)
+            self._unschedulable.pop(entry_key, None)
+            self._gating.pop(entry_key, None)
+            moved += _members(found[1])
+        for q in moved:
+            self._incomplete.setdefault(key, {})[q.pod.uid] = q
+            self._member_of[q.pod.uid] = key
+
+    def add_attempted_pod_group(self, entry: QueuedPodGroupInfo, result: str) -> str:
+        """The group's attempt is over (upstream's AddAttemptedPodGroupIfNeeded): the pods that
+        came back (failed, or arrived meanwhile) are requeued as one entry. `result`: "scheduled",
+        "unschedulable" or "error".
+        After a success the rest go straight to activeQ (keeping their place when some failed);
+        otherwise to backoffQ while backing off. Returns the queue ("" when nothing is left)."""
+        group = entry.group_key
+        attempted = {m.pod.uid for m in entry.members}  # those back among the pending failed in it
+        self._in_flight_groups.discard(group)
+        for m in entry.members:
+            self._in_flight_members.pop(m.pod.uid, None)
+        self.done(entry.key)
+        pending = list((self._pending_members.pop(group, None) or {}).values())
+        if not pending:
+            return ""
+        if group not in self._pod_groups:
+            for q in pending:
+                self._incomplete.setdefault(group, {})[q.pod.uid] = q
+            return INCOMPLETE
+        entry.members = []
+        for q in pending:
+            entry.add_member(q)
+        entry.group_priority = self._pod_groups[group]
+        without_backoff = preserve_timestamp = False
+        if result == "scheduled":
+            without_backoff = True
+            preserve_timestamp = any(q.pod.uid in attempted for q in pending)
+            entry.consecutive_errors = entry.unschedulable_count = 0
+        elif result == "unschedulable":
+            entry.unschedulable_count += 1
+            entry.consecutive_errors = 0
+        else:
+            entry.consecutive_errors += 1
+        # As upstream, the group's entry names no rejecting plugin: in backoffQ it waits out its
+        # whole backoff (it is not popped early when activeQ is empty), and no hint moves it.
+        entry.unschedulable_plugins = set()
+        entry.pending_plugins = set()
+        entry.backoff_expiry = None
+        if not preserve_timestamp:
+            entry.timestamp = self.clock.now()
+        entry.flushed = False
+        for q in pending:
+            self._member_of[q.pod.uid] = group
+        if not without_backoff and self.is_backing_off(entry):
+            return BACKOFF if self._move_to_backoff(entry, ev.SCHEDULE_ATTEMPT_FAILURE) else UNSCHEDULABLE
+        return ACTIVE if self._move_to_active(entry, ev.SCHEDULE_ATTEMPT_FAILURE) else UNSCHEDULABLE
+
+    def group_members_pending(self, group: str) -> list[Pod]:
+        """The pods of `group` waiting for its attempt to end (arrived or failed meanwhile)."""
+        return [q.pod for q in (self._pending_members.get(group) or {}).values()]
+
     # ---- the API the scheduler drives -------------------------------------------------
     def add(self, pod: Pod) -> None:
         """A new pending pod (upstream's Add). A pod already queued is updated instead."""
         if self.get(pod.uid) is not None:
             self.update(None, pod)
+            return
+        if self._is_member(pod):
+            self._add_member(self._new_info(pod), ev.EVENT_UNSCHEDULED_POD_ADD.label)
             return
         self._move_to_active(self._new_info(pod), ev.EVENT_UNSCHEDULED_POD_ADD.label)
 
@@ -267,6 +500,9 @@ class PriorityQueue:
         rejecting plugins' hints; an in-flight pod records them for when it comes back; an
         unknown pod is added."""
         uid = new.uid
+        if self._is_member(new) or uid in self._member_of:
+            self._update_member(old, new)
+            return
         flying = self._in_flight.pod(uid)
         if flying is not None:
             base = old if old is not None else flying.pod
@@ -298,6 +534,8 @@ class PriorityQueue:
         """The pod was deleted (or bound elsewhere): it leaves every sub-queue."""
         uid = pod.uid
         self.nominator.delete_nominated_pod_if_exists(pod)
+        if self._delete_member(pod):
+            return
         if self._active.delete(uid) is not None:
             return
         if self._backoff.delete(uid) is not None:
@@ -311,6 +549,21 @@ class PriorityQueue:
         Set q.unschedulable_plugins / pending_plugins first (empty: an error, retried after
         backoff). Calls `done`. Returns the queue it went to ("" when it was already queued)."""
         uid = q.pod.uid
+        if self._is_member(q.pod) and not isinstance(q, QueuedPodGroupInfo):
+            # A pod of a pod group's attempt: it waits for its group to be requeued whole
+            # (add_attempted_pod_group).
+            self.done(uid)
+            self._in_flight_members.pop(uid, None)
+            if self.get(uid) is not None:
+                return ""
+            if q.pod.pod_group_key in self._in_flight_groups:
+                self._pending_members.setdefault(q.pod.pod_group_key, {})[uid] = q
+                self._member_of[uid] = q.pod.pod_group_key
+                return PENDING
+            # failed after its group's attempt (in its binding cycle): back into its group's entry
+            self._add_member(q, ev.SCHEDULE_ATTEMPT_FAILURE)
+            found = self.get(uid)
+            return found[0] if found is not None else ""
         try:
             if self.get(uid) is not None:
                 return ""
@@ -330,10 +583,10 @@ class PriorityQueue:
     def _in_flight_strategy(self, q: QueuedPodInfo) -> Strategy:
         if not q.unschedulable_plugins and not q.pending_plugins:
             return Strategy.AFTER_BACKOFF
-        if q.pod.uid not in self._in_flight:
+        if q.key not in self._in_flight:
             return Strategy.AFTER_BACKOFF
         strategy = Strategy.SKIP
-        for event, old, new, target in self._in_flight.events_for(q.pod.uid):
+        for event, old, new, target in self._in_flight.events_for(q.key):
             s = self._worth_requeuing(q, event, old, new, target)
             if s == Strategy.IMMEDIATELY:
                 return s
@@ -357,6 +610,14 @@ class PriorityQueue:
         best.attempts += 1
         best.unschedulable_plugins = set()
         best.pending_plugins = set()
+        if isinstance(best, QueuedPodGroupInfo):
+            for m in best.members:
+                m.attempts += 1
+                m.unschedulable_plugins = set()
+                m.pending_plugins = set()
+                self._member_of.pop(m.pod.uid, None)
+                self._in_flight_members[m.pod.uid] = best.group_key
+            self._in_flight_groups.add(best.group_key)
         self._in_flight.start(best)
         return best
 
@@ -417,7 +678,22 @@ class PriorityQueue:
         return self._in_flight.scheduling_cycle
 
     def get(self, uid: str) -> tuple[str, QueuedPodInfo] | None:
-        """(sub-queue name, info) of a queued pod; None when not queued (in flight or unknown)."""
+        """(sub-queue name, info) of a queued pod; None when not queued (in flight or unknown).
+        A pod of a pod group: the sub-queue of its group's entry (or incomplete / pending), its own info."""
+        group = self._member_of.get(uid)
+        if group is not None:
+            for where, pods in ((INCOMPLETE, self._incomplete.get(group)), (PENDING, self._pending_members.get(group))):
+                if pods and uid in pods:
+                    return where, pods[uid]
+            found = self._get_entry(POD_GROUP_ENTRY_PREFIX + group)
+            if found is not None:
+                m = found[1].member(uid) if isinstance(found[1], QueuedPodGroupInfo) else None
+                if m is not None:
+                    return found[0], m
+            return None
+        return self._get_entry(uid)
+
+    def _get_entry(self, uid: str) -> tuple[str, QueuedPodInfo] | None:
         q = self._active.get(uid)
         if q is not None:
             return ACTIVE, q
@@ -430,24 +706,41 @@ class PriorityQueue:
         return None
 
     def in_flight(self, uid: str) -> bool:
-        return uid in self._in_flight
+        return uid in self._in_flight or uid in self._in_flight_members
 
     def inflight_events(self) -> dict[str, int]:
         return self._in_flight.counts()
 
     def pods_in_active(self) -> list[Pod]:
-        """activeQ in pop order."""
-        return [q.pod for q in self._active.in_pop_order()]
+        """activeQ in pop order (a pod group's pods in their order)."""
+        return [m.pod for q in self._active.in_pop_order() for m in _members(q)]
 
     def pods_in_backoff(self) -> list[Pod]:
-        return [q.pod for q in self._backoff.sorted()]
+        return [m.pod for q in self._backoff.sorted() for m in _members(q)]
 
     def pending_pods(self) -> dict[str, list[Pod]]:
-        """Pods per sub-queue, for scheduler_pending_pods{queue=active|backoff|unschedulable|gated}."""
-        active = [q.pod for q in self._active]
-        unsched = [q.pod for q in self._unschedulable.values() if not q.gated]
-        gated = [q.pod for q in self._unschedulable.values() if q.gated]
-        return {ACTIVE: active, BACKOFF: [q.pod for q in self._backoff], UNSCHEDULABLE: unsched, GATED: gated}
+        """Pods per sub-queue, for scheduler_pending_pods{queue=active|backoff|unschedulable|gated}
+        (and, with GenericWorkload, incomplete|pending: pods waiting for their PodGroup to be
+        observed, and for their group's attempt to end)."""
+        active = [m.pod for q in self._active for m in _members(q)]
+        unsched = [m.pod for q in self._unschedulable.values() if not q.gated for m in _members(q)]
+        gated = [m.pod for q in self._unschedulable.values() if q.gated for m in _members(q)]
+        out = {ACTIVE: active, BACKOFF: [m.pod for q in self._backoff for m in _members(q)],
+               UNSCHEDULABLE: unsched, GATED: gated}
+        if self.pod_groups_enabled:
+            out[INCOMPLETE] = [m.pod for pods in self._incomplete.values() for m in pods.values()]
+            out[PENDING] = [m.pod for pods in self._pending_members.values() for m in pods.values()]
+        return out
+
+    def entity_counts(self) -> dict[tuple[str, str], int]:
+        """(queue, "pod" | "podgroup") -> entries, for scheduler_queued_entities."""
+        counts = {(queue, kind): 0 for queue in (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED) for kind in ("pod", "podgroup")}
+        for queue, entries in ((ACTIVE, list(self._active)), (BACKOFF, list(self._backoff)),
+                               (UNSCHEDULABLE, [q for q in self._unschedulable.values() if not q.gated]),
+                               (GATED, [q for q in self._unschedulable.values() if q.gated])):
+            for q in entries:
+                counts[queue, "podgroup" if isinstance(q, QueuedPodGroupInfo) else "pod"] += 1
+        return counts
 
     def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
         """(plugin, profile) -> pods waiting in the unschedulable pool that the plugin rejected."""
@@ -461,7 +754,8 @@ class PriorityQueue:
         return counts
 
     def __len__(self) -> int:
-        return len(self._active) + len(self._backoff) + len(self._unschedulable)
+        return (len(self._active) + len(self._backoff) + len(self._unschedulable)
+                + sum(len(p) for p in self._incomplete.values()) + sum(len(p) for p in self._pending_members.values()))
 
     # ---- the nominator (upstream's PriorityQueue embeds it) ----------------------------
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:

@@ -274,8 +274,11 @@ async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
         diagnosis.add_plugin_status(status)
         return [], diagnosis
 
+    placement = fw.snapshot.placement  # a pod group's placement being tried: only its nodes
     if pod.nominated_node_name:
         ni = fw.snapshot.get(pod.nominated_node_name)
+        if placement is not None and pod.nominated_node_name not in placement:
+            ni = None  # in the cluster, not in the placement: not an error (upstream's evaluateNominatedNode)
         if ni is not None and (pre_res is None or pre_res.all_nodes()
                                or pod.nominated_node_name in (pre_res.node_names or ())):
             nominated_diag = Diagnosis()
@@ -284,10 +287,10 @@ async def find_nodes_that_fit(fw: Framework, state: CycleState, pod: Pod
             if feasible:
                 return feasible, diagnosis
 
-    nodes: Sequence[NodeInfo] = all_nodes
+    nodes: Sequence[NodeInfo] = all_nodes if placement is None else fw.snapshot.nodes_in_placement()
     if pre_res is not None and not pre_res.all_nodes():
         allowed = pre_res.node_names or set()
-        nodes = nodes_allowed(fw, all_nodes, allowed)
+        nodes = nodes_allowed(fw, nodes, allowed)
         diagnosis.node_to_status.absent = Status.unresolvable(
             f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]")
     feasible = find_nodes_that_pass_filters(fw, state, pod, diagnosis, nodes)
@@ -339,13 +342,16 @@ def select_host(scores: list[NodePluginScores] | ScoreTable, rng: random.Random)
 async def schedule_pod(fw: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
     """One scheduling attempt on fw's current snapshot. Raises FitError when nothing fits."""
     snapshot = fw.snapshot
-    if len(snapshot) == 0:
+    if snapshot.num_nodes_in_placement() == 0:
         raise NoNodesAvailable()
     feasible, diagnosis = await find_nodes_that_fit(fw, state, pod)
     explain = explanation_of(state)
     if explain is not None:
         explain.filtered(fw, state, pod, feasible, diagnosis)
     if not feasible:
+        if snapshot.placement is not None:  # a pod group's placement: its nodes are all there are
+            raise FitError(pod, snapshot.num_nodes_in_placement(), diagnosis,
+                           [ni.name for ni in snapshot.nodes_in_placement()])
         arrays = snapshot_arrays(fw)  # its names are the node list's
         raise FitError(pod, len(snapshot), diagnosis,
                        list(arrays.names) if arrays is not None else [ni.name for ni in snapshot.node_infos])

@@ -8,8 +8,10 @@ import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import features
 from ..cache.cache import SchedulerCache
 from ..cache.objects import ObjectStore
+from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
 from ..cache.snapshot import Snapshot
 from ..client import ClusterClient
 from ..clock import Clock, FakeClock
@@ -52,7 +54,12 @@ class SchedulerBase:
         self.ctx.record_victims = self.record_victims
         self.ctx.activate = self.queue.activate
         self.ctx.lookup_pod = self._lookup_pod
+        self.ctx.list_pods = self._list_pods
         self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)
+        # PodGroups and their pods (GenericWorkload): what GangScheduling and the pod-group cycle read.
+        self.pod_groups_enabled = features.current().generic_workload
+        self.pod_groups = PodGroupStates(self.cache.is_assumed, self.cache.get_pod)
+        self.ctx.shared_indexes[POD_GROUP_STATES] = self.pod_groups
         self.snapshot = Snapshot()
         self.profiles: dict[str, Framework] = {}
         self.outcomes: dict[str, PodRecord] = {}
@@ -107,6 +114,14 @@ class SchedulerBase:
 
     def _lookup_pod(self, uid: str) -> Pod | None:
         return self.cache.get_pod(uid) or self._pending.get(uid)
+
+    def _list_pods(self, namespace: str | None = None) -> list[Pod]:
+        """The cache's pods (bound and assumed), then the pending ones not assumed yet."""
+        out = [p for p in self.cache.pods() if namespace is None or p.namespace == namespace]
+        seen = {p.uid for p in out}
+        out.extend(p for uid, p in self._pending.items()
+                   if uid not in seen and (namespace is None or p.namespace == namespace))
+        return out
 
     def _is_pending(self, pod: Pod) -> bool:
         p = self._pending.get(pod.uid)

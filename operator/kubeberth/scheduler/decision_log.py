@@ -50,3 +50,9 @@ def bound(pod: Pod, host: str) -> None:
 def binding_failed(pod: Pod, host: str, message: str) -> None:
     if enabled():
         log.info("binding %s to %s failed: %s", pod.key, host, message)
+
+
+def pod_group(key: str, result: str, message: str) -> None:
+    """A pod group's attempt (all its queued pods at once): scheduled, unschedulable or error."""
+    if enabled():
+        log.info("pod group %s: %s%s", key, result, f": {message}" if message else "")

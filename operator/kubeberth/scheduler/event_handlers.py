@@ -10,7 +10,7 @@ from typing import Any
 from ..cache.objects import object_key
 from ..client import SCHEDULER_ERROR
 from ..framework import events as ev
-from ..model import ModelError, Node, Pod, placeholder_pod
+from ..model import ModelError, Node, Pod, PodGroup, placeholder_pod
 from .base import SchedulerBase
 from .explain import EVENT_EXPLAIN_REQUESTED
 from .records import (
@@ -25,6 +25,7 @@ from .records import (
     raw_uid,
     truncate_message,
 )
+from .watched import POD_GROUP
 
 log = logging.getLogger("kubeberth.scheduler")
 
@@ -112,6 +113,8 @@ class EventHandlers(SchedulerBase):
     def _ingest_pod(self, pod: Pod) -> None:
         uid = pod.uid
         self._uids[pod.key] = uid
+        if self.pod_groups_enabled and pod.pod_group_name:
+            self._ingest_group_member(pod)
         pending_old = self._pending.get(uid)
         cached = self.cache.get_pod(uid)
         if pod.node_name:
@@ -175,6 +178,10 @@ class EventHandlers(SchedulerBase):
             return
         if pending_old is None:
             self.queue.add(pod)
+            if self.pod_groups_enabled:
+                # upstream's addPodToSchedulingQueue with GenericWorkload: a new pending pod may
+                # complete another's quorum (GangScheduling's hint decides)
+                self.queue.move_all_to_active_or_backoff(ev.EVENT_UNSCHEDULED_POD_ADD, None, pod)
         else:
             self.queue.update(pending_old, pod)
             if pending_old.nominated_node_name and pending_old.nominated_node_name != pod.nominated_node_name:
@@ -211,6 +218,9 @@ class EventHandlers(SchedulerBase):
         self._reported_errors.pop(uid, None)
         self._given_up.discard(uid)
         pending = self._pending.pop(uid, None)
+        gone = pending or self.cache.get_pod(uid)
+        if gone is not None and gone.pod_group_name:
+            self.pod_groups.remove_pod(gone)
         nominated = ""
         if pending is not None:
             nominated = self.nominator.nominated_node_for(pending) or pending.nominated_node_name
@@ -310,6 +320,33 @@ class EventHandlers(SchedulerBase):
             self.queue.move_all_to_active_or_backoff(ev.EVENT_NODE_DELETE, old, None)
         self.cache.remove_node(name)
 
+    # ---- pod groups (GenericWorkload) --------------------------------------------------------
+    def _ingest_group_member(self, pod: Pod) -> None:
+        """The pod group's state follows its pods: pending ones of a served profile and bound
+        ones (upstream adds the pods it is responsible for, and every assigned pod)."""
+        if pod.is_terminal:
+            self.pod_groups.remove_pod(pod)
+        elif pod.node_name or pod.scheduler_name in self.profiles:
+            self.pod_groups.add_or_update_pod(pod)
+
+    def _on_pod_group(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+        try:
+            pg = PodGroup(obj)
+        except ModelError as exc:
+            log.warning("ignoring podgroup %s: %s", object_key(obj), exc)
+            return
+        self.pod_groups.set_pod_group(pg)
+        if old is None:
+            self.queue.add_pod_group(pg.key, pg.priority)
+        else:
+            self.queue.update_pod_group(pg.key, pg.priority)
+        action = ev.ActionType.UPDATE_OTHER if old is not None else ev.ActionType.ADD
+        self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(ev.POD_GROUP, action), old, obj)
+
+    def _on_pod_group_delete(self, key: str) -> None:
+        self.pod_groups.remove_pod_group(key)
+        self.queue.delete_pod_group(key)
+
     # ---- other objects ---------------------------------------------------------------
     def on_object(self, kind: str, obj: Mapping[str, Any]) -> None:
         """PriorityClass, PodDisruptionBudget, PV, PVC, StorageClass, CSINode, Namespace,
@@ -318,6 +355,11 @@ class EventHandlers(SchedulerBase):
         key = object_key(obj)
         old = self.ctx.objects.get(kind, key)
         self.ctx.objects.put(kind, obj)
+        if kind == POD_GROUP:
+            if self.pod_groups_enabled:
+                self._on_pod_group(obj, old)
+                self._handled(f"{ev.POD_GROUP}{'Update' if old is not None else 'Add'}", started)
+            return
         resource = self.event_resources.get(kind)
         if resource is not None:
             action = ev.ActionType.UPDATE_OTHER if old is not None else ev.ActionType.ADD
@@ -331,6 +373,11 @@ class EventHandlers(SchedulerBase):
         started = time.perf_counter()
         old = self.ctx.objects.get(kind, key)
         self.ctx.objects.delete(kind, key)
+        if kind == POD_GROUP:
+            if self.pod_groups_enabled:
+                self._on_pod_group_delete(key)
+                self._handled(f"{ev.POD_GROUP}Delete", started)
+            return
         resource = self.event_resources.get(kind)
         if resource is not None:
             self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(resource, ev.ActionType.DELETE), old, None)

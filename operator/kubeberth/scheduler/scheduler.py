@@ -45,18 +45,18 @@ from ..framework import (
 )
 from ..framework import events as ev
 from ..framework.registry import Registry
-from ..framework.types import QueuedPodInfo
+from ..framework.types import QueuedPodGroupInfo, QueuedPodInfo
 from ..plugins import plugin_registry
 from ..profile import build_framework
 from ..queue.scheduling_queue import BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL
 from .event_handlers import EventHandlers
 from .records import DEFAULT_MAX_ATTEMPTS, DELETED, EVICTED, IGNORED, PENDING, SCHEDULED, UNSCHEDULABLE
-from .schedule_one import SchedulingCycles
+from .schedule_one_podgroup import PodGroupCycles
 
 log = logging.getLogger("kubeberth.scheduler")
 
 
-class Scheduler(EventHandlers, SchedulingCycles):
+class Scheduler(EventHandlers, PodGroupCycles):
     """Profiles, queue, cache and the scheduling loop. Single event loop, not thread-safe."""
 
     # ---- profiles -----------------------------------------------------------------
@@ -81,8 +81,8 @@ class Scheduler(EventHandlers, SchedulingCycles):
         if fw.ctx is not self.ctx:
             raise ValueError(f"framework for {name} was built on another SchedulerContext")
         for plugin in fw.plugins.values():
-            for k in plugin.reads:  # kinds of plugins of one's own: their changes are events by kind
-                self.event_resources.setdefault(k.kind, k.kind)
+            for k in plugin.reads:  # kinds of plugins of one's own: their changes are events by GroupKind
+                self.event_resources.setdefault(k.group_kind, k.group_kind)
         old = self.profiles.get(name)
         self.profiles[name] = fw
         if old is not None and old is not fw:
@@ -159,6 +159,8 @@ class Scheduler(EventHandlers, SchedulingCycles):
         counts = {name: len(pods) for name, pods in self.queue.pending_pods().items()}
         for name, n in counts.items():
             self.metrics.pending_pods(name, n)
+        if self.pod_groups_enabled:  # entries, not pods: a pod group's entry counts once, as "podgroup"
+            self.metrics.queued_entities(self.queue.entity_counts())
         self.metrics.unschedulable_pods(self.queue.unschedulable_by_plugin())
         self.metrics.inflight_events(self.queue.inflight_events())
         self.flush_plugin_metrics()
@@ -212,6 +214,11 @@ class Scheduler(EventHandlers, SchedulingCycles):
         return cycles
 
     def _give_up(self, q: QueuedPodInfo) -> None:
+        if isinstance(q, QueuedPodGroupInfo):
+            for m in q.members:
+                self._give_up(m)
+            self.queue.add_attempted_pod_group(q, "error")
+            return
         uid = q.pod.uid
         self._given_up.add(uid)
         self.queue.done(uid)

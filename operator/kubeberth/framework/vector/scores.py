@@ -27,7 +27,7 @@ def is_zero_scores(scores: np.ndarray) -> bool:
 
 
 def default_normalize_all(max_priority: int, reverse: bool, scores: np.ndarray) -> np.ndarray:
-    """plugins/_helper.default_normalize_score on an array."""
+    """`default_normalize_score` (framework/scoring.py) on an array."""
     if is_zero_scores(scores):
         return np.full(scores.shape, max_priority, dtype=np.int64) if reverse else scores
     max_count = int(scores.max()) if scores.size else 0

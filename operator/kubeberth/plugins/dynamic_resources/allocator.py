@@ -6,7 +6,7 @@ class) raise AllocationError; no solution on a node is `None`."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ...model import Node
@@ -53,8 +53,9 @@ class Allocator:
     """Built once per pod (PreFilter) over the cluster's slices and allocated devices, used per node."""
 
     def __init__(self, classes: Callable[[str], Mapping[str, Any] | None], slices: Sequence[Slice],
-                 allocated: set[DeviceID], consumed: Mapping[DeviceID, Device],
-                 index: SliceIndex | None = None, shared: Mapping[DeviceID, Consumed] | None = None) -> None:
+                 allocated: Collection[DeviceID], consumed: Mapping[DeviceID, Device],
+                 index: SliceIndex | None = None, shared: Mapping[DeviceID, Consumed] | None = None,
+                 held_per_pool: Mapping[tuple[str, str], int] | None = None) -> None:
         self.classes = classes
         self.slices = slices
         self.index = index if index is not None else SliceIndex(slices)
@@ -63,9 +64,12 @@ class Allocator:
         self.allocated = allocated
         self.shared = shared or {}  # capacity consumed on shared devices by allocations made
         # Devices held per pool: a pool whose every device is held is skipped without a scan.
-        self.held_per_pool: dict[tuple[str, str], int] = {}
-        for driver, pool, _ in allocated:
-            self.held_per_pool[(driver, pool)] = self.held_per_pool.get((driver, pool), 0) + 1
+        if held_per_pool is None:
+            counted: dict[tuple[str, str], int] = {}
+            for driver, pool, _ in allocated:
+                counted[(driver, pool)] = counted.get((driver, pool), 0) + 1
+            held_per_pool = counted
+        self.held_per_pool = held_per_pool
         self.consumed = consumed  # allocated devices that consume counters, by id
 
     def allocate(self, node: Node, claims: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:

@@ -37,11 +37,11 @@ from ...framework.interfaces import (
 )
 from ...framework.status import Code, PluginError, Status
 from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
-from ...framework.vector import NodeView, default_normalize_all, zero_scores
+from ...framework.vector import AllNodes, NodeView, default_normalize_all, zero_scores
 from ...model import NodeInfo, Pod
 from ...model.selectors import NodeSelector
 from .._helper import default_normalize_score
-from . import extended, queueing_hints
+from . import counts, extended, queueing_hints
 from .allocator import AllocationError, Allocator, kobj
 from .claims import (
     DEVICE_CLASS,
@@ -68,8 +68,9 @@ STATE_NOT_FOUND = "not found"
 
 
 class _State:
-    __slots__ = ("allocator", "available_on", "claims", "extended", "extended_index", "node_allocations",
-                 "node_extended", "pending", "prioritized", "to_allocate", "unavailable")
+    __slots__ = ("allocator", "available_on", "claims", "count_rejects", "extended", "extended_index",
+                 "invalid_rows", "lazy_nodes", "node_allocations", "node_extended", "pending", "plain",
+                 "prioritized", "to_allocate", "unavailable")
 
     def __init__(self) -> None:
         self.claims: list[Mapping[str, Any]] = []
@@ -86,6 +87,14 @@ class _State:
         self.pending: dict[int, dict[str, Any]] = {}  # claim index -> allocation, from Reserve
         self.unavailable: set[int] = set()
         self.prioritized: dict[int, list[tuple[str, list[Request]]]] = {}  # claims with firstAvailable
+        # filter_all: the pod's requests by predicate (None: not plain, or not looked at yet) and,
+        # when it decided nodes without Filter, the nodes by name (Reserve allocates on its node).
+        self.plain: list[tuple[counts.Predicate, int]] | None = None
+        self.lazy_nodes: tuple[NodeView | AllNodes, Mapping[str, int]] | None = None
+        # Per row: filter_all rejected it on the counts alone (its Filter status is known), and
+        # whether it has an invalid pool (which that status names).
+        self.count_rejects: np.ndarray | None = None
+        self.invalid_rows: np.ndarray | None = None
 
     def clone(self) -> _State:
         return self
@@ -254,6 +263,63 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             s.node_allocations[node.name] = allocations
         return None
 
+    def filter_all(self, state: CycleState, pod: Pod, nodes: NodeView | AllNodes) -> np.ndarray | None:
+        """Filter over every node at once where the free devices per node decide it (counts.py):
+        the nodes whose free eligible devices are too few fail (their status comes from
+        `filter`), the others pass without a search; Reserve then allocates on its node only.
+        None (the per-node path) for claims or nodes the counts do not describe exactly."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims or s.extended_index is not None or nodes.idx is not None:
+            return None
+        n = len(nodes)
+        arrays = nodes.arrays
+        ok = ~arrays.missing
+        for sel in s.available_on:
+            if sel is not None:
+                ok &= np.fromiter((ni.node is not None and sel.matches(ni.node.name, ni.node.labels)
+                                   for ni in nodes), dtype=bool, count=n)
+        allocator = s.allocator
+        if allocator is None or not s.to_allocate:
+            return ok
+        if allocator.index.label_dependent:
+            return None
+        if s.plain is None:
+            plain = counts.plain_requests(allocator, [s.claims[i] for i in s.to_allocate],
+                                          lambda name: self._objects().get(DEVICE_CLASS, name))
+            if plain is None or len(plain) != 1:
+                return None
+            s.plain = plain
+        pred, want = s.plain[0]
+        free, invalid = counts.free_counts(allocator.index, pred, nodes, arrays.names, arrays.node_version,
+                                           allocator.allocated, allocator.shared)
+        undecided = ok & (free == counts.COMPLEX)
+        s.count_rejects = ok & ~undecided & (free < want)
+        s.invalid_rows = invalid
+        ok &= free >= want
+        if undecided.any():
+            rows = np.flatnonzero(undecided)
+            if len(rows) > max(8, n // 4):
+                return None  # the per-node walk may stop well before all of them
+            for i in rows.tolist():
+                ok[i] = self.filter(state, pod, nodes[i]) is None
+        s.lazy_nodes = (nodes, arrays.pos)
+        return ok
+
+    def filter_statuses(self, state: CycleState, pod: Pod, arrays: Any, rows: np.ndarray) -> list[Status] | None:
+        """The statuses of rows filter_all rejected on the counts alone: the search would have
+        failed there, naming the invalid pools when the node has some (as `filter`)."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or s.count_rejects is None or s.invalid_rows is None:
+            return None
+        if not s.count_rejects[rows].all():
+            return None
+        fail = Status.unresolvable("cannot allocate all claims")
+        bad = s.invalid_rows[rows]
+        if not bad.any():
+            return [fail] * len(rows)
+        invalid = Status.unresolvable("invalid resource pools were encountered")
+        return [invalid if b else fail for b in bad.tolist()]
+
     # ---- PostFilter -----------------------------------------------------------------------------
     async def post_filter(self, state: CycleState, pod: Pod,
                           statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
@@ -300,9 +366,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return score
 
     def score_all(self, state: CycleState, pod: Pod, nodes: NodeView) -> np.ndarray | None:
-        """Every node scores 0 for a pod without claims (most pods): no per-node call needed."""
+        """Every node scores 0 for a pod without claims (most pods) or without firstAvailable
+        requests (only those score): no per-node call needed."""
         s = state.get(STATE_KEY)
-        if isinstance(s, _State) and s.claims:
+        if isinstance(s, _State) and s.claims and s.prioritized:
             return None
         return zero_scores(len(nodes))
 
@@ -319,6 +386,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if not isinstance(s, _State) or not s.claims or not s.to_allocate:
             return None
         allocations = s.node_allocations.get(node_name)
+        if allocations is None and s.lazy_nodes is not None:
+            allocations = self._allocate_lazily(s, node_name)
         if allocations is None:
             if s.to_allocate == [s.extended_index]:
                 return None  # only extended resources, all served by the node's device plugins
@@ -339,6 +408,25 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             claim.setdefault("status", {})["allocation"] = alloc
             self.in_flight[claim_uid(claim)] = claim
         return None
+
+    def _allocate_lazily(self, s: _State, node_name: str) -> dict[int, dict[str, Any]] | None:
+        """The allocation Filter would have found on the node filter_all passed: the same search
+        over the same allocator (nothing was reserved since PreFilter built it)."""
+        assert s.lazy_nodes is not None
+        nodes, pos = s.lazy_nodes
+        row = pos.get(node_name)
+        node = nodes[row].node if row is not None else None
+        if node is None or s.allocator is None:
+            return None
+        try:
+            result = s.allocator.allocate(node, [s.claims[i] for i in s.to_allocate])
+        except AllocationError:
+            return None
+        if result is None or len(result) != len(s.to_allocate):
+            return None
+        allocations = dict(zip(s.to_allocate, result, strict=True))
+        s.node_allocations[node_name] = allocations
+        return allocations
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         s = state.get(STATE_KEY)

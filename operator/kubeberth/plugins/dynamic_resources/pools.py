@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from ...model import Node
 from .devices import Device, DeviceID, Slice
@@ -38,6 +39,10 @@ class SliceIndex:
 
     def __init__(self, slices: Sequence[Slice]) -> None:
         self.pools: dict[str, list[Pool]] = {}  # by node name: gather_pools' answers
+        self.counts: Any = None  # counts.CountIndex: free devices per node, for filter_all
+        # Whether a node's pools may depend on its labels (then they are not memoised per name).
+        self.label_dependent = any(s.placement.selector is not None or s.per_device for s in slices
+                                   if not s.placement.node_name)
         self.on_node: dict[str, list[Slice]] = defaultdict(list)
         self.shared: list[Slice] = []
         self.by_pool: dict[tuple[str, str], list[Slice]] = defaultdict(list)
@@ -62,7 +67,7 @@ def gather_pools(node: Node, index: SliceIndex) -> list[Pool]:
     if hit is not None:
         return hit
     pools = _gather(node, index)
-    if not any(s.placement.selector is not None or s.per_device for s in index.shared):
+    if not index.label_dependent:
         index.pools[node.name] = pools
     return pools
 

@@ -15,8 +15,8 @@ Where this differs from kube-scheduler, on purpose:
   whenever their namespaces exist.
 """
 
-from ...model.affinity_terms import AffinityTerm, NsLabels, PodAffinityTerms
-from ...model.affinity_terms import pod_affinity_terms as pod_terms
+from ...framework import AffinityTerm, NsLabels, PodAffinityTerms
+from ...framework import pod_affinity_terms as pod_terms
 from .args import InterPodAffinityArgs
 from .common import (
     ERR_AFFINITY,

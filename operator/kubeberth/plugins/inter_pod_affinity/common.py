@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...cache.objects import ObjectStore
-from ...model.affinity_terms import AffinityTerm, NsLabels
+from ...framework import AffinityTerm, NsLabels, ObjectStore
 from .._pod_index import Sig
 
 NAME = "InterPodAffinity"

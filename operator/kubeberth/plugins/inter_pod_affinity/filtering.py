@@ -15,14 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from ...framework.cycle_state import CycleState
-from ...framework.handle import Handle
-from ...framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
-from ...framework.status import Status
-from ...framework.types import PreFilterResult
-from ...framework.vector import snapshot_arrays
-from ...model import NodeInfo, Pod
-from ...model.affinity_terms import pod_affinity_terms
+from ...framework import (
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    Pod,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
+    Status,
+    pod_affinity_terms,
+    snapshot_arrays,
+)
 from .._pod_index import PodIndex, index_for
 from .common import (
     ERR_AFFINITY,

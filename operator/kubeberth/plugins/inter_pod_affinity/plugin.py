@@ -3,8 +3,7 @@ with what they keep between cycles."""
 
 from __future__ import annotations
 
-from ...framework.events import ClusterEvent, ClusterEventWithHint
-from ...framework.handle import Handle
+from ...framework import ClusterEvent, ClusterEventWithHint, Handle
 from . import queueing_hints
 from .args import InterPodAffinityArgs
 from .common import NAME

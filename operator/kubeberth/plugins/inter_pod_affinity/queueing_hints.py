@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ...framework.events import (
+from ...framework import (
     ASSIGNED_POD,
     NODE,
     TARGET_POD,
     ActionType,
+    AffinityTerm,
     ClusterEvent,
     ClusterEventWithHint,
+    Node,
+    Pod,
     QueueingHint,
+    pod_affinity_terms,
 )
-from ...model import AffinityTerm, Node, Pod, pod_affinity_terms
 
 QUEUE, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 

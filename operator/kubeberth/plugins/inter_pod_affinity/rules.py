@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from ...model import Pod
-from ...model.affinity_terms import AffinityTerm, NsLabels, PodAffinityTerms
+from ...framework import AffinityTerm, NsLabels, Pod, PodAffinityTerms
 from .._pod_index import PodIndex, Sig
 from .common import Counts, in_namespaces
 

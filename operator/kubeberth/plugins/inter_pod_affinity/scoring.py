@@ -14,14 +14,22 @@ from typing import Any
 
 import numpy as np
 
-from ...framework.cycle_state import CycleState
-from ...framework.handle import Handle
-from ...framework.interfaces import PreScorePlugin, ScorePlugin
-from ...framework.status import PluginError, Status
-from ...framework.types import MAX_NODE_SCORE, NodeScore
-from ...framework.vector import snapshot_arrays
-from ...model import NodeInfo, Pod
-from ...model.affinity_terms import NsLabels, PodAffinityTerms, pod_affinity_terms
+from ...framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeScore,
+    NsLabels,
+    PluginError,
+    Pod,
+    PodAffinityTerms,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    pod_affinity_terms,
+    snapshot_arrays,
+)
 from .._pod_index import PodIndex, index_for
 from .args import InterPodAffinityArgs
 from .common import NAME, PRE_SCORE_KEY, SCORE_VECTOR_KEY, Counts, NamespaceLabels, constant, node_labels_of

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...model import Pod
-from ...model.affinity_terms import NsLabels, PodAffinityTerms, pod_affinity_terms
+from ...framework import NsLabels, Pod, PodAffinityTerms, pod_affinity_terms
 from .common import Counts, clone_counts, constant, update_counts
 from .rules import existing_anti_keys, matches_all
 

@@ -23,10 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from ...cache.node_arrays import NodeArrays
-from ...framework.vector import RowCache, label_selector_key
-from ...model import NodeInfo, Pod
-from ...model.affinity_terms import AffinityTerm, NsLabels, PodAffinityTerms, pod_affinity_terms
+from ...framework import (
+    AffinityTerm,
+    NodeArrays,
+    NodeInfo,
+    NsLabels,
+    Pod,
+    PodAffinityTerms,
+    RowCache,
+    label_selector_key,
+    pod_affinity_terms,
+)
 from .._pod_index import PodIndex
 from .common import Counts
 from .rules import existing_anti_keys, first_of_group, incoming_preferred, matches_all, sigs_matching_all

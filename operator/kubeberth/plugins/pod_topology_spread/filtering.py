@@ -17,13 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from ...framework.cycle_state import CycleState
-from ...framework.handle import Handle
-from ...framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
-from ...framework.status import Status
-from ...framework.types import PreFilterResult
-from ...framework.vector import arrays_for
-from ...model import NodeInfo, Pod
+from ...framework import (
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    Pod,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
+    Status,
+    arrays_for,
+)
 from .._pod_index import PodIndex, index_for
 from .common import (
     DO_NOT_SCHEDULE,

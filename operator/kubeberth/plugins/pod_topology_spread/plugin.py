@@ -11,9 +11,7 @@ per node come from the few signatures that match its selector.
 
 from __future__ import annotations
 
-from ...framework.events import ClusterEvent, ClusterEventWithHint
-from ...framework.handle import Handle
-from ...model import Pod
+from ...framework import ClusterEvent, ClusterEventWithHint, Handle, Pod
 from .args import PodTopologySpreadArgs
 from .common import NAME, SYSTEM_DEFAULT_CONSTRAINTS, Constraint, ConstraintSource
 from .filtering import Filtering

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ...framework.events import (
+from ...framework import (
     ASSIGNED_POD,
     NODE,
     TARGET_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Node,
+    Pod,
     QueueingHint,
 )
-from ...model import Node, Pod
 from .common import DO_NOT_SCHEDULE, HONOR, Constraint
 
 QUEUE, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP

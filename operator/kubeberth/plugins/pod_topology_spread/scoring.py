@@ -13,13 +13,21 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...framework.cycle_state import CycleState
-from ...framework.handle import Handle
-from ...framework.interfaces import PreScorePlugin, ScorePlugin
-from ...framework.status import PluginError, Status
-from ...framework.types import MAX_NODE_SCORE, NodeScore
-from ...framework.vector import NodeView, snapshot_arrays
-from ...model import Node, NodeInfo, Pod
+from ...framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    Node,
+    NodeInfo,
+    NodeScore,
+    NodeView,
+    PluginError,
+    Pod,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    snapshot_arrays,
+)
 from .._pod_index import PodIndex, index_for
 from .common import (
     LABEL_HOSTNAME,

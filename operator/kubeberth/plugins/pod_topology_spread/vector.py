@@ -12,15 +12,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...cache.node_arrays import NodeArrays
-from ...framework.vector import (
+from ...framework import (
     MaskCache,
+    NodeArrays,
+    Pod,
     RowCache,
     required_node_affinity_mask,
     selector_key,
     untolerated_free_mask,
 )
-from ...model import Pod
 from .._pod_index import PodIndex
 from .common import Constraint, CountedPods, carries_all_keys, passes_inclusion_policies, skew_limit
 

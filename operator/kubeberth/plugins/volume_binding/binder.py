@@ -10,7 +10,7 @@ import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from ...model import Pod
+from ...framework import Pod
 from .._volume_util import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,

@@ -12,9 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...framework.types import MAX_NODE_SCORE
-from ...model import LabelSelector, ModelError
-from ...model.quantity import value as quantity_value
+from ...framework import MAX_NODE_SCORE, LabelSelector, ModelError, quantity_value
 from .._scoring_strategies import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, broken_linear_function
 from .._volume_util import Obj, meta, spec
 

@@ -8,7 +8,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...model import LabelSelector, ModelError
+from ...framework import LabelSelector, ModelError
 from .._volume_util import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,

@@ -6,20 +6,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...framework.cycle_state import CycleState
-from ...framework.events import ClusterEvent, ClusterEventWithHint
-from ...framework.handle import Handle
-from ...framework.interfaces import (
+from ...framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
     FilterPlugin,
+    Handle,
+    ModelError,
+    NodeInfo,
+    PluginError,
+    Pod,
     PreBindPlugin,
     PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    Status,
 )
-from ...framework.status import PluginError, Status
-from ...framework.types import PreFilterResult
-from ...model import ModelError, NodeInfo, Pod
 from .._volume_util import (
     PV,
     PVC,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...framework.events import (
+from ...framework import (
     CSI_DRIVER,
     CSI_NODE,
     CSI_STORAGE_CAPACITY,
@@ -17,9 +17,9 @@ from ...framework.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Pod,
     QueueingHint,
 )
-from ...model import Pod
 from .._volume_events import as_existing, as_object, mounts_claim, pod_volumes
 from .._volume_util import annotations_of, name_of, spec
 from .capacity import volume_limit

@@ -1,0 +1,68 @@
+"""How long after its binding a pod's Scheduled event was written, from the API server's own audit
+log (tests/cluster/control_plane.py audits every request at the Metadata level, with microsecond
+timestamps): per pod, the time its `pods/binding` create completed and the time the first Event
+about it was created (both schedulers name an Event `<pod name>.<hex>`: kube-scheduler writes
+events.k8s.io/v1 Events, kubeberth core/v1 ones). Measured on the server, so neither the
+harness' own watches nor the load on this machine skew it.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+def _time(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def audit_times(audit_log: Path, namespace: str, prefix: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Per pod named `prefix*` in `namespace`: when its binding was created, and when the first
+    Event about it was (successful creates only)."""
+    bound: dict[str, float] = {}
+    evented: dict[str, float] = {}
+    with open(audit_log, "rb") as f:
+        for line in f:
+            if b'"create"' not in line:
+                continue
+            try:
+                e = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line the batch backend is still writing
+            ref = e.get("objectRef") or {}
+            code = (e.get("responseStatus") or {}).get("code", 0)
+            if e.get("verb") != "create" or ref.get("namespace") != namespace or not 200 <= code < 300:
+                continue
+            name = str(ref.get("name") or "")
+            if ref.get("resource") == "pods" and ref.get("subresource") == "binding" and name.startswith(prefix):
+                bound.setdefault(name, _time(e["stageTimestamp"]))
+            elif ref.get("resource") == "events" and not ref.get("subresource") and name.startswith(prefix):
+                pod = name.rsplit(".", 1)[0]
+                t = _time(e["stageTimestamp"])
+                if pod not in evented or t < evented[pod]:
+                    evented[pod] = t
+    return bound, evented
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The nearest-rank quantile of sorted `values`."""
+    return values[max(0, min(len(values) - 1, math.ceil(q * len(values)) - 1))]
+
+
+def lag_summary(audit_log: Path, namespace: str, prefix: str) -> dict[str, Any]:
+    """p50/p99/max of event time minus binding time over the pods named `prefix*`, how many events
+    were written within 1 s of their binding, and how many bound pods have none."""
+    bound, evented = audit_times(audit_log, namespace, prefix)
+    lags = sorted(evented[name] - t for name, t in bound.items() if name in evented)
+    missing = sum(1 for name in bound if name not in evented)
+    if not lags:
+        return {"event_lag_missing": missing}
+    return {"event_lag_p50_ms": round(quantile(lags, 0.5) * 1000, 1),
+            "event_lag_p99_ms": round(quantile(lags, 0.99) * 1000, 1),
+            "event_lag_max_ms": round(lags[-1] * 1000, 1),
+            "events_within_1s": sum(1 for lag in lags if lag <= 1.0),
+            "event_lag_missing": missing}

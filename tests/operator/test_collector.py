@@ -1,0 +1,78 @@
+"""The collector around the initial sync: off while the lists are applied, the survivors frozen."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from kubeberth.operator.collector import collector_paused
+
+
+@pytest.mark.parametrize("enabled_before", [True, False], ids=["on", "off"])
+def test_off_during_the_body_then_frozen_and_as_before(enabled_before: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled_before else gc.disable)()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            assert not gc.isenabled()
+            cache = [{"node": i} for i in range(1000)]  # long-lived, tracked objects
+        assert gc.isenabled() is enabled_before
+        assert gc.get_freeze_count() >= frozen + len(cache)
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
+
+
+def test_an_exception_still_restores_the_collector() -> None:
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with pytest.raises(RuntimeError), collector_paused():
+            raise RuntimeError("the list failed")
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
+
+
+def test_paused_for_the_start_up_until_the_first_sync() -> None:
+    """`kubeberth run` starts with the collector off (entry.py); the initial sync turns it on."""
+    from kubeberth.operator import collector
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        collector.pause_for_start_up()
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()  # later syncs keep whatever the process chose
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize(("argv", "paused"), [(["run", "--help"], True), (["simulate", "--help"], False)],
+                         ids=["run", "simulate"])
+def test_the_console_script_pauses_the_collector_for_run_only(argv: list[str], paused: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubeberth import cli, entry
+    from kubeberth.operator import collector
+
+    seen: list[bool] = []
+    monkeypatch.setattr("sys.argv", ["kubeberth", *argv])
+    monkeypatch.setattr(cli, "main", lambda: seen.append(gc.isenabled()) or 0)
+    monkeypatch.setattr(collector, "_paused_for_start_up", False)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        assert entry.main() == 0
+        assert seen == [not paused] and collector._paused_for_start_up is paused
+    finally:
+        (gc.enable if was else gc.disable)()
