@@ -1,11 +1,14 @@
 """kubeberth beside upstream kube-scheduler, each on a fresh real control plane of the same build.
 
 `python -m benchmarks.run --e2e --peer kube-scheduler [-w WORKLOAD]`: for each scheduler in
-turn, etcd + kube-apiserver start (tests/cluster/control_plane.py), the workload's nodes and
-init pods are created over 50 concurrent connections, then the scheduler is started as its own
-process: the time to its first binding is its start-up and initial sync, the init pods'
-rate its throughput on a backlog. Once all are bound, the measured pods are created while it
-runs (again over 50 connections): pods/s from the first create to the last binding, and how
+turn (kube-scheduler, kubeberth, and the null binder: tools/k8s/cmd/nullbinder, which binds
+round-robin and decides nothing, the API server's ceiling), etcd + kube-apiserver start
+(tests/cluster/control_plane.py), the workload's cluster (benchmarks/peer_cases.py: nodes and,
+per family, its other objects) and init pods are created over 50 concurrent connections, then
+the scheduler is started as its own process: the time to its first binding is its start-up and
+initial sync, the init pods' rate its throughput on a backlog. Once all are bound, the measured
+pods are created while it runs (again over 50 connections; each followed by the controllers'
+part the harness plays, the same for every scheduler): pods/s from the first create to the last binding, and how
 long after the last create the last binding came, and the p99 of the scheduling-attempt
 latency from each scheduler's own `scheduler_scheduling_attempt_duration_seconds`. Bindings are
 seen through a watch on pods from this process, as another client of the cluster would see them.
@@ -17,7 +20,7 @@ replicas with leader election, the leader killed, the time until the standby bin
 
 Neither scheduler is throttled on the client side: kube-scheduler runs with
 `clientConnection.qps/burst` 5000 (its default of 50/100 would cap it at about 100 pods/s),
-kubeberth has no client rate limiter. Both use the admin token.
+kubeberth has no client rate limiter, the null binder runs with 5000 too. All use the admin token.
 """
 
 from __future__ import annotations
@@ -27,21 +30,32 @@ import contextlib
 import json
 import os
 import shlex
+import sys
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
-from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, free_port, k8s_version
+from tests.cluster.control_plane import (
+    ADMIN_TOKEN,
+    ROOT,
+    ControlPlane,
+    ControlPlaneError,
+    Process,
+    free_port,
+    k8s_version,
+)
 from tests.cluster.kube import Kube, as_created
 
 from . import workloads as wl
 from .bytecode import compile_sources
 from .event_lag import lag_summary
+from .peer_cases import CONNECTIONS, PeerCase, create_all
 
-PEERS = ("kube-scheduler", "kubeberth")
-CONNECTIONS = 50
+PEERS = ("kube-scheduler", "kubeberth", "nullbinder")
+NULL_BINDER_WORKERS = 64  # kubeberth's default --bind-concurrency
 
 
 class BindingWatch:
@@ -115,27 +129,6 @@ class BindingWatch:
                 await self._task
 
 
-async def create_all(kube: Kube, resource: str, objects: Iterable[dict[str, Any]]) -> tuple[float, float]:
-    """Creates over CONNECTIONS concurrent requests; returns the times of the first and last create."""
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    for obj in objects:
-        queue.put_nowait(as_created(obj))
-    first: list[float] = []
-    last = 0.0
-
-    async def worker() -> None:
-        nonlocal last
-        while not queue.empty():
-            obj = queue.get_nowait()
-            if not first:
-                first.append(time.monotonic())
-            await kube.create(resource, obj)
-            last = max(last, time.monotonic())
-
-    await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
-    return (first[0] if first else time.monotonic()), last
-
-
 async def scheduled_events(kube: Kube, namespace: str, settle: float = 3.0, limit: float = 60.0) -> int:
     """The Scheduled events of the measured pods, once their number has not changed for `settle`
     seconds (both schedulers write events in the background)."""
@@ -163,28 +156,36 @@ def synced_seconds(sched: Process) -> float | None:
 class Scheduler:
     """A scheduler process and where its Prometheus metrics are served."""
 
-    def __init__(self, process: Process, metrics_url: str) -> None:
+    def __init__(self, process: Process, metrics_url: str | None) -> None:
         self.process = process
-        self.metrics_url = metrics_url
+        self.metrics_url = metrics_url  # None: serves no metrics (the null binder)
 
     async def attempt_buckets(self) -> dict[float, float]:
+        return (await self.attempts())[0]
+
+    async def attempts(self) -> tuple[dict[float, float], dict[str, float]]:
         """scheduler_scheduling_attempt_duration_seconds as cumulative counts per bucket bound, over
-        every result and profile. kube-scheduler serves it on its secure port to an authorised
-        client: the admin token, its self-signed certificate not checked."""
+        every result and profile, and scheduler_schedule_attempts_total per result. kube-scheduler
+        serves them on its secure port to an authorised client: the admin token, its self-signed
+        certificate not checked. Empty without metrics."""
+        if self.metrics_url is None:
+            return {}, {}
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         async with aiohttp.ClientSession() as session, session.get(
                 self.metrics_url, headers=headers, ssl=False, timeout=aiohttp.ClientTimeout(total=10)) as resp:
             resp.raise_for_status()
             text = await resp.text()
         buckets: dict[float, float] = {}
+        results: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
-            if family.name != "scheduler_scheduling_attempt_duration_seconds":
-                continue
             for sample in family.samples:
-                if sample.name.endswith("_bucket"):
+                if sample.name == "scheduler_scheduling_attempt_duration_seconds_bucket":
                     le = float(sample.labels["le"])
                     buckets[le] = buckets.get(le, 0.0) + sample.value
-        return buckets
+                elif sample.name == "scheduler_schedule_attempts_total":
+                    result = sample.labels.get("result", "")
+                    results[result] = results.get(result, 0.0) + sample.value
+        return buckets, results
 
 
 def histogram_quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float | None:
@@ -206,13 +207,23 @@ def histogram_quantile(q: float, before: dict[float, float], after: dict[float, 
 
 
 def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
-                    leader_elect: bool = False) -> Scheduler:
+                    leader_elect: bool = False, profile_out: Path | None = None) -> Scheduler:
     """`peer` on `plane`; with `leader_elect`, through the Lease in kube-system with kube-scheduler's
-    timings (15 s duration, 10 s renew deadline, 2 s retry), both schedulers alike."""
+    timings (15 s duration, 10 s renew deadline, 2 s retry), both schedulers alike (the null binder
+    has no leader election)."""
     name = name or peer
     kubeconfig = plane.dir / "admin.kubeconfig"
     port = free_port()
-    if peer == "kube-scheduler":
+    url: str | None
+    if peer == "nullbinder":
+        if leader_elect:
+            raise ValueError("the null binder has no leader election")
+        binary = plane.bin / "nullbinder"
+        if not os.access(binary, os.X_OK):
+            raise FileNotFoundError(f"{binary} is missing: build it with `make control-plane`")
+        argv = [str(binary), f"--kubeconfig={kubeconfig}", f"--workers={NULL_BINDER_WORKERS}"]
+        url = None
+    elif peer == "kube-scheduler":
         config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                   "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 5000, "burst": 5000},
                   "leaderElection": {"leaderElect": leader_elect, "resourceNamespace": "kube-system",
@@ -225,7 +236,10 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
         url = f"https://127.0.0.1:{port}/metrics"
     else:
         compile_sources()  # as the image has it (benchmarks/bytecode.py)
-        argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run", f"--kubeconfig={kubeconfig}",
+        # With `profile_out`, under cProfile (its statistics written there when the process ends).
+        python = [sys.executable, "-m", "cProfile", "-o", str(profile_out), "-m", "kubeberth.cli"] \
+            if profile_out is not None else [str(ROOT / ".venv" / "bin" / "kubeberth")]
+        argv = [*python, "run", f"--kubeconfig={kubeconfig}",
                 f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
@@ -238,27 +252,6 @@ def holds_lease(sched: Process) -> bool:
     """Whether the process logged that it acquired the Lease (both schedulers log it once)."""
     text = sched.log_path.read_text(errors="replace").lower()
     return "successfully acquired lease" in text or "acquired the lease" in text
-
-
-def with_priority_classes(obj: dict[str, Any]) -> dict[str, Any]:
-    """scheduler_perf's templates give a pod's priority in its spec, which only an API server without
-    the Priority admission plugin accepts; here it comes from a PriorityClass of that value."""
-    spec = obj.get("spec") or {}
-    if spec.get("priority") is not None and not spec.get("priorityClassName"):
-        spec["priorityClassName"] = priority_class_name(int(spec.pop("priority")))
-    return obj
-
-
-def priority_class_name(value: int) -> str:
-    return f"bench-priority-{value}"
-
-
-async def create_priority_classes(kube: Kube, w: wl.Workload) -> None:
-    values = {int(t("probe", "default").get("spec", {}).get("priority") or 0)
-              for t in (w.init_template, w.measure_template)}
-    for value in sorted(values - {0}):
-        await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                              "metadata": {"name": priority_class_name(value)}, "value": value})
 
 
 def process_usage(pid: int) -> tuple[float, float]:
@@ -274,55 +267,76 @@ def process_usage(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-async def _run_peer(peer: str, w: wl.Workload) -> dict[str, Any]:
+@contextlib.contextmanager
+def started_control_plane(attempts: int = 8, pause: float = 2.0) -> Iterator[ControlPlane]:
+    """A fresh control plane; started again on fresh ports, `pause` seconds later, when a port it
+    was given was taken by another process meanwhile (free_port() can only pick a port that is free
+    when asked; on a machine where other programs open connections by the thousand, their
+    ephemeral ports can take it before kube-apiserver listens)."""
+    for attempt in range(attempts):
+        try:
+            plane = ControlPlane().start()
+            break
+        except ControlPlaneError as exc:
+            if "address already in use" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(pause)
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+async def _run_peer(peer: str, w: PeerCase, profile_out: Path | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"scheduler": peer}
-    with ControlPlane() as plane:
+    if profile_out is not None and peer == "kubeberth":
+        out["profile"] = str(profile_out)
+    else:
+        profile_out = None
+    with started_control_plane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
-            for ns in {w.init_namespace, w.measure_namespace, *w.all_namespaces()} - {"default"}:
-                await kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                 "metadata": {"name": ns, "labels": dict(w.namespace_labels)}})
-            await create_all(kube, "nodes", w.node_objects())
-            await create_priority_classes(kube, w)
-            await create_all(kube, "pods", (
-                with_priority_classes(w.init_template(f"init-{i:06d}", w.init_namespace_of(i)))
-                for i in range(w.init_pods)))
+            await w.setup(kube)
+            await create_all(kube, "pods", w.pods("init"), after=w.created)
             watch = BindingWatch(kube)
             await watch.start()
             started = time.monotonic()
-            scheduler = start_scheduler(peer, plane)
+            scheduler = start_scheduler(peer, plane, profile_out=profile_out)
             sched = scheduler.process
             try:
-                init_bound = await watch.wait("init-", w.init_pods, timeout=max(120.0, w.init_pods / 5))
+                init_bound = await watch.wait("init-", w.init_count, timeout=max(120.0, w.init_count / 5))
                 init_times = watch.times("init-")
                 if init_times:
                     out["first_bind_after_start_s"] = round(init_times[0] - started, 3)
-                if init_bound < w.init_pods:
-                    out["error"] = f"only {init_bound}/{w.init_pods} init pods bound\n{sched.tail(20)}"
+                if init_bound < w.init_count:
+                    out["error"] = f"only {init_bound}/{w.init_count} init pods bound\n{sched.tail(20)}"
                     return out
                 if w.init_pods > 1:
                     span = init_times[-1] - init_times[0]
                     out["init_pods_per_s"] = round((w.init_pods - 1) / span, 1) if span > 0 else None
                 cpu0, _ = process_usage(sched.popen.pid)
-                attempts0 = await scheduler.attempt_buckets()
-                t0, t_last_create = await create_all(kube, "pods", (
-                    with_priority_classes(w.measure_template(f"pod-{i:06d}", w.measure_namespace))
-                    for i in range(w.measure_pods)))
+                attempts0, results0 = await scheduler.attempts()
+                t0, t_last_create = await create_all(kube, "pods", w.pods("measure"), after=w.created)
                 bound = await watch.wait("pod-", w.measure_pods, timeout=max(120.0, w.measure_pods / 5))
                 times = watch.times("pod-")
                 cpu1, rss = process_usage(sched.popen.pid)
-                p99 = histogram_quantile(0.99, attempts0, await scheduler.attempt_buckets())
+                attempts1, results1 = await scheduler.attempts()
+                p99 = histogram_quantile(0.99, attempts0, attempts1)
+                if results1:  # the measured phase's attempts by result: retries show here
+                    out["attempts"] = {k: int(v - results0.get(k, 0.0)) for k, v in sorted(results1.items())}
                 out.update({
                     "scheduled": bound,
                     "pods_per_s": round(bound / (times[-1] - t0), 1) if times else 0.0,
                     "create_s": round(t_last_create - t0, 3),
                     "last_bind_after_last_create_s": round(times[-1] - t_last_create, 3) if times else None,
                     "cpu_s": round(cpu1 - cpu0, 2),
+                    "cpu_ms_per_pod": round((cpu1 - cpu0) * 1000 / max(1, bound), 2),
                     "peak_rss_mib": round(rss, 1),
                     "p99_attempt_ms": round(p99 * 1000, 1) if p99 is not None else None,
                 })
                 if bound < w.measure_pods:
                     out["error"] = f"only {bound}/{w.measure_pods} measured pods bound\n{sched.tail(20)}"
                 out["scheduled_events"] = await scheduled_events(kube, w.measure_namespace)
+                out.update(await w.check(kube))
                 await asyncio.sleep(1.5)  # the audit log's batch backend writes within a second
                 out.update(lag_summary(plane.audit_log, w.measure_namespace, "pod-"))
                 synced = synced_seconds(sched)
@@ -456,42 +470,85 @@ def print_sync_table(results: list[dict[str, Any]]) -> None:
                            f"{p['peak_rss_mib']:>8}")
 
 
-def run_peers(w: wl.Workload, peers: Iterable[str] = PEERS) -> dict[str, Any]:
-    from .run import describe
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median pods/s among those without an error (else the first), with every run's
+    pods/s beside it when there were several."""
+    ok = sorted((r for r in runs if not r.get("error")), key=lambda r: r.get("pods_per_s") or 0.0)
+    chosen = dict(ok[(len(ok) - 1) // 2] if ok else runs[0])
+    if len(runs) > 1:
+        chosen["runs_pods_per_s"] = [r.get("pods_per_s") for r in runs]
+        chosen["runs_errors"] = sum(1 for r in runs if r.get("error"))
+    return chosen
 
-    out = describe(w)
-    out.update({"mode": "e2e-real", "kubernetes": k8s_version(), "target": None, "rss_target_mib": None})
-    out["peers"] = {}
-    for peer in peers:
-        try:
-            out["peers"][peer] = asyncio.run(_run_peer(peer, w))
-        except Exception as exc:  # report, do not stop the other runs
-            out["peers"][peer] = {"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"}
-    ours = out["peers"].get("kubeberth", {}).get("pods_per_s")
-    theirs = out["peers"].get("kube-scheduler", {}).get("pods_per_s")
-    if ours and theirs:
-        out["ratio"] = round(ours / theirs, 2)
+
+def write_profile_summary(prof: Path, lines: int = 40) -> Path:
+    """The cProfile statistics of a run as text beside them: by cumulative and by own time."""
+    import io
+    import pstats
+
+    text = io.StringIO()
+    for key in ("cumulative", "tottime"):
+        pstats.Stats(str(prof), stream=text).sort_stats(key).print_stats(lines)
+    out = prof.with_suffix(".txt")
+    out.write_text(text.getvalue())
+    return out
+
+
+def run_peers(w: PeerCase, peers: Iterable[str] = PEERS, repeat: int = 1,
+              profile_dir: Path | None = None) -> dict[str, Any]:
+    """`w` once per peer and round, the peers in turn within each round (so that a slow spell of
+    the machine falls on all of them alike); per peer the run of median pods/s. `ratio`: kubeberth's
+    pods/s over kube-scheduler's; `of_ceiling`: each scheduler's pods/s over the null binder's.
+    With `profile_dir`, kubeberth runs under cProfile (slower: its figures are the profiled run's),
+    its statistics in `<workload>-peer-kubeberth-<round>.prof` and `.txt` there."""
+    peers = list(peers)
+    out = w.describe()
+    out.update({"mode": "e2e-real", "kubernetes": k8s_version(), "target": None, "rss_target_mib": None,
+                "rounds": repeat})
+    runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
+    for round_ in range(max(1, repeat)):
+        for peer in peers:
+            prof = None
+            if profile_dir is not None:
+                profile_dir.mkdir(parents=True, exist_ok=True)
+                prof = profile_dir / f"{w.id.replace('/', '_')}-peer-kubeberth-{round_}.prof"
+            try:
+                runs[peer].append(asyncio.run(_run_peer(peer, w, prof)))
+                if prof is not None and peer == "kubeberth" and prof.exists():
+                    write_profile_summary(prof)
+            except Exception as exc:  # report, do not stop the other runs
+                runs[peer].append({"scheduler": peer, "error": f"{type(exc).__name__}: {exc}"})
+    out["peers"] = {peer: median_run(r) for peer, r in runs.items()}
+    rates = {peer: p.get("pods_per_s") for peer, p in out["peers"].items() if not p.get("error")}
+    if rates.get("kubeberth") and rates.get("kube-scheduler"):
+        out["ratio"] = round(rates["kubeberth"] / rates["kube-scheduler"], 2)
+    if rates.get("nullbinder"):
+        out["of_ceiling"] = {peer: round(rate / rates["nullbinder"], 2) for peer, rate in rates.items()
+                             if rate and peer != "nullbinder"}
     return out
 
 
 def print_peer_table(results: list[dict[str, Any]]) -> None:
-    print(f"{'workload':<42} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'p99 attempt':>12} "
-          f"{'first bind':>11} {'backlog pods/s':>15} {'CPU s':>7} {'RSS MiB':>8} {'Scheduled ev':>12}")
+    print(f"{'workload':<50} {'scheduler':<15} {'pods/s':>8} {'last bind after':>16} {'p99 attempt':>12} "
+          f"{'first bind':>11} {'backlog pods/s':>15} {'CPU s':>7} {'CPU ms/pod':>10} {'RSS MiB':>8} "
+          f"{'Scheduled ev':>12}")
     for r in results:
         for peer, p in r["peers"].items():
             if p.get("error"):
-                print(f"{r['workload']:<42} {peer:<15} error: {p['error'].splitlines()[0]}")
+                print(f"{r['workload']:<50} {peer:<15} error: {p['error'].splitlines()[0]}")
                 continue
             p99 = p.get("p99_attempt_ms")
-            print(f"{r['workload']:<42} {peer:<15} {p['pods_per_s']:>8} {p['last_bind_after_last_create_s']:>15}s "
+            runs = f"  (runs: {p['runs_pods_per_s']})" if p.get("runs_pods_per_s") else ""
+            print(f"{r['workload']:<50} {peer:<15} {p['pods_per_s']:>8} {p['last_bind_after_last_create_s']:>15}s "
                   f"{(str(p99) + 'ms') if p99 is not None else '-':>12} "
                   f"{p.get('first_bind_after_start_s', '-'):>10}s {p.get('init_pods_per_s') or '-':>15} "
-                  f"{p['cpu_s']:>7} {p['peak_rss_mib']:>8} {p.get('scheduled_events', '-'):>12}")
+                  f"{p['cpu_s']:>7} {p.get('cpu_ms_per_pod', '-'):>10} {p['peak_rss_mib']:>8} "
+                  f"{p.get('scheduled_events', '-'):>12}{runs}")
             if p.get("event_lag_p50_ms") is not None:
-                print(f"{'':<42} {'':<15} Scheduled event after its binding: p50 {p['event_lag_p50_ms']} ms, "
+                print(f"{'':<50} {'':<15} Scheduled event after its binding: p50 {p['event_lag_p50_ms']} ms, "
                       f"p99 {p['event_lag_p99_ms']} ms, max {p['event_lag_max_ms']} ms, "
                       f"{p['events_within_1s']} within 1 s, {p['event_lag_missing']} missing")
         if r.get("ratio") is not None:
-            print(f"{'':<42} {'ratio':<15} {r['ratio']:>8}")
-
-
+            ceiling = ", ".join(f"{peer} {v}" for peer, v in (r.get("of_ceiling") or {}).items())
+            print(f"{'':<50} {'ratio':<15} {r['ratio']:>8}"
+                  + (f"   of the null binder's: {ceiling}" if ceiling else ""))

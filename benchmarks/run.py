@@ -503,7 +503,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--init", type=int, help="override the number of init pods")
     p.add_argument("--pods", type=int, help="override the number of measured pods")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeat", type=int, default=1, help="run each workload N times and report the median run")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each workload N times and report the median run (--peer: N rounds of the "
+                        "schedulers in turn, the median run of each)")
     p.add_argument("--per-node", action="store_true", help="disable the vectorised filter/score path")
     p.add_argument("--loop", choices=["operator", "sim"], default="operator",
                    help="operator: Scheduler.run() in real time (default); sim: simulate's loop, fake clock")
@@ -518,7 +520,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--e2e", action="store_true", help="through the operator and the API emulator (loopback)")
     p.add_argument("--peer", choices=["kube-scheduler"], default=None,
                    help="with --e2e: on a real kube-apiserver (make control-plane), once with upstream "
-                        "kube-scheduler and once with kubeberth, side by side")
+                        "kube-scheduler, once with kubeberth and once with the null binder (the API server's "
+                        "ceiling), side by side; -w also finds the DRA workloads (benchmarks/dra.py; 'dra': all)")
+    p.add_argument("--schedulers", default="kube-scheduler,kubeberth,nullbinder", metavar="A,B,...",
+                   help="with --e2e --peer: which to run, in this order in each round (default: all three)")
     p.add_argument("--sync", metavar="NODES:PODS", action="append", default=[],
                    help="with --e2e --peer: start-up on a cluster of NODES nodes and PODS bound pods "
                         "(the time until a pod created at start is bound), e.g. 5000:5000")
@@ -540,6 +545,11 @@ def main(argv: list[str] | None = None) -> int:
         for w in [*wl.WORKLOADS, *wl.scale_workloads()]:
             print(f"{w.id:<50} nodes={w.nodes:<6} init={w.init_pods:<6} measured={w.measure_pods:<6} "
                   f"tags={','.join(w.tags)}")
+        from .dra import WORKLOADS as DRA_WORKLOADS
+
+        for d in DRA_WORKLOADS:  # through the API with --e2e --peer; in-process: python -m benchmarks.dra
+            print(f"{d.id:<50} nodes={d.nodes_with_dra + d.nodes_without_dra:<6} init={0:<6} "
+                  f"measured={d.measure_pods:<6} tags=dra (init claims: {d.init_claims})")
         return 0
 
     if args.child:
@@ -569,17 +579,30 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.e2e and not (args.workload or args.quick or args.all or args.rss or args.scale):
         args.workload = list(E2E_DEFAULT)
-    selected = _selected(args)
     if args.e2e and args.peer:
-        from .peer import print_peer_table, run_peers
+        from .peer import PEERS, print_peer_table, run_peers
+        from .peer_cases import select as select_cases
 
+        # Every family's workloads: scheduler_perf's (workloads.py) and the DRA ones (dra.py).
+        patterns = list(args.workload) + [wl.QUICK] * args.quick + [wl.RSS] * args.rss + ["*"] * args.all
+        cases = select_cases(patterns, nodes=args.nodes, init=args.init, pods=args.pods)
+        if not cases:
+            raise SystemExit(f"no workload matches {patterns}; try --list")
+        peers = tuple(args.schedulers.split(","))
+        unknown = set(peers) - set(PEERS)
+        if unknown or not peers:
+            raise SystemExit(f"--schedulers: {', '.join(sorted(unknown)) or 'none given'}; known: {', '.join(PEERS)}")
+        if args.profile not in (None, "cprofile"):
+            raise SystemExit("--e2e --peer profiles kubeberth's process with --profile cprofile only")
+        profile_dir = RESULTS_DIR / "profiles" if args.profile else None
         m = machine()
         print(f"kubeberth bench (real control plane): {m['cpu']}, {m['nproc']} cpu, Python {m['python']}\n")
         results = []
-        for w in selected:
-            sys.stderr.write(f"running {w.id} on a real API server with {args.peer}, then kubeberth ({w.nodes} "
-                             f"nodes, {w.init_pods} init, {w.measure_pods} measured)...\n")
-            results.append(run_peers(w, (args.peer, "kubeberth")))
+        for case in cases:
+            sys.stderr.write(f"running {case.id} on a real API server with {', '.join(peers)} in turn "
+                             f"({max(1, args.repeat)} round(s); {case.nodes} nodes, {case.init_pods} init, "
+                             f"{case.measure_pods} measured)...\n")
+            results.append(run_peers(case, peers, repeat=args.repeat, profile_dir=profile_dir))
         print_peer_table(results)
         for r in results:
             for peer, p in r["peers"].items():
@@ -588,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_write:
             print(f"\nwrote {_write(results, args, 'e2e-real')}")
         return 0
+    selected = _selected(args)
     if args.e2e:
         from .e2e import describe_time, run_e2e
 

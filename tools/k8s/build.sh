@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-scheduler, kubectl and etcd at the release pinned in go.mod into $1
-# (default: ../../.cache/k8s/bin). Go's module and build caches make rebuilds take seconds.
+# Builds kube-apiserver, kube-scheduler, kubectl, etcd and the benchmark's nullbinder (cmd/nullbinder)
+# at the release pinned in go.mod into $1 (default: ../../.cache/k8s/bin). Go's module and build caches
+# make rebuilds take seconds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../.cache/k8s/bin}
@@ -13,7 +14,7 @@ pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 ldflags="$ldflags -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$version"
-for cmd in etcd kube-apiserver kube-scheduler kubectl; do
+for cmd in etcd kube-apiserver kube-scheduler kubectl nullbinder; do
   if [ -x "$out/$cmd" ] && [ "$out/$cmd" -nt go.sum ] && [ "$out/$cmd" -nt "cmd/$cmd/main.go" ]; then
     continue
   fi
