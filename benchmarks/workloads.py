@@ -272,7 +272,10 @@ class Workload:
         if self.pods_per_group and m % self.pods_per_group:
             raise ValueError(f"{self.id}: {m} measured pods is not a whole number of groups of "
                              f"{self.pods_per_group}")
-        return replace(self, variant=f"{n}Nodes_{i}Init_{m}Pods", nodes=n, init_pods=i, measure_pods=m,
+        variant = f"{n}Nodes_{i}Init_{m}Pods"
+        if self.pods_per_group:
+            variant = f"{n}Nodes_{m // self.pods_per_group}Groups_{self.pods_per_group}PerGroup"
+        return replace(self, variant=variant, nodes=n, init_pods=i, measure_pods=m,
                        tainted_nodes=self.tainted_nodes * n // self.nodes,
                        init_namespaces=min(self.init_namespaces, max(1, i)) if self.init_namespaces else 0,
                        pod_groups=m // self.pods_per_group if self.pods_per_group else 0,

@@ -91,6 +91,7 @@ def test_gang_workloads_mirror_upstreams_shapes() -> None:
 def test_resizing_a_gang_workload_keeps_whole_groups() -> None:
     w = wl.find("GangScheduling/5000Nodes_1000Gangs_3000Pods").resized(nodes=10, measure_pods=9)
     assert (w.pod_groups, w.pods_per_group) == (3, 3)
+    assert w.id == "GangScheduling/10Nodes_3Groups_3PerGroup"  # the groups in the name: sizes of two cases differ
     with pytest.raises(ValueError, match="not a whole number of groups of 3"):
         w.resized(measure_pods=10)
 
