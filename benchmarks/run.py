@@ -391,7 +391,9 @@ def _child_args(w: wl.Workload, args: argparse.Namespace) -> list[str]:
     out = [sys.executable, "-m", "benchmarks.run", "--child", w.id, "--seed", str(args.seed)]
     if base is None:
         # A resized workload: name the original and the sizes.
-        original = next(x for x in [*wl.WORKLOADS, *wl.scale_workloads()] if x.name == w.name)
+        # (a pod-group workload: one with its group size, which a resize keeps)
+        original = next(x for x in [*wl.WORKLOADS, *wl.scale_workloads()]
+                        if x.name == w.name and x.pods_per_group == w.pods_per_group)
         out = [sys.executable, "-m", "benchmarks.run", "--child", original.id, "--seed", str(args.seed),
                "--nodes", str(w.nodes), "--init", str(w.init_pods), "--pods", str(w.measure_pods)]
     if args.per_node:

@@ -117,3 +117,17 @@ def test_a_gang_too_big_for_the_cluster_binds_none_of_its_pods() -> None:
     b.setup()
     b.measure()
     assert _placed(b, "pod-") and not any(_placed(b, "pod-").values())
+
+
+def test_a_resized_gang_workloads_child_resizes_the_case_of_its_group_size() -> None:
+    import argparse
+
+    from benchmarks.run import _child_args
+
+    w = wl.find("GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup").resized(nodes=1000)
+    args = argparse.Namespace(seed=0, per_node=False, loop="operator", profile=None, plugins=None,
+                              scheduling_profile=None)
+    argv = _child_args(w, args)
+    child = wl.find(argv[argv.index("--child") + 1])
+    assert child.pods_per_group == 1000
+    assert child.resized(nodes=1000).id == w.id
