@@ -7,9 +7,9 @@ objects), names the pods of its two phases (`pods("init")`, bound before the mea
 `pods("measure")`, created while the scheduler runs) and plays, for each pod it created, the part
 of the controllers that are not running here (`created`: kube-controller-manager's resourceclaim
 controller for DRA claim templates). Each family is a subclass and a `select_*` function that
-finds its workloads by pattern; `select` asks them all, so a family added later (the gang
-workloads of workload-aware scheduling: their Workload/PodGroup objects in `setup`, the pods
-naming them in `pods`) is a subclass and an entry in `FAMILIES`.
+finds its workloads by pattern; `select` asks them all. The pod-group workloads (upstream's
+podgroup/ cases) are scheduler_perf workloads: their PodGroups come in `setup`, the pods naming
+them in `pods`, and `feature_gates` turns GenericWorkload on for kube-apiserver and both schedulers.
 
 Init pods are named `init-<i>`, measured pods `pod-<i>`: the harness tells the phases apart by
 these prefixes. A case without init pods has one probe pod (no requests, no claims) in the init
