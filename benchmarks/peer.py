@@ -207,10 +207,13 @@ def histogram_quantile(q: float, before: dict[float, float], after: dict[float, 
 
 
 def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
-                    leader_elect: bool = False, profile_out: Path | None = None) -> Scheduler:
+                    leader_elect: bool = False, profile_out: Path | None = None,
+                    feature_gates: str = "") -> Scheduler:
     """`peer` on `plane`; with `leader_elect`, through the Lease in kube-system with kube-scheduler's
     timings (15 s duration, 10 s renew deadline, 2 s retry), both schedulers alike (the null binder
-    has no leader election)."""
+    has no leader election). `feature_gates`: both schedulers' --feature-gates (the null binder
+    binds every pod it sees and has none)."""
+    gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
     name = name or peer
     kubeconfig = plane.dir / "admin.kubeconfig"
     port = free_port()
@@ -232,7 +235,8 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
         path.write_text(json.dumps(config))
         argv = [str(plane.bin / "kube-scheduler"), f"--config={path}", f"--secure-port={port}",
                 "--bind-address=127.0.0.1", f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={plane.dir / (name + '-certs')}", "-v=1"]
+                f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={plane.dir / (name + '-certs')}", "-v=1",
+                *gates]
         url = f"https://127.0.0.1:{port}/metrics"
     else:
         compile_sources()  # as the image has it (benchmarks/bytecode.py)
@@ -240,7 +244,7 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
         python = [sys.executable, "-m", "cProfile", "-o", str(profile_out), "-m", "kubeberth.cli"] \
             if profile_out is not None else [str(ROOT / ".venv" / "bin" / "kubeberth")]
         argv = [*python, "run", f"--kubeconfig={kubeconfig}",
-                f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0"]
+                f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0", *gates]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
         argv += shlex.split(os.environ.get("KUBEBERTH_BENCH_ARGS", ""))  # e.g. "--bind-concurrency=128"
@@ -268,14 +272,14 @@ def process_usage(pid: int) -> tuple[float, float]:
 
 
 @contextlib.contextmanager
-def started_control_plane(attempts: int = 8, pause: float = 2.0) -> Iterator[ControlPlane]:
+def started_control_plane(attempts: int = 8, pause: float = 2.0, feature_gates: str = "") -> Iterator[ControlPlane]:
     """A fresh control plane; started again on fresh ports, `pause` seconds later, when a port it
     was given was taken by another process meanwhile (free_port() can only pick a port that is free
     when asked; on a machine where other programs open connections by the thousand, their
     ephemeral ports can take it before kube-apiserver listens)."""
     for attempt in range(attempts):
         try:
-            plane = ControlPlane().start()
+            plane = ControlPlane(feature_gates=feature_gates).start()
             break
         except ControlPlaneError as exc:
             if "address already in use" not in str(exc) or attempt == attempts - 1:
@@ -293,14 +297,14 @@ async def _run_peer(peer: str, w: PeerCase, profile_out: Path | None = None) -> 
         out["profile"] = str(profile_out)
     else:
         profile_out = None
-    with started_control_plane() as plane:
+    with started_control_plane(feature_gates=w.feature_gates) as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
             await w.setup(kube)
             await create_all(kube, "pods", w.pods("init"), after=w.created)
             watch = BindingWatch(kube)
             await watch.start()
             started = time.monotonic()
-            scheduler = start_scheduler(peer, plane, profile_out=profile_out)
+            scheduler = start_scheduler(peer, plane, profile_out=profile_out, feature_gates=w.feature_gates)
             sched = scheduler.process
             try:
                 init_bound = await watch.wait("init-", w.init_count, timeout=max(120.0, w.init_count / 5))

@@ -7,9 +7,9 @@ objects), names the pods of its two phases (`pods("init")`, bound before the mea
 `pods("measure")`, created while the scheduler runs) and plays, for each pod it created, the part
 of the controllers that are not running here (`created`: kube-controller-manager's resourceclaim
 controller for DRA claim templates). Each family is a subclass and a `select_*` function that
-finds its workloads by pattern; `select` asks them all, so a family added later (the gang
-workloads of workload-aware scheduling: their Workload/PodGroup objects in `setup`, the pods
-naming them in `pods`) is a subclass and an entry in `FAMILIES`.
+finds its workloads by pattern; `select` asks them all. The pod-group workloads (upstream's
+podgroup/ cases) are scheduler_perf workloads: their PodGroups come in `setup`, the pods naming
+them in `pods`, and `feature_gates` turns GenericWorkload on for kube-apiserver and both schedulers.
 
 Init pods are named `init-<i>`, measured pods `pod-<i>`: the harness tells the phases apart by
 these prefixes. A case without init pods has one probe pod (no requests, no claims) in the init
@@ -77,6 +77,7 @@ class PeerCase:
     init_pods: int      # 0: the probe pod alone is the init phase
     measure_pods: int
     measure_namespace: str
+    feature_gates: str = ""  # both schedulers' and kube-apiserver's --feature-gates (GenericWorkload)
 
     def describe(self) -> Obj:
         return {"workload": self.id, "name": self.name, "nodes": self.nodes, "init_pods": self.init_pods,
@@ -121,6 +122,7 @@ class SchedulerPerfCase(PeerCase):
         self.w = w
         self.id, self.name, self.nodes = w.id, w.name, w.nodes
         self.init_pods, self.measure_pods, self.measure_namespace = w.init_pods, w.measure_pods, w.measure_namespace
+        self.feature_gates = w.feature_gates
 
     def describe(self) -> Obj:
         from .run import describe
@@ -138,6 +140,8 @@ class SchedulerPerfCase(PeerCase):
         for value in sorted(values - {0}):
             await kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                                   "metadata": {"name": priority_class_name(value)}, "value": value})
+        # upstream's podgroup/ cases: the PodGroups before any pod names them (createPodGroups)
+        await create_all(kube, "podgroups", w.pod_group_objects())
 
     def pods(self, phase: str) -> Iterator[Obj]:
         w = self.w
@@ -148,7 +152,7 @@ class SchedulerPerfCase(PeerCase):
                 yield with_priority_classes(w.init_template(f"init-{i:06d}", w.init_namespace_of(i)))
         else:
             for i in range(w.measure_pods):
-                yield with_priority_classes(w.measure_template(f"pod-{i:06d}", w.measure_namespace))
+                yield with_priority_classes(w.measured_pod(i))
 
 
 def select_scheduler_perf(patterns: list[str], nodes: int | None = None, init: int | None = None,
@@ -296,7 +300,8 @@ def select_dra(patterns: list[str], nodes: int | None = None, init: int | None =
             if any(fnmatch.fnmatchcase(k, p) for p in pats for k in (w.id.lower(), w.name.lower(), "dra"))]
 
 
-# The gang workloads come as a third, with workload-aware scheduling.
+# The gang workloads (upstream's podgroup/ cases) are scheduler_perf workloads with PodGroups
+# (Workload.pod_groups) and feature gates: SchedulerPerfCase creates them.
 FAMILIES: tuple[Callable[[list[str], int | None, int | None, int | None], list[PeerCase]], ...] = (
     select_scheduler_perf, select_dra)
 

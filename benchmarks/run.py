@@ -160,6 +160,7 @@ class Bench:
 
     def __init__(self, w: wl.Workload, seed: int = 0, vectorise: bool = True, loop: str = "operator",
                  profile_spec: dict[str, Any] | None = None) -> None:
+        from kubeberth import features
         from kubeberth.clock import FakeClock, RealClock
         from kubeberth.config import default_spec, parse_spec
         from kubeberth.plugins import plugin_registry
@@ -169,6 +170,11 @@ class Bench:
 
         self.w = w
         self.loop = loop
+        # the workload's feature gates (GenericWorkload for the pod-group cases), process-wide
+        # as kube-scheduler's: set before the scheduler and its plugins are built, kept after;
+        # a workload without gates runs with v1.37's defaults
+        self.gates = features.FeatureGates.parse(w.feature_gates or None)
+        features.set_current(self.gates)
         self.recorder = Recorder()
         clock = RealClock() if loop == "operator" else FakeClock()
         self.sched = Scheduler(clock=clock, seed=seed, metrics=self.recorder)
@@ -190,6 +196,8 @@ class Bench:
             sched.on_object("Namespace", _namespace(ns, dict(w.namespace_labels)))
         for obj in w.node_objects():
             sched.on_node_add(obj)
+        for obj in w.pod_group_objects():
+            sched.on_object("PodGroup", obj)
         t1 = time.perf_counter()
         for i in range(w.init_pods):
             sched.on_pod_add(w.init_template(f"init-{i:06d}", w.init_namespace_of(i)))
@@ -243,7 +251,7 @@ class Bench:
     def _create_measured(self) -> None:
         w, sched = self.w, self.sched
         for i in range(w.measure_pods):
-            sched.on_pod_add(w.measure_template(f"pod-{i:06d}", w.measure_namespace))
+            sched.on_pod_add(w.measured_pod(i))
 
     async def _measure_operator(self, timeout: float) -> int:
         sched = self.sched
@@ -372,7 +380,8 @@ def run_workload(w: wl.Workload, *, seed: int = 0, vectorise: bool = True, profi
 def describe(w: wl.Workload) -> dict[str, Any]:
     return {"workload": w.id, "name": w.name, "variant": w.variant, "nodes": w.nodes, "init_pods": w.init_pods,
             "measure_pods": w.measure_pods, "threshold": w.threshold, "target": w.target,
-            "rss_target_mib": w.rss_target_mib}
+            "rss_target_mib": w.rss_target_mib, "pod_groups": w.pod_groups, "pods_per_group": w.pods_per_group,
+            "feature_gates": w.feature_gates}
 
 
 # ---- driver -----------------------------------------------------------------------------------
@@ -382,7 +391,9 @@ def _child_args(w: wl.Workload, args: argparse.Namespace) -> list[str]:
     out = [sys.executable, "-m", "benchmarks.run", "--child", w.id, "--seed", str(args.seed)]
     if base is None:
         # A resized workload: name the original and the sizes.
-        original = next(x for x in [*wl.WORKLOADS, *wl.scale_workloads()] if x.name == w.name)
+        # (a pod-group workload: one with its group size, which a resize keeps)
+        original = next(x for x in [*wl.WORKLOADS, *wl.scale_workloads()]
+                        if x.name == w.name and x.pods_per_group == w.pods_per_group)
         out = [sys.executable, "-m", "benchmarks.run", "--child", original.id, "--seed", str(args.seed),
                "--nodes", str(w.nodes), "--init", str(w.init_pods), "--pods", str(w.measure_pods)]
     if args.per_node:

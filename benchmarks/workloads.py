@@ -156,6 +156,32 @@ def pod_with_topology_spreading(name: str, namespace: str) -> Obj:
     }, {"color": "blue"})
 
 
+GENERIC_WORKLOAD = "GenericWorkload=true"
+
+
+def pod_group(name: str, namespace: str, policy: str, min_count: int) -> Obj:
+    """podgroup/gangscheduling/templates/podgroup.yaml (gang, minCount = pods per group) and
+    podgroup/basicscheduling/templates/podgroup.yaml (basic policy)."""
+    if policy == "gang":
+        sched: Obj = {"gang": {"minCount": min_count}}
+    elif policy == "basic":
+        sched = {"basic": {}}
+    else:
+        raise ValueError(f"pod group policy {policy!r}: want 'gang' or 'basic'")
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-pg-{namespace}-{name}",
+                         "generation": 1},
+            "spec": {"schedulingPolicy": sched}}
+
+
+def pod_group_member(name: str, namespace: str) -> Obj:
+    """podgroup/*/templates/{gang,basic}-pod.yaml: 100m cpu, 100Mi, no limits, pause 3.10.1
+    (Workload.measured_pod adds the schedulingGroup)."""
+    return _pod(name, namespace, {"containers": [{
+        "image": "registry.k8s.io/pause:3.10.1", "name": "pause",
+        "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]})
+
+
 # ---- workloads -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -190,10 +216,30 @@ class Workload:
     target: float | None = None      # kubeberth's target (pods/s, in-process)
     rss_target_mib: float | None = None
     tags: tuple[str, ...] = field(default=())
+    # upstream's podgroup/ cases: `pod_groups` PodGroups (`group_prefix`-<i>, created before the
+    # measured pods), measured pod i in group i // pods_per_group; gang (minCount = pods_per_group)
+    # or basic policy; run with these feature gates on
+    pod_groups: int = 0
+    pods_per_group: int = 0
+    group_policy: str = ""          # "gang" | "basic"
+    group_prefix: str = ""
+    feature_gates: str = ""         # `--feature-gates` text, e.g. "GenericWorkload=true"
 
     @property
     def id(self) -> str:
         return f"{self.name}/{self.variant}"
+
+    def pod_group_objects(self) -> Iterable[Obj]:
+        for i in range(self.pod_groups):
+            yield pod_group(f"{self.group_prefix}-{i}", self.measure_namespace, self.group_policy,
+                            self.pods_per_group)
+
+    def measured_pod(self, i: int) -> Obj:
+        """Measured pod i: the template's, in its pod group when the workload has groups."""
+        pod = self.measure_template(f"pod-{i:06d}", self.measure_namespace)
+        if self.pods_per_group:
+            pod["spec"]["schedulingGroup"] = {"podGroupName": f"{self.group_prefix}-{i // self.pods_per_group}"}
+        return pod
 
     def node_objects(self) -> Iterable[Obj]:
         for make in self.extra_nodes:
@@ -223,9 +269,16 @@ class Workload:
         m = self.measure_pods if measure_pods is None else measure_pods
         if (n, i, m) == (self.nodes, self.init_pods, self.measure_pods):
             return self
-        return replace(self, variant=f"{n}Nodes_{i}Init_{m}Pods", nodes=n, init_pods=i, measure_pods=m,
+        if self.pods_per_group and m % self.pods_per_group:
+            raise ValueError(f"{self.id}: {m} measured pods is not a whole number of groups of "
+                             f"{self.pods_per_group}")
+        variant = f"{n}Nodes_{i}Init_{m}Pods"
+        if self.pods_per_group:
+            variant = f"{n}Nodes_{m // self.pods_per_group}Groups_{self.pods_per_group}PerGroup"
+        return replace(self, variant=variant, nodes=n, init_pods=i, measure_pods=m,
                        tainted_nodes=self.tainted_nodes * n // self.nodes,
                        init_namespaces=min(self.init_namespaces, max(1, i)) if self.init_namespaces else 0,
+                       pod_groups=m // self.pods_per_group if self.pods_per_group else 0,
                        threshold=None, target=None, rss_target_mib=None, tags=("custom",))
 
 
@@ -303,6 +356,25 @@ def _mixed_churn(variant: str, n: int, m: int, **kw: Any) -> Workload:
     return Workload("SchedulingWithMixedChurn", variant, n, 0, m, pod_default, pod_default, churn=_MIXED_CHURN, **kw)
 
 
+def _groups(name: str, policy: str, ns: str, prefix: str, variant: str, n: int, groups: int, per: int,
+            **kw: Any) -> Workload:
+    """Upstream's podgroup/gangscheduling (GangScheduling) and podgroup/basicscheduling
+    (BasicScheduling): one namespace, `groups` PodGroups, groups * per measured pods, no init pods."""
+    return Workload(name, variant, n, 0, groups * per, pod_group_member, pod_group_member,
+                    measure_namespace=ns, namespaces=(ns,), pod_groups=groups, pods_per_group=per,
+                    group_policy=policy, group_prefix=prefix, feature_gates=GENERIC_WORKLOAD, **kw)
+
+
+def _gang(variant: str, n: int, groups: int, per: int, **kw: Any) -> Workload:
+    return _groups("GangScheduling", "gang", "gang-ns-0", "gang", variant, n, groups, per, **kw)
+
+
+def _basic_groups(variant: str, n: int, groups: int, per: int, **kw: Any) -> Workload:
+    return _groups("BasicScheduling", "basic", "basic-ns-0", "basic-group", variant, n, groups, per, **kw)
+
+
+GANG = "gang"   # the pod-group workloads
+
 WORKLOADS: list[Workload] = [
     _basic("500Nodes", 500, 500, 1000, target=2000, tags=(DEFAULT, QUICK)),
     _basic("5000Nodes", 5000, 1000, 1000),
@@ -346,6 +418,14 @@ WORKLOADS: list[Workload] = [
     _mixed_churn("1000Nodes", 1000, 1000, tags=(DEFAULT, QUICK)),
     _mixed_churn("5000Nodes", 5000, 2000),
     _mixed_churn("5000Nodes_10000Pods", 5000, 10000, threshold=710, tags=(DEFAULT,)),
+    _gang("100Nodes_10Gangs", 100, 10, 3, tags=(QUICK, GANG)),
+    _gang("5000Nodes_1000Gangs_3000Pods", 5000, 1000, 3, tags=(DEFAULT, GANG)),
+    _gang("5000Nodes_3000Gangs_9000Pods", 5000, 3000, 3, tags=(GANG,)),
+    _gang("5000Nodes_3Gangs_3000Pods_1000PerGroup", 5000, 3, 1000, tags=(DEFAULT, GANG)),
+    _gang("5000Nodes_9Gangs_9000Pods_1000PerGroup", 5000, 9, 1000, tags=(GANG,)),
+    _basic_groups("100Nodes_10Groups", 100, 10, 3, tags=(QUICK, GANG)),
+    _basic_groups("5000Nodes_1000Groups_3000Pods", 5000, 1000, 3, tags=(DEFAULT, GANG)),
+    _basic_groups("5000Nodes_3Groups_3000Pods_1000PerGroup", 5000, 3, 1000, tags=(DEFAULT, GANG)),
 ]
 
 # How cost grows with the cluster: SchedulingBasic at these sizes (`--scale`).

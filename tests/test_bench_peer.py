@@ -162,3 +162,28 @@ def test_median_run_skips_failed_runs_and_lists_every_run() -> None:
     assert chosen["runs_pods_per_s"] == [300.0, None, 100.0, 200.0] and chosen["runs_errors"] == 1
     assert median_run([{"pods_per_s": 5.0}]) == {"pods_per_s": 5.0}
     assert median_run([{"error": "a"}, {"error": "b"}])["error"] == "a"
+
+
+def test_gang_case_creates_the_pod_groups_before_the_pods_that_name_them_with_the_gate_on() -> None:
+    [case] = pc.select(["GangScheduling/5000Nodes_1000Gangs_3000Pods"], nodes=2, pods=6)
+    assert case.feature_gates == "GenericWorkload=true" and case.measure_namespace == "gang-ns-0"
+    kube = RecordingKube()
+    asyncio.run(case.setup(kube))  # type: ignore[arg-type]
+    groups = kube.created("podgroups")
+    assert [(g["metadata"]["name"], g["metadata"]["namespace"], g["spec"]["schedulingPolicy"]) for g in groups] == \
+        [("gang-0", "gang-ns-0", {"gang": {"minCount": 3}}), ("gang-1", "gang-ns-0", {"gang": {"minCount": 3}})]
+    assert [n["metadata"]["name"] for n in kube.created("namespaces")] == ["gang-ns-0"]
+    [probe] = case.pods("init")  # no init pods: the probe alone
+    assert "schedulingGroup" not in probe["spec"]
+    pods = list(case.pods("measure"))
+    assert [(p["metadata"]["name"], p["spec"]["schedulingGroup"]["podGroupName"]) for p in pods] == \
+        [("pod-000000", "gang-0"), ("pod-000001", "gang-0"), ("pod-000002", "gang-0"),
+         ("pod-000003", "gang-1"), ("pod-000004", "gang-1"), ("pod-000005", "gang-1")]
+
+
+def test_workloads_without_groups_create_no_pod_groups_and_set_no_gate() -> None:
+    [case] = pc.select(["SchedulingBasic/500Nodes"], nodes=2, init=0, pods=2)
+    assert case.feature_gates == ""
+    kube = RecordingKube()
+    asyncio.run(case.setup(kube))  # type: ignore[arg-type]
+    assert kube.created("podgroups") == []

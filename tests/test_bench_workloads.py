@@ -4,6 +4,7 @@ measured pod is scheduled where the workload means it to go. No timing is assert
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -64,3 +65,69 @@ def test_ns_selector_workloads_spread_init_pods_over_labelled_namespaces() -> No
     assert {w.init_namespace_of(i) for i in range(w.init_pods)} == {f"init-ns-{i}" for i in range(100)}
     assert dict(w.namespace_labels) == {"team": "devops"}
     assert "measure-ns-0" in w.all_namespaces()
+
+
+# ---- upstream's podgroup/ cases (GenericWorkload) -------------------------------------------------
+
+def test_gang_workloads_mirror_upstreams_shapes() -> None:
+    w = wl.find("GangScheduling/5000Nodes_1000Gangs_3000Pods")
+    assert (w.nodes, w.init_pods, w.measure_pods, w.pod_groups, w.pods_per_group) == (5000, 0, 3000, 1000, 3)
+    assert w.feature_gates == "GenericWorkload=true"
+    groups = list(w.pod_group_objects())
+    assert [g["metadata"]["name"] for g in groups[:2]] == ["gang-0", "gang-1"]
+    assert groups[0]["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    assert groups[0]["metadata"]["namespace"] == "gang-ns-0"
+    # pods 0-2 in gang-0, 3-5 in gang-1 (upstream's DivideInt .Index .podsPerGroup)
+    assert [w.measured_pod(i)["spec"]["schedulingGroup"]["podGroupName"] for i in range(7)] == \
+        ["gang-0"] * 3 + ["gang-1"] * 3 + ["gang-2"]
+    big = wl.find("GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup")
+    assert (big.pod_groups, big.pods_per_group) == (3, 1000)
+    assert next(iter(big.pod_group_objects()))["spec"]["schedulingPolicy"]["gang"]["minCount"] == 1000
+    basic = wl.find("BasicScheduling/5000Nodes_1000Groups_3000Pods")
+    assert next(iter(basic.pod_group_objects()))["spec"]["schedulingPolicy"] == {"basic": {}}
+    assert basic.measured_pod(3)["spec"]["schedulingGroup"] == {"podGroupName": "basic-group-1"}
+
+
+def test_resizing_a_gang_workload_keeps_whole_groups() -> None:
+    w = wl.find("GangScheduling/5000Nodes_1000Gangs_3000Pods").resized(nodes=10, measure_pods=9)
+    assert (w.pod_groups, w.pods_per_group) == (3, 3)
+    assert w.id == "GangScheduling/10Nodes_3Groups_3PerGroup"  # the groups in the name: sizes of two cases differ
+    with pytest.raises(ValueError, match="not a whole number of groups of 3"):
+        w.resized(measure_pods=10)
+
+
+@pytest.mark.parametrize("workload_id", ["GangScheduling/100Nodes_10Gangs", "BasicScheduling/100Nodes_10Groups"])
+def test_pod_group_workloads_schedule_every_pod_with_the_gate_on(workload_id: str) -> None:
+    b = _run(workload_id, 10, 0, 9)
+    placed = _placed(b, "pod-")
+    assert len(placed) == 9 and all(placed.values())
+    # the scheduler saw the PodGroups (gang: PodGroupInitiallyScheduled set by the pod-group cycle)
+    pg = b.sched.ctx.objects.get("PodGroup", f"{b.w.measure_namespace}/{b.w.group_prefix}-0")
+    assert pg is not None
+    if b.w.group_policy == "gang":
+        conds = {c["type"]: c["status"] for c in pg.get("status", {}).get("conditions", [])}
+        assert conds == {"PodGroupInitiallyScheduled": "True"}
+
+
+def test_a_gang_too_big_for_the_cluster_binds_none_of_its_pods() -> None:
+    # 10 nodes of 4 cpu take 400 pods of 100m; a gang of 500 cannot reach its minCount
+    w = replace(wl.find("GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup"), nodes=10, measure_pods=500,
+                pods_per_group=500, pod_groups=1)
+    b = Bench(w, loop="sim")
+    b.setup()
+    b.measure()
+    assert _placed(b, "pod-") and not any(_placed(b, "pod-").values())
+
+
+def test_a_resized_gang_workloads_child_resizes_the_case_of_its_group_size() -> None:
+    import argparse
+
+    from benchmarks.run import _child_args
+
+    w = wl.find("GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup").resized(nodes=1000)
+    args = argparse.Namespace(seed=0, per_node=False, loop="operator", profile=None, plugins=None,
+                              scheduling_profile=None)
+    argv = _child_args(w, args)
+    child = wl.find(argv[argv.index("--child") + 1])
+    assert child.pods_per_group == 1000
+    assert child.resized(nodes=1000).id == w.id

@@ -1,7 +1,8 @@
 """The peer benchmark's parts on the real API server: the null binder (tools/k8s/cmd/nullbinder)
 binds round-robin and writes one Scheduled event per binding; the DRA case's objects and the
 resourceclaim controller's part the harness plays are what upstream kube-scheduler needs to
-allocate the claims of pods made from a ResourceClaimTemplate."""
+allocate the claims of pods made from a ResourceClaimTemplate; the gang case's plane and gates
+are what both schedulers need to schedule its PodGroups."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from collections import Counter
 
 import pytest
 from benchmarks import peer_cases as pc
-from benchmarks.peer import start_scheduler
+from benchmarks.peer import start_scheduler, started_control_plane
 
-from .control_plane import ControlPlane
+from .control_plane import ADMIN_TOKEN, ControlPlane
 from .kube import Kube, as_created, eventually, node, pod
 
 
@@ -78,3 +79,29 @@ async def test_dra_template_case_is_allocated_by_kube_scheduler(control_plane: C
         sched.stop()
         await kube.delete_all("pods", "test", grace_period=0)
         await kube.delete_all("pods", "default", grace_period=0)
+
+
+@pytest.mark.parametrize("peer", ["kube-scheduler", "kubeberth"])
+async def test_gang_case_is_scheduled_by_each_scheduler_with_the_gate_on(peer: str) -> None:
+    """The pod-group workloads' plane (kube-apiserver serving scheduling.k8s.io/v1beta1) and the
+    schedulers' --feature-gates as the harness starts them: both gangs bound whole, each PodGroup
+    marked scheduled by the pod-group cycle."""
+    [case] = pc.select(["GangScheduling/5000Nodes_1000Gangs_3000Pods"], nodes=2, pods=6)
+    with started_control_plane(feature_gates=case.feature_gates) as plane:
+        async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context()) as kube:
+            await case.setup(kube)
+            await pc.create_all(kube, "pods", case.pods("measure"), after=case.created)
+            sched = start_scheduler(peer, plane, feature_gates=case.feature_gates).process
+            try:
+                async def scheduled() -> list[dict[str, object]] | None:
+                    groups = await kube.list("podgroups", "gang-ns-0")
+                    done = [g for g in groups if any(c["type"] == "PodGroupInitiallyScheduled" and
+                                                     c["status"] == "True"
+                                                     for c in (g.get("status") or {}).get("conditions") or ())]
+                    return groups if len(done) == 2 else None
+
+                await eventually(scheduled, timeout=60.0, what="2 PodGroups scheduled")
+                pods = await kube.list("pods", "gang-ns-0")
+                assert len(pods) == 6 and all(p["spec"].get("nodeName") for p in pods)
+            finally:
+                sched.stop()
