@@ -54,18 +54,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def install_kubeberth(plane: ControlPlane) -> None:
+    """kubeberth's CRDs and manifests, and those of the repository's plugin distributions that are
+    installed (their kinds are listed by every kubeberth run: make install adds Coscheduling)."""
+    kubectl(plane, "apply", "-f", "crds/")
+    kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "crd/schedulingprofiles.kubeberth.io")
+    kubectl(plane, "apply", "-k", "manifests/")
+    for path in installed_plugins().values():
+        kubectl(plane, "apply", "-f", str(path / "crds"))
+        kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(path / "crds"))
+        kubectl(plane, "apply", "-f", str(path / "manifests" / "rbac.yaml"))
+
+
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     plane = ControlPlane().start()
     try:
-        kubectl(plane, "apply", "-f", "crds/")
-        kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
-                "crd/schedulingprofiles.kubeberth.io")
-        kubectl(plane, "apply", "-k", "manifests/")
-        for path in installed_plugins().values():
-            kubectl(plane, "apply", "-f", str(path / "crds"))
-            kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(path / "crds"))
-            kubectl(plane, "apply", "-f", str(path / "manifests" / "rbac.yaml"))
+        install_kubeberth(plane)
         kubectl(plane, "create", "namespace", "team-a")
         yield plane
     except BaseException:

@@ -28,7 +28,7 @@ import pytest_asyncio
 from kubeberth.features import FeatureGateError, FeatureGates
 
 from ..test_features import REFUSED_AS_UPSTREAM
-from .conftest import NAMESPACE, SERVICE_ACCOUNT, OperatorProcess
+from .conftest import NAMESPACE, SERVICE_ACCOUNT, OperatorProcess, install_kubeberth
 from .control_plane import ADMIN_TOKEN, ControlPlane, Process, bin_dir, kubectl
 from .kube import Kube, eventually, node, pod
 from .test_rbac import POD_GROUP_GRANTS, used
@@ -175,10 +175,7 @@ def gated_plane(gates: str) -> Iterator[ControlPlane]:
     kubeberth's CRDs and manifests applied."""
     plane = ControlPlane(feature_gates=gates).start()
     try:
-        kubectl(plane, "apply", "-f", "crds/")
-        kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
-                "crd/schedulingprofiles.kubeberth.io")
-        kubectl(plane, "apply", "-k", "manifests/")
+        install_kubeberth(plane)
         yield plane
     finally:
         plane.stop()
