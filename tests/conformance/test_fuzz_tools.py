@@ -287,3 +287,18 @@ def test_the_lagging_cache_entry_explains_only_a_partly_bound_group() -> None:
     verdict = judge(none_bound, ours, None)
     verdict.field = "group"
     assert explain(verdict, none_bound, ours, known).explained_by == ""
+
+
+def test_a_groups_placement_domains_and_victims_for_the_judge() -> None:
+    from tests.cluster.fuzz_run import Simulated, group_victims, placement_domains
+
+    def node(name: str, **labels: str) -> dict[str, Any]:
+        return {"kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+    objects = [node("n0", zone="b"), node("n1"), node("n2", zone="a"), node("n3", zone="b"), {"kind": "Pod"}]
+    group = {"kind": "PodGroup", "spec": {"schedulingConstraints": {"topology": [{"key": "zone"}]}}}
+    assert placement_domains(objects, group) == ["b", "a"]  # node-list order, each once, unlabelled nodes in none
+    assert placement_domains(objects, {"kind": "PodGroup", "spec": {}}) == []
+    sim = Simulated({"g-0": Decision("Scheduled", "n0", ["x/b"]), "g-1": Decision("Scheduled", "n0", ["x/a", "x/b"])})
+    assert group_victims(sim) == ["x/a", "x/b"]
+    assert all(not d.victims for d in sim.pods.values())

@@ -7,11 +7,16 @@ parent placement (every node) unchanged.
 
 Placements come in the order their domains first appear in the node list (upstream's come in Go's
 map order, which is random: it only matters for which placement's status a group that fits none
-reports, see README "Topology-aware placement").
+reports, see README "Topology-aware placement"). `offered_first(domain)` puts one domain's
+placement first, as upstream's map may: the fuzzer's judge replays a group that fits no placement
+with each domain first, to accept whichever first placement upstream reported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..framework import (
@@ -28,6 +33,20 @@ from ..framework import (
 )
 
 NAME = "TopologyPlacementGenerator"
+
+# the domain whose placement is offered first (None: node-list order)
+_FIRST: ContextVar[str | None] = ContextVar("kubeberth_placement_offered_first", default=None)
+
+
+@contextmanager
+def offered_first(domain: str) -> Iterator[None]:
+    """Within the block (and the tasks and threads started in it), offer `domain`'s placement
+    first when a group's placements include it; the others keep their order."""
+    token = _FIRST.set(domain)
+    try:
+        yield
+    finally:
+        _FIRST.reset(token)
 
 
 class TopologyPlacementGenerator(PlacementGeneratePlugin):
@@ -59,7 +78,11 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
             if value is None or (required is not None and value != required):
                 continue
             by_domain.setdefault(value, []).append(ni)
-        return [Placement(domain, nodes) for domain, nodes in by_domain.items()], None
+        placements = [Placement(domain, nodes) for domain, nodes in by_domain.items()]
+        first = _FIRST.get()
+        if first is not None:
+            placements.sort(key=lambda p: p.name != first)  # stable: the rest keep their order
+        return placements, None
 
     def _scheduled_pods(self, pod_group: PodGroup) -> tuple[list[Pod], str]:
         states = self.handle.shared_indexes.get(POD_GROUP_STATES) if self.handle is not None else None
