@@ -171,10 +171,11 @@ def gated(gates: str) -> AbstractContextManager[Any]:
 
 
 def kubeberth_decisions(objects: list[dict[str, Any]], keys: list[str], seed: int, gates: str = "",
-                        group: str = "", first_domain: str | None = None) -> Simulated:
+                        group: str = "", first: tuple[str, str] | None = None) -> Simulated:
     """simulate's decisions for the pods `keys` (and the PodGroup `group`'s condition), under `gates`;
-    with `first_domain`, that topology domain's placement offered first."""
-    with gated(gates), (offered_first(first_domain) if first_domain is not None else nullcontext()):
+    with `first`, those topology domains' placements offered first in the group's cycle and in group
+    preemption's re-run."""
+    with gated(gates), (offered_first(*first) if first is not None else nullcontext()):
         outcomes, sched = run_simulation(copy.deepcopy(objects), seed=seed, warn=io.StringIO())
     out = Simulated({})
     by_pod = {o.pod: o for o in outcomes}
@@ -450,14 +451,17 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
         # upstream offers a group's placements in Go's map order (random) and reports the first's
         # results when none is feasible: accept them when kubeberth, with that placement first,
         # gives upstream's outcome for every pod and the group
-        for domain in placement_domains(objects, created_group):
-            alt = await asyncio.to_thread(kubeberth_decisions, objects, keys, step.seed, step.gates, gkey, domain)
+        domains = placement_domains(objects, created_group)
+        # each map walk its own: the cycle's first placement and the preemption re-run's
+        for first in ((d, r) for d in domains for r in domains):
+            alt = await asyncio.to_thread(kubeberth_decisions, objects, keys, step.seed, step.gates, gkey, first)
             alt_group = alt.group or group_condition(None, 0, len(keys))
             alt_group.victims = group_victims(alt)
             alt_verdicts = judge_group(keys, ups, alt.pods, scores)
             if judge(up_group, alt_group, None).kind != "diff" and all(
                     v.kind != "diff" for v in alt_verdicts.values()):
-                why = f"upstream offered placement {domain!r} first (Go map order); kubeberth so agrees"
+                why = (f"upstream offered placement {first[0]!r} first, {first[1]!r} in group preemption's re-run "
+                       "(Go map order); kubeberth so agrees")
                 verdicts = {k: Verdict("tie", "placement", f"{why} ({verdicts[k].detail})")
                             if verdicts[k].kind == "diff" else verdicts[k] for k in keys}
                 if group_verdict.kind == "diff":

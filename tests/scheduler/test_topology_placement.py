@@ -142,6 +142,23 @@ def test_the_first_placement_offered_is_the_one_reported() -> None:
     assert "2 scheduled, 0 remaining" in condition(sched, "g")[2]
 
 
+def test_group_preemptions_rerun_offers_its_own_first_placement() -> None:
+    # a low pod on n1 makes group preemption run the group's algorithm again: each walk of the
+    # placements (upstream's map) has its own first placement
+    from kubeberth.plugins.topology_placement_generator import offered_first
+    objects = [*racks(), pod_dict("busy", cpu="1", node="n3"), pod_dict("low", cpu="100m", node="n1", priority=-1),
+               pod_group("g", 3), *(member("g", i, "1500m") for i in range(3))]
+    with offered_first("a", "b"):
+        _, sched = run(objects)
+    main, rerun = condition(sched, "g")[2].split("pod group preemption: ")
+    assert "first placement status: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining" in main
+    assert "first placement status: minCount (3) cannot be satisfied: 1 scheduled, 1 remaining" in rerun
+    with offered_first("b", "a"):
+        _, sched = run(objects)
+    main, rerun = condition(sched, "g")[2].split("pod group preemption: ")
+    assert "1 scheduled, 1 remaining" in main and "2 scheduled, 0 remaining" in rerun
+
+
 @pytest.mark.parametrize(("key", "dra_says"), [(RACK, False), (None, True)], ids=["topology", "no-constraints"])
 def test_dynamic_resources_says_nothing_for_a_topology_aware_group(key: str | None, dra_says: bool) -> None:
     # the low pod goes off for the group's preemption and the algorithm runs again, in vain; upstream's

@@ -7,9 +7,10 @@ parent placement (every node) unchanged.
 
 Placements come in the order their domains first appear in the node list (upstream's come in Go's
 map order, which is random: it only matters for which placement's status a group that fits none
-reports, see README "Topology-aware placement"). `offered_first(domain)` puts one domain's
-placement first, as upstream's map may: the fuzzer's judge replays a group that fits no placement
-with each domain first, to accept whichever first placement upstream reported.
+reports, see README "Topology-aware placement"). `offered_first(domain, rerun_domain)` puts one
+domain's placement first in the group's cycle (and one in group preemption's re-runs of the
+group's algorithm), as upstream's map may, each map walk its own: the fuzzer's judge replays a group
+that fits no placement so, to accept whichever first placements upstream reported.
 """
 
 from __future__ import annotations
@@ -34,19 +35,33 @@ from ..framework import (
 
 NAME = "TopologyPlacementGenerator"
 
-# the domain whose placement is offered first (None: node-list order)
-_FIRST: ContextVar[str | None] = ContextVar("kubeberth_placement_offered_first", default=None)
+# the domains whose placement is offered first in a group's cycle and in group preemption's
+# re-runs (None: node-list order), and whether a re-run is under way
+_FIRST: ContextVar[tuple[str | None, str | None]] = ContextVar("kubeberth_placement_offered_first",
+                                                               default=(None, None))
+_IN_RERUN: ContextVar[bool] = ContextVar("kubeberth_placement_in_preemption_rerun", default=False)
 
 
 @contextmanager
-def offered_first(domain: str) -> Iterator[None]:
+def offered_first(domain: str | None, rerun_domain: str | None = None) -> Iterator[None]:
     """Within the block (and the tasks and threads started in it), offer `domain`'s placement
-    first when a group's placements include it; the others keep their order."""
-    token = _FIRST.set(domain)
+    first when a group's placements include it, and `rerun_domain`'s in group preemption's re-runs;
+    the others keep their order."""
+    token = _FIRST.set((domain, rerun_domain))
     try:
         yield
     finally:
         _FIRST.reset(token)
+
+
+@contextmanager
+def preemption_rerun() -> Iterator[None]:
+    """The scheduler runs group preemption (its re-runs of the group's algorithm) in the block."""
+    token = _IN_RERUN.set(True)
+    try:
+        yield
+    finally:
+        _IN_RERUN.reset(token)
 
 
 class TopologyPlacementGenerator(PlacementGeneratePlugin):
@@ -79,7 +94,7 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
                 continue
             by_domain.setdefault(value, []).append(ni)
         placements = [Placement(domain, nodes) for domain, nodes in by_domain.items()]
-        first = _FIRST.get()
+        first = _FIRST.get()[1 if _IN_RERUN.get() else 0]
         if first is not None:
             placements.sort(key=lambda p: p.name != first)  # stable: the rest keep their order
         return placements, None

@@ -38,6 +38,7 @@ from ..model.pod_group import (
 from ..plugins.default_preemption import DefaultPreemption
 from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
+from ..plugins.topology_placement_generator import preemption_rerun
 from ..preemption.pod_group import Assignment, SnapshotEdits
 from . import decision_log, explain, group_explain
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
@@ -437,7 +438,8 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
                     if r.status is None], status
 
         try:
-            return await plugin.pod_group_post_filter(fw, pg, members, edits, schedule_group)
+            with preemption_rerun():
+                return await plugin.pod_group_post_filter(fw, pg, members, edits, schedule_group)
         finally:
             self._preemption_edits = None
             edits.restore()
