@@ -196,6 +196,8 @@ def kubeberth_decisions(objects: list[dict[str, Any]], keys: list[str], seed: in
     return out
 
 
+# known entries on a group's victims whose cause also explains its pods' outcomes
+GROUP_CAUSES = {"group-terminating-victim-without-kubelet"}
 FIRST_PLACEMENT = "placements are available, first placement status: "
 
 
@@ -467,18 +469,21 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
                 if group_verdict.kind == "diff":
                     group_verdict = Verdict("tie", "placement", why)
                 break
-    reports = []
-    for k in keys:
-        verdict = explain(verdicts[k], ups[k], ours.pods[k], step.known, scores[k])
-        report = PodReport(k, ups[k], ours.pods[k], verdict, scores[k])
-        if verdict.kind != "agree":
-            nodes = {n for n in (ups[k].node, ours.pods[k].node) if n}
-            report.plugins, report.inputs = plugin_scores(log, k, nodes), objects
-        reports.append(report)
     verdict = group_verdict
     if verdict.kind == "diff" and verdict.field == "message":
         verdict.field = "group"  # the condition's status, reason and message (victims keep their field)
     verdict = explain(verdict, up_group, ours_group, step.known, None)
+    reports = []
+    for k in keys:
+        pod_verdict = explain(verdicts[k], ups[k], ours.pods[k], step.known, scores[k])
+        if pod_verdict.kind == "diff" and not pod_verdict.explained_by and verdict.explained_by in GROUP_CAUSES:
+            # the group's victims differ for a known cause: its pods' outcomes follow from them
+            pod_verdict.explained_by = verdict.explained_by
+        report = PodReport(k, ups[k], ours.pods[k], pod_verdict, scores[k])
+        if pod_verdict.kind != "agree":
+            nodes = {n for n in (ups[k].node, ours.pods[k].node) if n}
+            report.plugins, report.inputs = plugin_scores(log, k, nodes), objects
+        reports.append(report)
     group_report = PodReport(GROUP_PREFIX + gkey, up_group, ours_group, verdict)
     if verdict.kind != "agree":
         group_report.inputs = objects

@@ -302,3 +302,17 @@ def test_a_groups_placement_domains_and_victims_for_the_judge() -> None:
     sim = Simulated({"g-0": Decision("Scheduled", "n0", ["x/b"]), "g-1": Decision("Scheduled", "n0", ["x/a", "x/b"])})
     assert group_victims(sim) == ["x/a", "x/b"]
     assert all(not d.victims for d in sim.pods.values())
+
+
+def test_the_group_terminating_victim_entry_explains_only_an_extra_terminating_victim() -> None:
+    known = load_known()
+    waiting = Decision("PodGroup", message="False/Unschedulable: pod group is unschedulable, pod group preemption: "
+                                           "found a placement for podgroup, preempting 1 victims [0 of 3 pods bound]")
+    placed = Decision("PodGroup", victims=["team-a/t2"], message="True/Scheduled:  [3 of 3 pods bound]")
+    assert explain(judge(waiting, placed, None), waiting, placed, known).explained_by == (
+        "group-terminating-victim-without-kubelet")
+    up = Decision("PodGroup", victims=["default/b1"], message="True/Scheduled:  [2 of 2 pods bound]")
+    ours = Decision("PodGroup", victims=["default/b1", "team-a/t2"], message="True/Scheduled:  [2 of 2 pods bound]")
+    assert explain(judge(up, ours, None), up, ours, known).explained_by == "group-terminating-victim-without-kubelet"
+    other = Decision("PodGroup", victims=["default/b1", "team-a/b2"], message="True/Scheduled:  [2 of 2 pods bound]")
+    assert explain(judge(up, other, None), up, other, known).explained_by == ""
