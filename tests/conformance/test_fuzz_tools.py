@@ -316,3 +316,18 @@ def test_the_group_terminating_victim_entry_explains_only_an_extra_terminating_v
     assert explain(judge(up, ours, None), up, ours, known).explained_by == "group-terminating-victim-without-kubelet"
     other = Decision("PodGroup", victims=["default/b1", "team-a/b2"], message="True/Scheduled:  [2 of 2 pods bound]")
     assert explain(judge(up, other, None), up, other, known).explained_by == ""
+
+
+def test_the_lagging_message_entry_explains_only_a_true_condition_with_a_failures_message() -> None:
+    known = load_known()
+    up = Decision("PodGroup", message="True/Scheduled: pod group is unschedulable, pod group preemption: pod group "
+                                      "is unschedulable [1 of 2 pods bound]")
+    ours = Decision("PodGroup", message="True/Scheduled:  [1 of 2 pods bound]")
+    verdict = judge(up, ours, None)
+    verdict.field = "group"
+    assert explain(verdict, up, ours, known).explained_by == "podgroup-message-patched-from-a-lagging-cache"
+    false = Decision("PodGroup", message=up.message.replace("True/Scheduled", "False/Unschedulable").replace(
+        "[1 of", "[0 of"))
+    verdict = judge(false, ours, None)
+    verdict.field = "group"
+    assert explain(verdict, false, ours, known).explained_by == ""
