@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeberth import features
+from kubeberth.plugins.topology_placement_generator import offered_first
 from kubeberth.scheduler import PENDING
 from kubeberth.simulate import run_simulation
 
@@ -170,9 +171,11 @@ def gated(gates: str) -> AbstractContextManager[Any]:
 
 
 def kubeberth_decisions(objects: list[dict[str, Any]], keys: list[str], seed: int, gates: str = "",
-                        group: str = "") -> Simulated:
-    """simulate's decisions for the pods `keys` (and the PodGroup `group`'s condition), under `gates`."""
-    with gated(gates):
+                        group: str = "", first: tuple[str, str] | None = None) -> Simulated:
+    """simulate's decisions for the pods `keys` (and the PodGroup `group`'s condition), under `gates`;
+    with `first`, those topology domains' placements offered first in the group's cycle and in group
+    preemption's re-run."""
+    with gated(gates), (offered_first(*first) if first is not None else nullcontext()):
         outcomes, sched = run_simulation(copy.deepcopy(objects), seed=seed, warn=io.StringIO())
     out = Simulated({})
     by_pod = {o.pod: o for o in outcomes}
@@ -190,6 +193,34 @@ def kubeberth_decisions(objects: list[dict[str, Any]], keys: list[str], seed: in
     if group:
         bound = sum(1 for d in out.pods.values() if d.status == "Scheduled")
         out.group = group_condition(sched.ctx.objects.get("PodGroup", group), bound, len(keys))
+    return out
+
+
+# known entries on a group's victims whose cause also explains its pods' outcomes
+GROUP_CAUSES = {"group-terminating-victim-without-kubelet"}
+FIRST_PLACEMENT = "placements are available, first placement status: "
+
+
+def placement_domains(objects: list[dict[str, Any]], group: dict[str, Any]) -> list[str]:
+    """The values of the group's topology key over the nodes (node-list order): the domains its
+    placements may be; none without a topology constraint."""
+    topology = ((group.get("spec") or {}).get("schedulingConstraints") or {}).get("topology") or []
+    key = topology[0].get("key") if topology else None
+    if not key:
+        return []
+    out: list[str] = []
+    for o in objects:
+        value = ((o.get("metadata") or {}).get("labels") or {}).get(key) if o.get("kind") == "Node" else None
+        if value is not None and value not in out:
+            out.append(value)
+    return out
+
+
+def group_victims(sim: Simulated) -> list[str]:
+    """The union of the victims kubeberth's pods of a group preempted, and their own cleared."""
+    out = sorted({v for d in sim.pods.values() for v in d.victims})
+    for d in sim.pods.values():
+        d.victims = []
     return out
 
 
@@ -402,8 +433,8 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
     # the victims are the group's (every pod deleted during the step upstream; the union of what
     # kubeberth's pods preempted), judged on the group's line
     up_victims = sorted(k for k in before if k not in after)
-    ours_victims = sorted({v for d in ours.pods.values() for v in d.victims})
-    for d in (*ups.values(), *ours.pods.values()):
+    ours_victims = group_victims(ours)
+    for d in ups.values():
         d.victims = []
     scores = {}
     for k in keys:
@@ -414,20 +445,45 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
         others = [await asyncio.to_thread(kubeberth_decisions, objects, keys, s, step.gates, gkey)
                   for s in OTHER_SEEDS]
     verdicts = judge_group(keys, ups, ours.pods, scores, [o.pods for o in others] if others else None)
-    reports = []
-    for k in keys:
-        verdict = explain(verdicts[k], ups[k], ours.pods[k], step.known, scores[k])
-        report = PodReport(k, ups[k], ours.pods[k], verdict, scores[k])
-        if verdict.kind != "agree":
-            nodes = {n for n in (ups[k].node, ours.pods[k].node) if n}
-            report.plugins, report.inputs = plugin_scores(log, k, nodes), objects
-        reports.append(report)
     ours_group = ours.group or group_condition(None, 0, len(keys))
     up_group.victims, ours_group.victims = up_victims, ours_victims
-    verdict = judge(up_group, ours_group, None)
+    group_verdict = judge(up_group, ours_group, None)
+    if (group_verdict.kind == "diff" or any(v.kind == "diff" for v in verdicts.values())) and FIRST_PLACEMENT in (
+            up_group.message + ours_group.message):
+        # upstream offers a group's placements in Go's map order (random) and reports the first's
+        # results when none is feasible: accept them when kubeberth, with that placement first,
+        # gives upstream's outcome for every pod and the group
+        domains = placement_domains(objects, created_group)
+        # each map walk its own: the cycle's first placement and the preemption re-run's
+        for first in ((d, r) for d in domains for r in domains):
+            alt = await asyncio.to_thread(kubeberth_decisions, objects, keys, step.seed, step.gates, gkey, first)
+            alt_group = alt.group or group_condition(None, 0, len(keys))
+            alt_group.victims = group_victims(alt)
+            alt_verdicts = judge_group(keys, ups, alt.pods, scores)
+            if judge(up_group, alt_group, None).kind != "diff" and all(
+                    v.kind != "diff" for v in alt_verdicts.values()):
+                why = (f"upstream offered placement {first[0]!r} first, {first[1]!r} in group preemption's re-run "
+                       "(Go map order); kubeberth so agrees")
+                verdicts = {k: Verdict("tie", "placement", f"{why} ({verdicts[k].detail})")
+                            if verdicts[k].kind == "diff" else verdicts[k] for k in keys}
+                if group_verdict.kind == "diff":
+                    group_verdict = Verdict("tie", "placement", why)
+                break
+    verdict = group_verdict
     if verdict.kind == "diff" and verdict.field == "message":
         verdict.field = "group"  # the condition's status, reason and message (victims keep their field)
     verdict = explain(verdict, up_group, ours_group, step.known, None)
+    reports = []
+    for k in keys:
+        pod_verdict = explain(verdicts[k], ups[k], ours.pods[k], step.known, scores[k])
+        if pod_verdict.kind == "diff" and not pod_verdict.explained_by and verdict.explained_by in GROUP_CAUSES:
+            # the group's victims differ for a known cause: its pods' outcomes follow from them
+            pod_verdict.explained_by = verdict.explained_by
+        report = PodReport(k, ups[k], ours.pods[k], pod_verdict, scores[k])
+        if pod_verdict.kind != "agree":
+            nodes = {n for n in (ups[k].node, ours.pods[k].node) if n}
+            report.plugins, report.inputs = plugin_scores(log, k, nodes), objects
+        reports.append(report)
     group_report = PodReport(GROUP_PREFIX + gkey, up_group, ours_group, verdict)
     if verdict.kind != "agree":
         group_report.inputs = objects

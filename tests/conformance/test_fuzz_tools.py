@@ -287,3 +287,47 @@ def test_the_lagging_cache_entry_explains_only_a_partly_bound_group() -> None:
     verdict = judge(none_bound, ours, None)
     verdict.field = "group"
     assert explain(verdict, none_bound, ours, known).explained_by == ""
+
+
+def test_a_groups_placement_domains_and_victims_for_the_judge() -> None:
+    from tests.cluster.fuzz_run import Simulated, group_victims, placement_domains
+
+    def node(name: str, **labels: str) -> dict[str, Any]:
+        return {"kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+    objects = [node("n0", zone="b"), node("n1"), node("n2", zone="a"), node("n3", zone="b"), {"kind": "Pod"}]
+    group = {"kind": "PodGroup", "spec": {"schedulingConstraints": {"topology": [{"key": "zone"}]}}}
+    assert placement_domains(objects, group) == ["b", "a"]  # node-list order, each once, unlabelled nodes in none
+    assert placement_domains(objects, {"kind": "PodGroup", "spec": {}}) == []
+    sim = Simulated({"g-0": Decision("Scheduled", "n0", ["x/b"]), "g-1": Decision("Scheduled", "n0", ["x/a", "x/b"])})
+    assert group_victims(sim) == ["x/a", "x/b"]
+    assert all(not d.victims for d in sim.pods.values())
+
+
+def test_the_group_terminating_victim_entry_explains_only_an_extra_terminating_victim() -> None:
+    known = load_known()
+    waiting = Decision("PodGroup", message="False/Unschedulable: pod group is unschedulable, pod group preemption: "
+                                           "found a placement for podgroup, preempting 1 victims [0 of 3 pods bound]")
+    placed = Decision("PodGroup", victims=["team-a/t2"], message="True/Scheduled:  [3 of 3 pods bound]")
+    assert explain(judge(waiting, placed, None), waiting, placed, known).explained_by == (
+        "group-terminating-victim-without-kubelet")
+    up = Decision("PodGroup", victims=["default/b1"], message="True/Scheduled:  [2 of 2 pods bound]")
+    ours = Decision("PodGroup", victims=["default/b1", "team-a/t2"], message="True/Scheduled:  [2 of 2 pods bound]")
+    assert explain(judge(up, ours, None), up, ours, known).explained_by == "group-terminating-victim-without-kubelet"
+    other = Decision("PodGroup", victims=["default/b1", "team-a/b2"], message="True/Scheduled:  [2 of 2 pods bound]")
+    assert explain(judge(up, other, None), up, other, known).explained_by == ""
+
+
+def test_the_lagging_message_entry_explains_only_a_true_condition_with_a_failures_message() -> None:
+    known = load_known()
+    up = Decision("PodGroup", message="True/Scheduled: pod group is unschedulable, pod group preemption: pod group "
+                                      "is unschedulable [1 of 2 pods bound]")
+    ours = Decision("PodGroup", message="True/Scheduled:  [1 of 2 pods bound]")
+    verdict = judge(up, ours, None)
+    verdict.field = "group"
+    assert explain(verdict, up, ours, known).explained_by == "podgroup-message-patched-from-a-lagging-cache"
+    false = Decision("PodGroup", message=up.message.replace("True/Scheduled", "False/Unschedulable").replace(
+        "[1 of", "[0 of"))
+    verdict = judge(false, ours, None)
+    verdict.field = "group"
+    assert explain(verdict, false, ours, known).explained_by == ""

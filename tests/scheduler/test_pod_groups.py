@@ -252,6 +252,8 @@ def test_a_gang_preempts_lower_priority_pods_and_is_bound_whole() -> None:
     assert sorted(preempted_events(sched)) == [("low-a", "Preempted by podgroup default/g on node cluster"),
                                                ("low-b", "Preempted by podgroup default/g on node cluster")]
     assert condition(sched, "g") == ("True", "Scheduled", "")
+    # the group's victims are on its pods' outcomes (simulate's "preempted ..."; the fuzzer's victims)
+    assert sorted(v for o in (got["g-0"], got["g-1"]) for v in o.victims) == ["default/low-a", "default/low-b"]
 
 
 def test_only_lower_priority_pods_are_victims() -> None:

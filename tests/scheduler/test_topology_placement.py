@@ -125,6 +125,52 @@ def test_a_group_no_single_rack_holds_is_unschedulable() -> None:
     assert sched.snapshot.placement is None  # the parent placement is back
 
 
+def test_the_first_placement_offered_is_the_one_reported() -> None:
+    # rack b first: n3 already runs 1 CPU there, so only one of the group fits its first placement
+    from kubeberth.plugins.topology_placement_generator import offered_first
+    objects = [*racks(), pod_dict("busy", cpu="1", node="n3"), pod_group("g", 3),
+               *(member("g", i, "1500m") for i in range(3))]
+    _, sched = run(objects)
+    assert "first placement status: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining" in condition(
+        sched, "g")[2]
+    with offered_first("b"):
+        _, sched = run(objects)
+    assert "first placement status: minCount (3) cannot be satisfied: 1 scheduled, 1 remaining" in condition(
+        sched, "g")[2]
+    with offered_first("c"):  # no such domain: node-list order
+        _, sched = run(objects)
+    assert "2 scheduled, 0 remaining" in condition(sched, "g")[2]
+
+
+def test_group_preemptions_rerun_offers_its_own_first_placement() -> None:
+    # a low pod on n1 makes group preemption run the group's algorithm again: each walk of the
+    # placements (upstream's map) has its own first placement
+    from kubeberth.plugins.topology_placement_generator import offered_first
+    objects = [*racks(), pod_dict("busy", cpu="1", node="n3"), pod_dict("low", cpu="100m", node="n1", priority=-1),
+               pod_group("g", 3), *(member("g", i, "1500m") for i in range(3))]
+    with offered_first("a", "b"):
+        _, sched = run(objects)
+    main, rerun = condition(sched, "g")[2].split("pod group preemption: ")
+    assert "first placement status: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining" in main
+    assert "first placement status: minCount (3) cannot be satisfied: 1 scheduled, 1 remaining" in rerun
+    with offered_first("b", "a"):
+        _, sched = run(objects)
+    main, rerun = condition(sched, "g")[2].split("pod group preemption: ")
+    assert "1 scheduled, 1 remaining" in main and "2 scheduled, 0 remaining" in rerun
+
+
+@pytest.mark.parametrize(("key", "dra_says"), [(RACK, False), (None, True)], ids=["topology", "no-constraints"])
+def test_dynamic_resources_says_nothing_for_a_topology_aware_group(key: str | None, dra_says: bool) -> None:
+    # the low pod goes off for the group's preemption and the algorithm runs again, in vain; upstream's
+    # DynamicResources PodGroupPostFilter gives no reason for a group with schedulingConstraints
+    low = pod_dict("low", cpu="100m", node="n1", priority=-1)
+    objects = [*racks(), low, pod_group("g", 5, key), *(member("g", i, "1500m") for i in range(5))]
+    _, sched = run(objects)
+    message = condition(sched, "g")[2]
+    assert "pod group preemption: " in message
+    assert ("deallocation and deletion of ResourceClaims completed, pod group preemption: " in message) is dra_says
+
+
 def test_without_the_gate_the_cluster_holds_it() -> None:
     objects = [*racks(), pod_group("g", 3), *(member("g", i, "1500m") for i in range(3))]
     got, _ = run(objects, GANGS_ONLY)

@@ -22,8 +22,9 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 class PodGroup:
     """`min_count`: the gang policy's minCount; None for the basic policy (no quorum)."""
 
-    __slots__ = ("conditions", "creation_timestamp", "disruption_all", "generation", "key", "min_count", "name",
-                 "namespace", "preemption_policy", "priority", "priority_class_name", "raw", "topology_keys", "uid")
+    __slots__ = ("conditions", "creation_timestamp", "disruption_all", "generation", "has_constraints", "key",
+                 "min_count", "name", "namespace", "preemption_policy", "priority", "priority_class_name", "raw",
+                 "topology_keys", "uid")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if not isinstance(raw, Mapping):
@@ -78,6 +79,8 @@ class PodGroup:
                 raise ModelError(f"spec.schedulingConstraints.topology[{i}].key must be a non-empty string", obj=where)
             keys.append(key)
         self.topology_keys: tuple[str, ...] = tuple(keys)
+        # spec.schedulingConstraints present at all (upstream's non-nil pointer), even with no topology
+        self.has_constraints: bool = spec.get("schedulingConstraints") is not None
         mode = spec.get("disruptionMode")
         if mode is not None and not isinstance(mode, Mapping):
             raise ModelError("spec.disruptionMode must be a mapping", obj=where)

@@ -145,6 +145,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             return None, status
         self.handle.metrics.workload_preemption_victims(len(result.victims), result.num_pod_group_disruptions,
                                                         result.num_pdb_violations)
+        record = self.handle.record_victims
+        if record is not None and members:  # the scheduler's records (simulate's outcomes): on the first member
+            record(members[0], list(result.victims))
         self.evaluator.executor.prepare_pod_group_async(result.victims, pg.uid, members,
                                                         members[0].scheduler_name if members else "")
         return result.nominations, Status(Code.SUCCESS, found_placement_message(len(result.victims)))

@@ -7,11 +7,17 @@ parent placement (every node) unchanged.
 
 Placements come in the order their domains first appear in the node list (upstream's come in Go's
 map order, which is random: it only matters for which placement's status a group that fits none
-reports, see README "Topology-aware placement").
+reports, see README "Topology-aware placement"). `offered_first(domain, rerun_domain)` puts one
+domain's placement first in the group's cycle (and one in group preemption's re-runs of the
+group's algorithm), as upstream's map may, each map walk its own: the fuzzer's judge replays a group
+that fits no placement so, to accept whichever first placements upstream reported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..framework import (
@@ -28,6 +34,34 @@ from ..framework import (
 )
 
 NAME = "TopologyPlacementGenerator"
+
+# the domains whose placement is offered first in a group's cycle and in group preemption's
+# re-runs (None: node-list order), and whether a re-run is under way
+_FIRST: ContextVar[tuple[str | None, str | None]] = ContextVar("kubeberth_placement_offered_first",
+                                                               default=(None, None))
+_IN_RERUN: ContextVar[bool] = ContextVar("kubeberth_placement_in_preemption_rerun", default=False)
+
+
+@contextmanager
+def offered_first(domain: str | None, rerun_domain: str | None = None) -> Iterator[None]:
+    """Within the block (and the tasks and threads started in it), offer `domain`'s placement
+    first when a group's placements include it, and `rerun_domain`'s in group preemption's re-runs;
+    the others keep their order."""
+    token = _FIRST.set((domain, rerun_domain))
+    try:
+        yield
+    finally:
+        _FIRST.reset(token)
+
+
+@contextmanager
+def preemption_rerun() -> Iterator[None]:
+    """The scheduler runs group preemption (its re-runs of the group's algorithm) in the block."""
+    token = _IN_RERUN.set(True)
+    try:
+        yield
+    finally:
+        _IN_RERUN.reset(token)
 
 
 class TopologyPlacementGenerator(PlacementGeneratePlugin):
@@ -59,7 +93,11 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
             if value is None or (required is not None and value != required):
                 continue
             by_domain.setdefault(value, []).append(ni)
-        return [Placement(domain, nodes) for domain, nodes in by_domain.items()], None
+        placements = [Placement(domain, nodes) for domain, nodes in by_domain.items()]
+        first = _FIRST.get()[1 if _IN_RERUN.get() else 0]
+        if first is not None:
+            placements.sort(key=lambda p: p.name != first)  # stable: the rest keep their order
+        return placements, None
 
     def _scheduled_pods(self, pod_group: PodGroup) -> tuple[list[Pod], str]:
         states = self.handle.shared_indexes.get(POD_GROUP_STATES) if self.handle is not None else None

@@ -38,6 +38,7 @@ from ..model.pod_group import (
 from ..plugins.default_preemption import DefaultPreemption
 from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
+from ..plugins.topology_placement_generator import preemption_rerun
 from ..preemption.pod_group import Assignment, SnapshotEdits
 from . import decision_log, explain, group_explain
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
@@ -386,7 +387,8 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         PodGroupPostFilter (DynamicResources, DefaultPreemption, in the profile's order): the first
         success or UnschedulableAndUnresolvable ends it, Unschedulable reasons add up.
         DynamicResources reports its claims dealt with (kubeberth has no claims of pod groups to
-        deallocate); DefaultPreemption preempts for the group (preemption/pod_group.py), the group's
+        deallocate), or, with TopologyAwareWorkloadScheduling, nothing for a group with
+        spec.schedulingConstraints; DefaultPreemption preempts for the group (preemption/pod_group.py), the group's
         algorithm run again on the snapshot without the victims (`_rerun_for_preemption`).
         Returns the pods' nominations (uid -> node) when preemption succeeded."""
         started = time.perf_counter()
@@ -395,7 +397,11 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         result: tuple[dict[str, str] | None, Status] | None = None
         for plugin in fw.post_filter_plugins:
             if plugin.name == DYNAMIC_RESOURCES:
-                status = Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
+                if features.current().enabled(features.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING) and pg.has_constraints:
+                    # upstream's DynamicResources leaves topology-aware groups alone: no reason
+                    status = Status(Code.UNSCHEDULABLE)
+                else:
+                    status = Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
                 nominations = None
             elif isinstance(plugin, DefaultPreemption):
                 nominations, status = await self._run_group_preemption(fw, plugin, pg, queued)
@@ -432,7 +438,8 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
                     if r.status is None], status
 
         try:
-            return await plugin.pod_group_post_filter(fw, pg, members, edits, schedule_group)
+            with preemption_rerun():
+                return await plugin.pod_group_post_filter(fw, pg, members, edits, schedule_group)
         finally:
             self._preemption_edits = None
             edits.restore()
