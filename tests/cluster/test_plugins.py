@@ -50,13 +50,14 @@ class GateOpen(FilterPlugin):
     """Nodes a Gate named after them opens."""
 
     name = "GateOpen"
-    reads = (ObjectKind("example.com", "v1", "gates", "Gate", namespaced=False),)
+    GATE = ObjectKind("example.com", "v1", "gates", "Gate", namespaced=False)
+    reads = (GATE,)
 
     def __init__(self, args, handle):
         self.handle = handle
 
     def filter(self, state, pod, node_info):
-        gate = self.handle.objects.get("Gate", node_info.node.name)
+        gate = self.handle.objects.get(self.GATE.group_kind, node_info.node.name)
         return None if gate is not None and gate.get("spec", {{}}).get("open") else Status.unschedulable("gate closed")
 
 
