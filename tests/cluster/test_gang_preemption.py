@@ -23,7 +23,6 @@ kube-scheduler's, word for word.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -32,9 +31,9 @@ import pytest
 import pytest_asyncio
 
 from .conftest import OperatorProcess
-from .control_plane import ADMIN_TOKEN, ControlPlane, Process
+from .control_plane import ADMIN_TOKEN, ControlPlane
 from .kube import Kube, eventually, node, pod
-from .test_gangs import gated_plane, kubeberth_kubeconfig
+from .test_gangs import gated_plane, kubeberth_kubeconfig, start_kube_scheduler
 
 pytestmark = pytest.mark.cluster
 
@@ -211,22 +210,12 @@ async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
         yield client
 
 
-def start_kube_scheduler(plane: ControlPlane) -> Process:
-    kubeconfig = plane.write_kubeconfig(plane.dir / "kube-scheduler.kubeconfig", token=ADMIN_TOKEN)
-    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-              "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False}}
-    (plane.dir / "kube-scheduler.yaml").write_text(json.dumps(config))
-    return Process.start("kube-scheduler", [str(plane.bin / "kube-scheduler"),
-                                            f"--config={plane.dir / 'kube-scheduler.yaml'}", "--secure-port=0",
-                                            f"--feature-gates={GATES}", "-v=2"], plane.dir)
-
-
 def nominated(story: dict[str, Any], *pods: str) -> list[str]:
     return sorted(story["pods"][p][1] for p in pods)
 
 
 async def test_group_preemption_as_kube_scheduler_does_it(plane: ControlPlane, kube: Kube) -> None:
-    upstream = start_kube_scheduler(plane)
+    upstream = start_kube_scheduler(plane, GATES)
     try:
         await asyncio.sleep(1)
         expected = await scenario(kube)
