@@ -23,6 +23,20 @@ class PluginUnavailable(ConfigError):
     another API version): the reason is the loader's."""
 
 
+class KindUnavailable(PluginUnavailable):
+    """A plugin the profile enables reads a kind that cannot be read now (its CRD is not installed,
+    RBAC does not grant a verb)."""
+
+
+class KindsNotSynced(ConfigError):
+    """Plugins the profile enables read kinds the operator has not listed yet (`kinds`, by
+    `Kind.group`): the profile is judged once they are (or once they fail)."""
+
+    def __init__(self, kinds: list[str]) -> None:
+        super().__init__("", f"waiting for {', '.join(kinds)} to be listed")
+        self.kinds = tuple(kinds)
+
+
 def _unknown(path: str, registry: Registry, name: str) -> ConfigError:
     if name in registry.unavailable:
         return PluginUnavailable(path, registry.unknown(name))
@@ -155,6 +169,22 @@ def check_score_overflow(weights: dict[str, int], point: str = "score") -> None:
             raise ConfigError(f"spec.plugins.{point}", f"total score of Score plugins could overflow at {name}")
 
 
+def _needed(points: dict[str, list[Any]]) -> list[str]:
+    needed: list[str] = []
+    for refs in points.values():
+        for r in refs:
+            if r.name not in needed:
+                needed.append(r.name)
+    return needed
+
+
+def enabled_plugins(spec: SchedulingProfileSpec, registry: Registry) -> list[str]:
+    """The plugins a profile's spec runs (upstream's defaults merged, multiPoint expanded, aliases
+    resolved). Raises ConfigError as build_framework would for the plugin sets."""
+    custom = _resolve_aliases(spec.plugins, registry, {})
+    return _needed(expand_points(merge_with_defaults(custom), registry))
+
+
 def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: SchedulerContext,
                     profile_name: str | None = None) -> Framework:
     """Raises ConfigError naming the field when the profile cannot run."""
@@ -170,20 +200,24 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
             spec.pluginConfig[i].name = alias.target
     merged = merge_with_defaults(custom)
     points = expand_points(merged, registry)
-    fw = Framework(profile_name or spec.schedulerName, spec, ctx)
-    fw.extenders = list(build_extenders(spec, node_infos=lambda: fw.snapshot))
-    needed: list[str] = []
-    for refs in points.values():
-        for r in refs:
-            if r.name not in needed:
-                needed.append(r.name)
+    needed = _needed(points)
+    unsynced: list[str] = []
     for name in needed:
         plugin_spec = registry.get(name)
         assert plugin_spec is not None
         for kind in plugin_spec.cls.reads:
             problem = registry.kind_problems.get(kind.group_kind)
             if problem is not None:
-                raise PluginUnavailable("", f"plugin {name!r} reads {kind.kind}: {problem}")
+                raise KindUnavailable("", f"plugin {name!r} reads {kind.kind}: {problem}")
+            if kind.group_kind in registry.kinds_unsynced and kind.group_kind not in unsynced:
+                unsynced.append(kind.group_kind)
+    if unsynced:
+        raise KindsNotSynced(unsynced)
+    fw = Framework(profile_name or spec.schedulerName, spec, ctx)
+    fw.extenders = list(build_extenders(spec, node_infos=lambda: fw.snapshot))
+    for name in needed:
+        plugin_spec = registry.get(name)
+        assert plugin_spec is not None
         args = _plugin_args(spec, registry, name, alias_args)
         try:
             fw.plugins[name] = plugin_spec.build(args, fw)

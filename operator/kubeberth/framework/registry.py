@@ -62,6 +62,9 @@ class Registry:
         # A kind plugins declare they read (its `kind`) that cannot be read now -> why (the operator
         # sets it: a CRD not installed, a verb RBAC does not grant); plugins reading it cannot run.
         self.kind_problems: dict[str, str] = {}
+        # Kinds plugins declare they read that the operator has not listed yet (it watches a kind only
+        # while a profile needs it): a profile whose plugins read one waits until it is (WaitForCacheSync).
+        self.kinds_unsynced: set[str] = set()
         for s in specs:
             self.register(s)
 
@@ -126,4 +129,5 @@ class Registry:
         r.unavailable = dict(self.unavailable)
         r.load_failures = list(self.load_failures)
         r.kind_problems = dict(self.kind_problems)
+        r.kinds_unsynced = set(self.kinds_unsynced)
         return r

@@ -36,7 +36,7 @@ from .. import __version__
 from ..clock import RealClock
 from ..config.profile import GROUP, PLURAL, VERSION
 from ..metrics import SchedulerMetrics
-from ..plugins import plugin_registry
+from ..plugins import loaded, plugin_registry
 from ..scheduler import Scheduler
 from ..scheduler.watched import WatchedKind, declared_kinds, watched_kinds
 from . import handlers
@@ -47,6 +47,7 @@ from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, Forbidden, kubeconf
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
 from .leader import LeaderElector
+from .plugin_operators import PluginOperators
 from .profiles import ProfileManager
 from .reflector import Backoff, Informers
 from .rest import RestClient
@@ -125,6 +126,8 @@ class OperatorApp:
         self._rest: RestClient | None = None
         self._informers: Informers | None = None
         self._elector: LeaderElector | None = None
+        self._plugin_operators: PluginOperators | None = None
+        self._always_handlers: kopf.OperatorRegistry | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop: asyncio.Event | None = None
         self._loop_task: asyncio.Task[None] | None = None
@@ -156,6 +159,11 @@ class OperatorApp:
     def informers(self) -> Informers:
         assert self._informers is not None, "the operator is not running"
         return self._informers
+
+    @property
+    def plugin_operators(self) -> PluginOperators:
+        assert self._plugin_operators is not None, "the operator is not running"
+        return self._plugin_operators
 
     @property
     def elector(self) -> LeaderElector | None:
@@ -192,15 +200,28 @@ class OperatorApp:
                                       active=lambda: client.may_write())  # late-bound: set for leader election
         self._profiles = ProfileManager(self._scheduler, plugin_registry(), default_profile=cfg.default_profile,
                                         shadow=self.shadow)
-        for obj in cfg.config_profiles:
-            self._profiles.apply_fixed(obj)
         self._ingest = Ingest(self._scheduler, self._profiles.apply, on_pod=self.shadow.on_pod,
                               on_pod_delete=self.shadow.on_pod_delete)
-        # The table's kinds, and those the plugins declare they read (a plugin's CRD): a kind that
-        # cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
-        kinds = [*watched_kinds(), *declared_kinds(self._profiles.registry)]
-        self._informers = Informers(rest=self._rest, kinds=kinds, sink=self._ingest, on_batch=self._after_batch,
-                                    on_problem=self._on_kind_problem)
+        # The table's kinds; those the plugins declare they read (a plugin's CRD) only while a profile
+        # needs them (`_on_demand`): a profile whose plugins read one waits until it is listed, and one
+        # that cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
+        self._profiles.registry.kinds_unsynced = {k.store_key for k in declared_kinds(self._profiles.registry)}
+        self._informers = Informers(rest=self._rest, kinds=watched_kinds(), sink=self._ingest,
+                                    on_batch=self._after_batch, on_problem=self._on_kind_problem)
+        self._informers.on_listed = self._on_kind_listed
+        self._informers.on_forgotten = self._on_kind_forgotten
+        # The kopf handlers of plugins' modules: run while a profile in force enables their plugins.
+        parts = handlers.partition(kopf.get_default_registry(), loaded().provides)
+        self._always_handlers = parts.pop(frozenset(), None)
+        self._plugin_operators = PluginOperators(
+            parts, gate=self.leading, login=self.connection_info, configure=self.configure_settings,
+            identity=self.identity, memo={"kubeberth_api_client": self.api_client}, on_signal=self._on_signal)
+        for op in self._plugin_operators.operators:
+            logger.info("%d kopf handler(s) of plugin(s) %s: they run while a profile in force enables one",
+                        op.handlers, op.describe())
+        self._profiles.on_demand = self._on_demand
+        for obj in cfg.config_profiles:
+            self._profiles.apply_fixed(obj)
         if cfg.leader_elect:
             self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
             self._scheduler.may_write = self._client.may_write = lambda: (self._elector is not None
@@ -213,10 +234,11 @@ class OperatorApp:
         self.build(configuration, load_credentials(cfg, configuration))
         registry = kopf.OperatorRegistry()
         handlers.register(registry, self)
-        # kopf handlers that plugins' modules registered (README: kopf handlers of your own).
-        adopted = handlers.adopt(registry, kopf.get_default_registry(), self.leading)
-        if adopted:
-            logger.info("Running %d kopf handler(s) of the plugins' modules", adopted)
+        # kopf handlers of modules that bring no plugin (README: kopf handlers of your own): always.
+        if self._always_handlers is not None:
+            adopted = handlers.adopt(registry, self._always_handlers, self.leading)
+            if adopted:
+                logger.info("Running %d kopf handler(s) of modules that bring no plugin", adopted)
         settings = kopf.OperatorSettings()
         self.configure_settings(settings)
         self._stop = stop_flag if stop_flag is not None else asyncio.Event()
@@ -317,6 +339,7 @@ class OperatorApp:
         if self._elector is not None:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
+        self.plugin_operators.start()
 
     async def _annotate_pod(self, namespace: str, name: str, annotations: dict[str, Any]) -> None:
         await self.client.api.call("PATCH", pod_path(namespace, name), what=f"shadow annotation of {namespace}/{name}",
@@ -359,6 +382,8 @@ class OperatorApp:
                 await asyncio.wait_for(self._scheduler.wait_for_bindings(), timeout)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._scheduler.wait_for_preemptions(), timeout)
+        if self._plugin_operators is not None:
+            await self._plugin_operators.close()
         if self._informers is not None:
             await self._informers.stop()
         await cancel_and_wait(self._tasks)
@@ -376,12 +401,35 @@ class OperatorApp:
         if self._elector is not None:
             await self._elector.elected.wait()
 
-    def _on_kind_problem(self, kind: WatchedKind, problem: str | None) -> None:
-        """A kind plugins read cannot be read, or can again: judge the profiles again, write their status."""
-        self.profiles.set_kind_problem(kind.store_key, problem)
+    def _on_demand(self) -> None:
+        """The profiles need other plugins now: watch the kinds the wanted ones read, run the kopf
+        handlers of those in force."""
+        profiles = self.profiles
+        self.informers.follow(declared_kinds(profiles.registry, profiles.plugins_wanted()))
+        self.plugin_operators.follow(profiles.plugins_in_force())
+
+    def _on_kind_listed(self, kind: WatchedKind) -> None:
+        """A kind plugins read is listed: the profiles waiting for it are judged."""
+        self.profiles.set_kind_synced(kind.store_key, True)
+        self._write_statuses(kind)
+
+    def _on_kind_forgotten(self, kind: WatchedKind) -> None:
+        self.profiles.set_kind_synced(kind.store_key, False)
+
+    def _on_signal(self) -> None:
+        logger.info("Signalled: stopping")
+        if self._stop is not None:
+            self._stop.set()
+
+    def _write_statuses(self, kind: WatchedKind) -> None:
         if self.profiles.dirty and self.ingest.synced.is_set():
             task = asyncio.get_running_loop().create_task(self._after_batch(kind), name="kubeberth profile status")
             self._tasks.append(task)
+
+    def _on_kind_problem(self, kind: WatchedKind, problem: str | None) -> None:
+        """A kind plugins read cannot be read, or can again: judge the profiles again, write their status."""
+        self.profiles.set_kind_problem(kind.store_key, problem)
+        self._write_statuses(kind)
 
     def _health_checks(self) -> tuple[HealthCheck | None, HealthCheck, HealthCheck, HealthCheck]:
         """kube-scheduler's checks (leaderElection, shutdown, sched-handler-sync) and kubeberth's

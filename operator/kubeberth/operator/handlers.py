@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import kopf
@@ -82,6 +82,38 @@ def _gated(fn: Callable[..., Any], gate: Gate) -> Callable[..., Awaitable[Any]]:
         return await asyncio.get_running_loop().run_in_executor(None, functools.partial(ctx.run, fn, *args,
                                                                                         **kwargs))
     return call_sync
+
+
+_ALL_REGISTRIES = ("_activities", *(attr for attr, _ in _RESOURCE_REGISTRIES))
+
+
+def owners_of(module: str, provides: Mapping[str, Iterable[str]]) -> frozenset[str]:
+    """The plugins a handler defined in `module` belongs to: those of every plugin-bringing package
+    (`Loaded.provides`) that `module` is, or is part of. Empty: a module that brings no plugin."""
+    names: set[str] = set()
+    for package, plugins in provides.items():
+        if module == package or module.startswith(package + "."):
+            names.update(plugins)
+    return frozenset(names)
+
+
+def partition(source: kopf.OperatorRegistry,
+              provides: Mapping[str, Iterable[str]]) -> dict[frozenset[str], kopf.OperatorRegistry]:
+    """The handlers of `source` (kopf's default registry) by the plugins their module belongs to
+    (`owners_of` on the handler function's module), each set on a registry of its own: the key
+    frozenset() holds those of modules that bring no plugin. Probes stay with those: they answer on
+    kubeberth's liveness endpoint, which only the operator's own kopf serves."""
+    parts: dict[frozenset[str], kopf.OperatorRegistry] = {}
+    for attr in _ALL_REGISTRIES:
+        for handler in getattr(source, attr).get_all_handlers():
+            owners = owners_of(str(getattr(handler.fn, "__module__", "") or ""), provides)
+            if attr == "_activities" and handler.activity == "probe":
+                owners = frozenset()
+            target = parts.get(owners)
+            if target is None:
+                target = parts[owners] = kopf.OperatorRegistry()
+            getattr(target, attr).append(handler)
+    return parts
 
 
 def adopt(registry: kopf.OperatorRegistry, source: kopf.OperatorRegistry, gate: Gate) -> int:

@@ -9,6 +9,13 @@ default-scheduler brings upstream's default profile back (unless disabled).
 
 Status (observedGeneration and the Accepted condition) is written to the status
 subresource, only when it would change.
+
+The manager also says what the profiles need (`on_demand` hears when that changes): the
+plugins in force (their kopf handlers run only then) and the plugins wanted, those in force
+plus those of profiles that wait for the kinds their plugins read or are refused because one
+cannot be read (their kinds are watched only then). A profile whose plugins read a kind not
+listed yet waits, without a verdict, until it is (`set_kind_synced`) or cannot be
+(`set_kind_problem`); the previous version stays in force meanwhile.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 from ..config import DEFAULT_SCHEDULER_NAME, ConfigError, SchedulingProfileSpec, default_spec, parse_spec
 from ..config.models import SHADOW
 from ..framework.registry import Registry
-from ..profile import PluginUnavailable
+from ..profile import KindsNotSynced, KindUnavailable, PluginUnavailable, enabled_plugins
 from ..scheduler import Scheduler
 from .shadow import ShadowEvaluator
 
@@ -50,6 +57,7 @@ class Verdict:
 
 
 VALID = Verdict(True, "Valid", "")
+WAITING = Verdict(False, "Waiting", "")  # not a verdict: judged once the kinds its plugins read are listed
 
 StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -66,6 +74,12 @@ class ProfileManager:
         self.objects: dict[str, Mapping[str, Any]] = {}  # resource name -> latest object seen
         self.verdicts: dict[str, Verdict] = {}
         self.dirty: set[str] = set()  # resources whose status needs writing
+        self.fixed: dict[str, Mapping[str, Any]] = {}  # --config profiles: name -> object
+        self.enabled: dict[str, frozenset[str]] = {}  # resource name -> the plugins of its spec in force
+        self.wanting: dict[str, frozenset[str]] = {}  # resource name -> plugins of a spec waiting for kinds
+        self.waiting: set[str] = set()  # resources whose spec waits for kinds to be listed
+        self.on_demand: Callable[[], None] | None = None
+        self._demand: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
         if default_profile:
             self._install_default()
 
@@ -74,13 +88,78 @@ class ProfileManager:
 
     # --- events ---
 
+    # --- what the profiles need ---
+
+    def plugins_in_force(self) -> frozenset[str]:
+        """The plugins some profile in force runs."""
+        return frozenset().union(*self.enabled.values())
+
+    def plugins_wanted(self) -> frozenset[str]:
+        """The plugins in force, and those of profiles waiting for (or refused for) the kinds they read."""
+        return self.plugins_in_force().union(*self.wanting.values())
+
+    def _demand_changed(self) -> None:
+        demand = (self.plugins_in_force(), self.plugins_wanted())
+        if demand != self._demand:
+            self._demand = demand
+            if self.on_demand is not None:
+                self.on_demand()
+
+    def _plugins_of(self, spec: SchedulingProfileSpec) -> frozenset[str]:
+        try:
+            return frozenset(enabled_plugins(spec, self.registry))
+        except ConfigError:
+            return frozenset()
+
+    def _in_force(self, name: str, spec: SchedulingProfileSpec) -> None:
+        self.running[name] = spec
+        self.enabled[name] = self._plugins_of(spec)
+        self.waiting.discard(name)
+        self.wanting.pop(name, None)
+
+    def _wait(self, name: str, spec: SchedulingProfileSpec, exc: KindsNotSynced) -> Verdict:
+        self.waiting.add(name)
+        self.wanting[name] = self._plugins_of(spec)
+        logger.info("SchedulingProfile %s waits until %s %s listed", name, ", ".join(exc.kinds),
+                    "is" if len(exc.kinds) == 1 else "are")
+        return WAITING
+
+    def set_kind_synced(self, kind: str, synced: bool) -> None:
+        """A kind plugins read has been listed (`synced`), or is no longer watched: profiles waiting
+        for it are judged; a kind no longer watched is unsynced again and its problem forgotten."""
+        if not synced:
+            self.registry.kinds_unsynced.add(kind)
+            self.registry.kind_problems.pop(kind, None)
+            return
+        self.registry.kinds_unsynced.discard(kind)
+        for name in sorted(self.waiting):
+            self._rejudge(name)
+        self._demand_changed()
+
+    def _rejudge(self, name: str) -> None:
+        fixed = self.fixed.get(name)
+        if fixed is None:
+            obj = self.objects.get(name)
+            if obj is not None:
+                self.apply(name, obj)
+            return
+        verdict = self._apply_spec(name, fixed.get("spec"))
+        if not verdict.accepted and verdict is not WAITING:
+            logger.error("--config profile %s cannot run: %s", name, verdict.message)
+
+    # --- events ---
+
     def apply(self, name: str, obj: Mapping[str, Any] | None) -> None:
         """A profile resource was listed/added/changed (`obj`) or deleted (None)."""
         if obj is None:
             self._delete(name)
+            self._demand_changed()
             return
         self.objects[name] = obj
         verdict = self._apply_spec(name, obj.get("spec"))
+        self._demand_changed()
+        if verdict is WAITING:
+            return
         self.verdicts[name] = verdict
         self.dirty.add(name)
         if verdict.accepted:
@@ -97,16 +176,21 @@ class ProfileManager:
             return self._apply_shadow(name, spec)
         owner = self.owners.get(spec.schedulerName)
         if owner is not None and owner != name:
+            self.waiting.discard(name)
+            self.wanting.pop(name, None)
             return Verdict(False, "Conflict", f"spec.schedulerName: {spec.schedulerName} is already served by "
                                               f"SchedulingProfile {owner}")
         current = self.running.get(name)
         if current is not None and current == spec:
+            self._in_force(name, spec)
             return VALID
         try:
             self.scheduler.add_profile_spec(spec, self.registry, profile_name=spec.schedulerName)
+        except KindsNotSynced as exc:
+            return self._wait(name, spec, exc)
         except ConfigError as exc:
-            return self._refused(name, exc)
-        self.running[name] = spec
+            return self._refused(name, exc, spec)
+        self._in_force(name, spec)
         self.owners[spec.schedulerName] = name
         if current is not None and current.mode == SHADOW and self.shadow is not None:
             self.shadow.remove_profile(name)
@@ -120,12 +204,15 @@ class ProfileManager:
             return Verdict(False, "Invalid", "spec.mode: Shadow profiles are not available here")
         current = self.running.get(name)
         if current is not None and current == spec:
+            self._in_force(name, spec)
             return VALID
         try:
             self.shadow.set_profile(name, spec, self.registry)
+        except KindsNotSynced as exc:
+            return self._wait(name, spec, exc)
         except ConfigError as exc:
-            return self._refused(name, exc)
-        self.running[name] = spec
+            return self._refused(name, exc, spec)
+        self._in_force(name, spec)
         if current is not None and current.mode != SHADOW:
             self._release(current.schedulerName, name)
         return VALID
@@ -144,10 +231,18 @@ class ProfileManager:
             logger.warning("Plugins cannot read %s: %s", kind, problem)
         for name, obj in list(self.objects.items()):
             verdict = self.verdicts.get(name)
-            if verdict is not None and not verdict.accepted:
+            if name in self.waiting or (verdict is not None and not verdict.accepted):
                 self.apply(name, obj)
+        for name in [n for n in self.fixed if n in self.waiting]:
+            self._rejudge(name)
+        self._demand_changed()
 
-    def _refused(self, name: str, exc: ConfigError) -> Verdict:
+    def _refused(self, name: str, exc: ConfigError, spec: SchedulingProfileSpec | None = None) -> Verdict:
+        self.waiting.discard(name)
+        if isinstance(exc, KindUnavailable) and spec is not None:
+            self.wanting[name] = self._plugins_of(spec)  # its kinds stay watched: they may become readable
+        else:
+            self.wanting.pop(name, None)
         message = f"{exc.path}: {exc.detail}" if exc.path else exc.detail
         running = self.running.get(name)
         if running is not None:
@@ -172,6 +267,9 @@ class ProfileManager:
         self.objects.pop(name, None)
         self.verdicts.pop(name, None)
         self.dirty.discard(name)
+        self.enabled.pop(name, None)
+        self.wanting.pop(name, None)
+        self.waiting.discard(name)
         spec = self.running.pop(name, None)
         if spec is not None and spec.mode == SHADOW:
             if self.shadow is not None:
@@ -187,8 +285,10 @@ class ProfileManager:
         """A profile of `kubeberth run --config`: in force like a resource's, without a status to
         write. Raises ConfigError when it cannot run."""
         name = "config:" + str((obj.get("metadata") or {}).get("name"))
+        self.fixed[name] = obj
         verdict = self._apply_spec(name, obj.get("spec"))
-        if not verdict.accepted:
+        self._demand_changed()
+        if not verdict.accepted and verdict is not WAITING:
             raise ConfigError(f"--config profile {(obj.get('spec') or {}).get('schedulerName')}", verdict.message)
 
     # --- status ---

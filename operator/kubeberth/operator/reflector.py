@@ -16,6 +16,7 @@ watches: nothing is scheduled before every kind has been listed once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
@@ -139,6 +140,15 @@ class Reflector:
         self.on_problem = on_problem
         self.problem: str | None = None
         self._problem_verb = ""  # the verb `problem` is about
+        self.on_listed: Callable[[WatchedKind], None] | None = None  # once, after the first list delivered
+        self.listed = False
+
+    def mark_listed(self) -> None:
+        """The sink holds a complete list of the kind (the first time: tell `on_listed`)."""
+        if not self.listed:
+            self.listed = True
+            if self.on_listed is not None:
+                self.on_listed(self.kind)
 
     def report(self, verb: str, exc: BaseException | None) -> bool:
         """A declared kind's list or watch answered `exc` (None: it went through): tell on_problem
@@ -271,6 +281,7 @@ class Reflector:
             try:
                 if not self.resource_version:
                     await self._deliver(await self.relist())
+                    self.mark_listed()
                     self.failing = False
                     if self.missing:
                         self.missing = False
@@ -299,22 +310,78 @@ class Reflector:
 
 
 class Informers:
-    """The reflectors of every watched kind, synced together before anything is scheduled."""
+    """The reflectors of every watched kind, synced together before anything is scheduled.
+
+    The kinds plugins declare they read are not among them: `follow(kinds)` starts a reflector for
+    each kind a profile needs now and stops (forgetting its objects) those no profile needs any
+    more; `on_listed` hears when a started kind has been listed into the sink (its WaitForCacheSync)."""
 
     def __init__(self, *, rest: RestClient, kinds: Iterable[WatchedKind], sink: Sink,
                  on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
                  page_size: int = 500, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  on_problem: ProblemHook | None = None,
                  idle_timeout: float = WATCH_IDLE_SECONDS) -> None:
-        self.reflectors = [Reflector(rest=rest, kind=k, sink=sink, page_size=page_size, on_batch=on_batch,
-                                     sleep=sleep, on_problem=on_problem, idle_timeout=idle_timeout)
-                           for k in kinds]
+        self._make = functools.partial(Reflector, rest=rest, sink=sink, page_size=page_size, on_batch=on_batch,
+                                       sleep=sleep, on_problem=on_problem, idle_timeout=idle_timeout)
+        self.reflectors: list[Reflector] = [self._make(kind=k) for k in kinds]
         self.sink = sink
         self.on_batch = on_batch
         self.sleep = sleep
         self.synced = asyncio.Event()
         self.sync_seconds: float | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        # Kinds started by follow(): store key -> (reflector, its task once started).
+        self.on_listed: Callable[[WatchedKind], None] | None = None
+        self.on_forgotten: Callable[[WatchedKind], None] | None = None
+        self.followed: dict[str, tuple[Reflector, asyncio.Task[None] | None]] = {}
+        self._started = False
+        self._stopped: list[asyncio.Task[None]] = []
+
+    # --- kinds profiles need now ---
+
+    def follow(self, kinds: Iterable[WatchedKind]) -> None:
+        """Watch exactly these (declared) kinds besides the table's: start the new ones (listed, then
+        watched), stop the others at once, their objects delivered as deletions."""
+        wanted = {k.store_key: k for k in kinds}
+        self._stopped = [t for t in self._stopped if not t.done()]
+        for key in [k for k in self.followed if k not in wanted]:
+            reflector, task = self.followed.pop(key)
+            if task is not None:
+                task.cancel()  # it delivers nothing more: the cancellation lands at its next await
+                self._stopped.append(task)
+            self.reflectors.remove(reflector)
+            gone = reflector.replace([], "")
+            if gone:
+                self.sink.apply(reflector.kind, gone)
+            logger.info("Stopped watching %s: no profile needs it", reflector.kind.path)
+            if self.on_forgotten is not None:
+                self.on_forgotten(reflector.kind)
+        for key, kind in wanted.items():
+            if key not in self.followed:
+                reflector = self._make(kind=kind)
+                reflector.on_listed = self.on_listed
+                self.reflectors.append(reflector)
+                self.followed[key] = (reflector, None)
+        if self._started:
+            self._start_followed()
+
+    def _start_followed(self) -> None:
+        loop = asyncio.get_running_loop()
+        for key, (reflector, task) in list(self.followed.items()):
+            if task is None:
+                logger.info("Watching %s: a profile needs it", reflector.kind.path)
+                task = loop.create_task(self._run_followed(reflector), name=f"kubeberth watch {reflector.kind.plural}")
+                self.followed[key] = (reflector, task)
+
+    async def _run_followed(self, reflector: Reflector) -> None:
+        events = await self._initial(reflector)
+        if reflector.problem is None:  # listed (not refused): into the sink, then watched
+            reflector.events += len(events)
+            self.sink.apply(reflector.kind, events)
+            if self.on_batch is not None:
+                await self.on_batch(reflector.kind)
+            reflector.mark_listed()
+        await reflector.run()
 
     async def _initial(self, reflector: Reflector) -> list[Event]:
         backoff = Backoff()
@@ -346,8 +413,12 @@ class Informers:
     async def sync(self) -> None:
         """List every kind, apply the lists in dependency order, then start watching."""
         started = time.monotonic()
-        lists = await asyncio.gather(*(self._initial(r) for r in self.reflectors))
-        for reflector, events in sorted(zip(self.reflectors, lists), key=lambda rl: rl[0].kind.order):
+        self._started = True
+        self._start_followed()
+        followed = {id(r) for r, _ in self.followed.values()}
+        table = [r for r in self.reflectors if id(r) not in followed]
+        lists = await asyncio.gather(*(self._initial(r) for r in table))
+        for reflector, events in sorted(zip(table, lists), key=lambda rl: rl[0].kind.order):
             reflector.events += len(events)
             self.sink.apply(reflector.kind, events)
             if self.on_batch is not None:
@@ -357,7 +428,7 @@ class Informers:
                     sum(len(events) for events in lists))
         self.synced.set()
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(r.run(), name=f"kubeberth watch {r.kind.plural}") for r in self.reflectors]
+        self._tasks = [loop.create_task(r.run(), name=f"kubeberth watch {r.kind.plural}") for r in table]
 
     @property
     def connected(self) -> bool:
@@ -365,5 +436,6 @@ class Informers:
         return self.synced.is_set() and not any(r.failing for r in self.reflectors)
 
     async def stop(self) -> None:
-        await cancel_and_wait(self._tasks)
-        self._tasks = []
+        followed = [task for _, task in self.followed.values() if task is not None]
+        await cancel_and_wait([*self._tasks, *followed, *self._stopped])
+        self._tasks, self._stopped = [], []

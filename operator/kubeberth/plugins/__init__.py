@@ -89,5 +89,9 @@ def register(cls: type[Plugin], origin: str | None = None) -> None:
     if why is not None:
         raise ValueError(why)
     origin = origin or f"registered by {cls.__module__}"
-    Loader(loaded().registry).add([cls], origin)
+    current = loaded()
+    loader = Loader(current.registry)
+    loader.add([cls], origin, module=cls.__module__)
+    for package, names in loader.provides.items():
+        current.provides[package] = current.provides.get(package, frozenset()) | names
     _registered.append((cls, origin))

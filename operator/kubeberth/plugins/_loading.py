@@ -51,6 +51,9 @@ class Loaded:
     registry: Registry
     failures: list[LoadFailure] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)  # the modules imported (for their kopf handlers)
+    # The package of each module that brings plugins -> the names of the plugins it brings (loaded or
+    # not): kopf handlers defined in that package belong to those plugins (operator/handlers.py).
+    provides: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -121,6 +124,15 @@ def _module_source(module: str) -> str:
         return ""
 
 
+def package_of(module: str) -> str:
+    """The package a plugin module is part of: itself when it is a package, else its parent (a
+    top-level module is its own)."""
+    found = sys.modules.get(module)
+    if found is not None and hasattr(found, "__path__"):
+        return module
+    return module.rpartition(".")[0] or module
+
+
 def plugins_of_module(module: ModuleType) -> list[Any]:
     """`PLUGINS = [...]` if the module has it, else the plugin classes it defines."""
     listed = getattr(module, "PLUGINS", None)
@@ -138,9 +150,18 @@ class Loader:
         self.registry = registry
         self.failures: list[LoadFailure] = []
         self.modules: list[str] = []
+        self.provides: dict[str, frozenset[str]] = {}
 
-    def fail(self, origin: str, error: str, names: Iterable[str] = ()) -> None:
+    def _provided(self, module: str, names: Iterable[str]) -> None:
+        names = frozenset(n for n in names if n)
+        if names:
+            package = package_of(module)
+            self.provides[package] = self.provides.get(package, frozenset()) | names
+
+    def fail(self, origin: str, error: str, names: Iterable[str] = (), module: str = "") -> None:
         failure = LoadFailure(origin, error, tuple(names))
+        if module:
+            self._provided(module, failure.names)
         self.failures.append(failure)
         for name in failure.names:
             if name not in self.registry:
@@ -148,7 +169,11 @@ class Loader:
         if not failure.names:
             self.registry.load_failures.append(str(failure))
 
-    def add(self, candidates: Iterable[Any], origin: str) -> None:
+    def add(self, candidates: Iterable[Any], origin: str, module: str = "") -> None:
+        candidates = list(candidates)
+        if module:
+            self._provided(module, (getattr(c, "name", "") for c in candidates
+                                    if isinstance(getattr(c, "name", ""), str)))
         for cls in candidates:
             why = check_plugin_class(cls)
             if why is not None:
@@ -175,14 +200,14 @@ class Loader:
                 obj = ep.load()
             except Exception as exc:
                 names = {ep.name, *_declared_names(_module_source(ep.module))}
-                self.fail(origin, f"import failed: {_error_text(exc)}", sorted(names))
+                self.fail(origin, f"import failed: {_error_text(exc)}", sorted(names), module=ep.module)
                 continue
             if isinstance(obj, ModuleType):
                 self.modules.append(obj.__name__)
-                self.add(plugins_of_module(obj), origin)
+                self.add(plugins_of_module(obj), origin, module=obj.__name__)
             else:
                 self.modules.append(ep.module)
-                self.add([obj], origin)
+                self.add([obj], origin, module=ep.module)
 
     def source(self, text: str) -> None:
         path = Path(text)
@@ -209,7 +234,7 @@ class Loader:
         known = sys.modules.get(name)
         if known is not None:
             if getattr(known, "__file__", None) == str(path):
-                self.add(plugins_of_module(known), origin)
+                self.add(plugins_of_module(known), origin, module=name)
                 return
             name = f"kubeberth_plugin_{abs(hash(str(path))):x}_{path.stem}"
         spec = importlib.util.spec_from_file_location(name, path)
@@ -225,10 +250,10 @@ class Loader:
                 source = path.read_text()
             except OSError:
                 source = ""
-            self.fail(origin, f"import failed: {_error_text(exc)}", _declared_names(source))
+            self.fail(origin, f"import failed: {_error_text(exc)}", _declared_names(source), module=name)
             return
         self.modules.append(name)
-        self.add(plugins_of_module(module), origin)
+        self.add(plugins_of_module(module), origin, module=name)
 
     def module(self, name: str) -> None:
         origin = f"module {name}"
@@ -241,10 +266,11 @@ class Loader:
         try:
             module = importlib.import_module(name)
         except Exception as exc:
-            self.fail(origin, f"import failed: {_error_text(exc)}", _declared_names(_module_source(name)))
+            self.fail(origin, f"import failed: {_error_text(exc)}", _declared_names(_module_source(name)),
+                      module=name)
             return
         self.modules.append(name)
-        self.add(plugins_of_module(module), origin)
+        self.add(plugins_of_module(module), origin, module=name)
 
 
 def load(base: Registry, sources: Sequence[str] = (), *, entry_points: bool = True,
@@ -257,5 +283,5 @@ def load(base: Registry, sources: Sequence[str] = (), *, entry_points: bool = Tr
     for text in sources:
         loader.source(text)
     for cls, origin in registered:
-        loader.add([cls], origin)
-    return Loaded(loader.registry, loader.failures, loader.modules)
+        loader.add([cls], origin, module=cls.__module__)
+    return Loaded(loader.registry, loader.failures, loader.modules, loader.provides)
