@@ -4,6 +4,7 @@ plugins read it are refused naming the kind and the verb while the others keep r
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,88 @@ def test_profiles_whose_plugins_read_it_are_refused_the_others_run(write: Callab
     manager.set_kind_problem("Gate.example.com", None)  # readable again: the refused profile is judged again
     assert manager.verdicts["gated"].accepted and "gated" in sched.profiles
     assert [name for name, _ in manager.pending_status()] == ["gated"]
+
+
+# --- a declared kind is watched only while a profile needs it ---
+
+GATED = {"filter": {"enabled": [{"name": "GateOpen"}]}}
+
+
+def waiting_manager(write: Callable[[str, str], Path]) -> tuple[ProfileManager, Scheduler, list[int]]:
+    """A manager as the operator has it: the declared kinds not listed yet; `demands` counts on_demand."""
+    registry = load(in_tree_registry(), [str(write("gate.py", GATE_PLUGIN))], entry_points=False).registry
+    registry.kinds_unsynced = {k.store_key for k in declared_kinds(registry)}
+    sched = Scheduler()
+    manager = ProfileManager(sched, registry)
+    demands: list[int] = []
+    manager.on_demand = lambda: demands.append(1)
+    return manager, sched, demands
+
+
+def test_a_profile_waits_for_the_kinds_its_plugins_read_then_runs(write: Callable[[str, str], Path]) -> None:
+    manager, sched, demands = waiting_manager(write)
+    assert manager.plugins_wanted() == frozenset() and demands == []
+    manager.apply("plain", profile("plain", "plain", {}))  # in-tree plugins only: nothing to wait for
+    assert "plain" in sched.profiles and declared_kinds(manager.registry, manager.plugins_wanted()) == []
+    manager.pending_status()
+    manager.apply("gated", profile("gated", "gated", GATED))
+    # Not in force, no verdict (no status written), but its plugin is wanted: its kind gets watched.
+    assert "gated" not in sched.profiles and "gated" not in manager.verdicts and manager.pending_status() == []
+    assert "GateOpen" in manager.plugins_wanted() and "GateOpen" not in manager.plugins_in_force()
+    assert [k.store_key for k in declared_kinds(manager.registry, manager.plugins_wanted())] == ["Gate.example.com"]
+    assert demands
+    manager.set_kind_synced("Gate.example.com", True)  # listed: judged now
+    assert "gated" in sched.profiles and manager.verdicts["gated"].accepted
+    assert "GateOpen" in manager.plugins_in_force()
+    assert [name for name, _ in manager.pending_status()] == ["gated"]
+    manager.apply("gated", None)  # deleted: nothing needs the kind
+    assert manager.plugins_wanted() == manager.plugins_in_force() and "GateOpen" not in manager.plugins_wanted()
+
+
+def test_an_edit_that_waits_leaves_the_previous_version_in_force(write: Callable[[str, str], Path]) -> None:
+    manager, sched, _ = waiting_manager(write)
+    manager.apply("p", profile("p", "p", {}))
+    before = sched.profiles["p"]
+    manager.apply("p", profile("p", "p", GATED))
+    assert sched.profiles["p"] is before and "GateOpen" not in sched.profiles["p"].plugins
+    manager.set_kind_problem("Gate.example.com", "the ServiceAccount may not list gates.example.com (403)")
+    refused = manager.verdicts["p"]
+    assert (refused.accepted, refused.reason) == (False, "PluginUnavailable")
+    assert refused.message.endswith("(403) (the previous version stays in force)")
+    assert sched.profiles["p"] is before
+    assert "GateOpen" in manager.plugins_wanted()  # still watched: it may become readable
+    manager.set_kind_problem("Gate.example.com", None)
+    manager.set_kind_synced("Gate.example.com", True)
+    assert manager.verdicts["p"].accepted and "GateOpen" in sched.profiles["p"].plugins
+    manager.apply("p", profile("p", "p", {}))  # edited back: the plugin is neither in force nor wanted
+    assert "GateOpen" not in manager.plugins_wanted()
+    manager.set_kind_synced("Gate.example.com", False)  # no longer watched: a later profile waits again
+    manager.apply("q", profile("q", "q", GATED))
+    assert "q" not in sched.profiles and "q" in manager.waiting
+
+
+async def test_informers_follow_the_kinds_profiles_need() -> None:
+    server, sink = Server(), Sink()
+    server.objects = {"pods": {"p": obj("p", 3)}, "gates": {"g": obj("g", 4)}}
+    listed: list[str] = []
+    forgotten: list[str] = []
+    informers = Informers(rest=server, kinds=[PODS], sink=sink, sleep=no_sleep)  # type: ignore[arg-type]
+    informers.on_listed = lambda kind: listed.append(kind.kind)
+    informers.on_forgotten = lambda kind: forgotten.append(kind.kind)
+    await server.streams.put([])
+    await informers.sync()
+    assert sink.applied == [("Pod", ADDED, "p")]
+    assert not [p for p, _ in server.requests if p.endswith("/gates")]  # nobody needs it: never asked for
+    informers.follow([GATES])
+    await _until(lambda: listed == ["Gate"])
+    assert ("Gate", ADDED, "g") in sink.applied
+    assert [q.get("watch") for p, q in server.requests if p.endswith("/gates")][:1] == [None]  # a list first
+    informers.follow([GATES])  # already followed: nothing new
+    informers.follow([])
+    assert sink.applied[-1] == ("Gate", "DELETED", "g") and forgotten == ["Gate"]
+    assert informers.followed == {} and [r.kind.kind for r in informers.reflectors] == ["Pod"]
+    asked = len(server.requests)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert all(not p.endswith("/gates") for p, _ in server.requests[asked:])  # its watch ended
+    await informers.stop()
