@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -209,3 +210,53 @@ async def test_the_podgroup_status_follows_its_pods(kube: Kube, operators: Opera
 async def _phase(kube: Kube, name: str, phase: str) -> dict[str, Any] | None:
     status = await group_status(kube, name)
     return status if status.get("phase") == phase else None
+
+
+def _kopf_reads(control_plane: ControlPlane, since: float) -> set[tuple[str, str]]:
+    """(resource, verb) of the lists and watches kopf (its user agent) sent after `since`."""
+    out = set()
+    for e in control_plane.audit_events():
+        received = e.get("requestReceivedTimestamp") or ""
+        if not received or datetime.fromisoformat(received.replace("Z", "+00:00")).timestamp() < since:
+            continue
+        if e.get("userAgent", "").startswith("kopf/") and e.get("verb") in ("list", "watch"):
+            out.add(((e.get("objectRef") or {}).get("resource", ""), e["verb"]))
+    return out
+
+
+async def test_the_controller_runs_only_once_a_profile_enables_coscheduling(
+        kube: Kube, operators: Operators, podgroup_crd: None, control_plane: ControlPlane) -> None:
+    """Installed but enabled by no profile, the plugin costs nothing: no kopf watch of pods or PodGroups,
+    no PodGroup status; a SchedulingProfile enabling it, created on the running scheduler, starts its
+    controller (the new group is Pending), and its pods are gang-scheduled."""
+    await fresh(kube)
+    started = time.time()
+    await kube.create("nodes", node("n0", cpu="4"))
+    op = operators.start()  # upstream's default profile only
+    await kube.request("POST", PODGROUPS, body=podgroup("job", 2))
+    await kube.create("pods", pod("plain", cpu="100m", memory="10Mi"))
+    await eventually(lambda: bound(kube, ["plain"]), what="a pod of the default profile bound")
+    for _ in range(20):  # two seconds: the controller would have set Pending within a few ms
+        assert await group_status(kube, "job") == {}
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.5)  # the audit backend writes in batches
+    assert _kopf_reads(control_plane, started) == set()
+    assert "no profile in force enables" not in op.log() and "Starting the" not in op.log()
+
+    await kube.create("schedulingprofiles", profile())
+    await eventually(lambda: accepted(kube), what="the profile enabling Coscheduling accepted")
+    await eventually(lambda: _phase(kube, "job", "Pending"), what="the controller set the group Pending")
+    for name in ("w0", "w1"):
+        await kube.create("pods", member(name, "job"))
+    await eventually(lambda: _all_bound(kube, ["w0", "w1"]), what="both members bound")
+    await eventually(lambda: _phase(kube, "job", "Scheduling"), what="Scheduling with its pods")
+
+    def kopf_watches() -> set[tuple[str, str]] | None:
+        reads = _kopf_reads(control_plane, started)
+        return reads if {("pods", "watch"), ("podgroups", "watch")} <= reads else None
+
+    deadline = time.monotonic() + 10
+    while kopf_watches() is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+    assert kopf_watches() is not None, _kopf_reads(control_plane, started)
+    assert "Starting the 2 kopf handler(s) of plugin(s) Coscheduling" in op.log()
