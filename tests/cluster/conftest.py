@@ -33,9 +33,9 @@ SERVICE_ACCOUNT = "kubeberth"
 TEST_NAMESPACES = ("default", "team-a")
 
 # Plugin distributions of this repository that may be installed beside kubeberth (`make install`
-# installs Coscheduling's): installed, they make every `kubeberth run` and `kubeberth snapshot`
-# list and watch the kinds they read, so the cluster gets their CRDs and RBAC as their READMEs
-# tell an administrator to apply them.
+# installs Coscheduling's). `kubeberth run` reads their kinds only while a profile enables them
+# (test_coscheduling.py's profiles do), but `kubeberth snapshot` lists the kinds of every loaded
+# plugin: the cluster gets their CRDs and RBAC as their READMEs tell an administrator to apply them.
 PLUGIN_DISTRIBUTIONS = {"kubeberth-coscheduling": ROOT / "examples" / "plugins" / "coscheduling"}
 
 
@@ -56,7 +56,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def install_kubeberth(plane: ControlPlane) -> None:
     """kubeberth's CRDs and manifests, and those of the repository's plugin distributions that are
-    installed (their kinds are listed by every kubeberth run: make install adds Coscheduling)."""
+    installed (make install adds Coscheduling; see PLUGIN_DISTRIBUTIONS)."""
     kubectl(plane, "apply", "-f", "crds/")
     kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "crd/schedulingprofiles.kubeberth.io")
     kubectl(plane, "apply", "-k", "manifests/")

@@ -32,9 +32,11 @@ from .emulator import Emulator
 
 @pytest.fixture(autouse=True)
 def only_in_tree_plugins(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The operator under test runs the in-tree plugins alone: what happens to be installed beside
-    kubeberth (the example Coscheduling distribution, say: its PodGroup kind, its kopf handlers on
-    pods) is not what these tests are about. tests/extending covers plugins of one's own."""
+    """The operator under test sees the in-tree plugins alone, and no kopf handler that modules other
+    tests imported left on kopf's default registry: what is installed beside kubeberth (the example
+    Coscheduling distribution, say) would cost nothing here anyway (no profile of these tests enables
+    it: README, "Plugins no profile enables"), but its names would be in the registry the tests list.
+    tests/extending and test_plugin_handlers.py cover plugins of one's own."""
     use_plugins((), entry_points=False)
     monkeypatch.setattr(kopf, "get_default_registry", kopf.OperatorRegistry)
     yield
