@@ -5,8 +5,12 @@ profile stops them again. A module of handlers only (no plugin) runs its handler
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,7 @@ import kopf
 import pytest
 from kopf._core.intents import registries as kopf_registries
 
+from kubeberth.operator.plugin_operators import PluginOperator
 from kubeberth.plugins import use_plugins
 
 from .conftest import stays, wait_for
@@ -128,3 +133,43 @@ async def test_a_plugins_handlers_and_kinds_run_only_while_a_profile_enables_it(
     await wait_for(lambda: (api.get("pods", "p2", "default") or {}).get("spec", {}).get("nodeName") == "n1",
                    message="p2 bound")
     assert operator.starts == 2
+
+
+async def test_a_plugin_operator_stops_without_touching_the_other_tasks_and_gives_signals_back(cluster):
+    """kopf.operator() would cancel, when it stops, every task created since it started (the
+    scheduler's too), and spawn_tasks in the main thread takes SIGTERM for itself."""
+    source = kopf.OperatorRegistry()
+    seen: list[str] = []
+
+    @kopf.on.event("", "v1", "namespaces", registry=source)
+    async def namespace_seen(body: Any, **_: Any) -> None:
+        seen.append(body["metadata"]["name"])
+
+    async def login() -> kopf.ConnectionInfo:
+        return kopf.ConnectionInfo(server=cluster.url)
+
+    async def leading() -> None:
+        return None
+
+    signalled: list[int] = []
+
+    def configure(settings: kopf.OperatorSettings) -> None:
+        settings.scanning.disabled = True
+
+    op = PluginOperator(frozenset({"GateOpen"}), source, gate=leading, login=login, configure=configure,
+                        identity="test", memo={}, on_signal=lambda: signalled.append(1))
+    op.start()
+    await asyncio.wait_for(op.ready.wait(), 10)
+    others = asyncio.create_task(asyncio.Event().wait(), name="the scheduler's, say")  # created after it started
+    await wait_for(lambda: "default" in seen, message="the handler ran")
+    if threading.current_thread() is threading.main_thread():
+        os.kill(os.getpid(), signal.SIGTERM)
+        await wait_for(lambda: signalled, message="SIGTERM reached kubeberth's stop")
+        assert op.running  # not taken by the plugin operator
+    await op.stop()
+    assert not op.running and not others.done()
+    others.cancel()
+    op.start()  # again
+    await asyncio.wait_for(op.ready.wait(), 10)
+    await wait_for(lambda: seen.count("default") == 2, message="the handler ran again")
+    await op.stop()
