@@ -259,4 +259,4 @@ async def test_the_controller_runs_only_once_a_profile_enables_coscheduling(
     while kopf_watches() is None and time.monotonic() < deadline:
         await asyncio.sleep(0.5)
     assert kopf_watches() is not None, _kopf_reads(control_plane, started)
-    assert "Starting the 2 kopf handler(s) of plugin(s) Coscheduling" in op.log()
+    assert "Starting the 3 kopf handler(s) of plugin(s) Coscheduling" in op.log()

@@ -123,6 +123,12 @@ class Index:
         self._pod_group: dict[str, tuple[str, str]] = {}  # pod uid -> its group
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
+    def clear(self) -> None:
+        self.groups.clear()
+        self.pods.clear()
+        self._pod_group.clear()
+        self._locks.clear()
+
     def lock(self, key: tuple[str, str]) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
 
@@ -201,6 +207,13 @@ async def sync(key: tuple[str, str], memo: Any, index: Index | None = None) -> N
             return
         if key in index.groups:
             index.groups[key] = updated
+
+
+@kopf.on.startup(id="coscheduling_index")
+def forget_index(**_: Any) -> None:
+    """kubeberth starts these handlers whenever a profile enables Coscheduling again: kopf lists the
+    pods and groups anew then, and what went meanwhile must not linger in the index."""
+    INDEX.clear()
 
 
 @kopf.on.event(GROUP, VERSION, PLURAL, id="coscheduling_podgroup")

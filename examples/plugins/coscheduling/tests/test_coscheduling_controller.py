@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from cosched_testing import pod_dict, pod_group
+from kubeberth_coscheduling import controller
 from kubeberth_coscheduling.controller import Index, Outcome, PodSummary, reconcile
 
 NOW = datetime(2024, 1, 1, 0, 5, tzinfo=UTC)
@@ -78,6 +79,19 @@ def test_the_index_follows_pods_between_groups_and_out() -> None:
     assert index.pods_of(("default", "b")) == []
     index.group_event("DELETED", pod_group("a", 1))
     assert index.groups == {}
+
+
+def test_the_index_is_forgotten_when_the_handlers_start_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubeberth stops the handlers while no profile enables Coscheduling; kopf lists everything anew
+    when they start again, and a pod deleted meanwhile must not count for its group."""
+    index = Index()
+    monkeypatch.setattr(controller, "INDEX", index)
+    index.group_event(None, pod_group("a", 2))
+    index.pod_event(None, pod_dict("gone", group="a"))
+    controller.forget_index()
+    assert index.groups == {} and index.pods_of(("default", "a")) == []
+    index.group_event(None, pod_group("a", 2))  # the relist brings back what still exists
+    assert index.pods_of(("default", "a")) == [] and ("default", "a") in index.groups
 
 
 def test_the_crd_matches_what_the_plugin_reads() -> None:
