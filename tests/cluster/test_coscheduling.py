@@ -260,3 +260,17 @@ async def test_the_controller_runs_only_once_a_profile_enables_coscheduling(
         await asyncio.sleep(0.5)
     assert kopf_watches() is not None, _kopf_reads(control_plane, started)
     assert "Starting the 3 kopf handler(s) of plugin(s) Coscheduling" in op.log()
+
+    # The profile deleted (upstream's default profile serves default-scheduler again): the controller
+    # stops, and a new group gets no status.
+    await kube.delete("schedulingprofiles", "default")
+    await eventually(lambda: _logged(op, "Stopping the kopf handlers of plugin(s) Coscheduling"),
+                     what="the controller stopped")
+    await kube.request("POST", PODGROUPS, body=podgroup("later", 1))
+    for _ in range(20):
+        assert await group_status(kube, "later") == {}
+        await asyncio.sleep(0.1)
+
+
+async def _logged(op: Any, line: str) -> bool:
+    return line in op.log()
