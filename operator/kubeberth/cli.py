@@ -287,8 +287,9 @@ def main(argv: list[str] | None = None) -> int:
 
 KOPF_RUN_REFUSAL = (
     "kubeberth: `kopf run` does not run kubeberth's scheduler (it would run your handlers and schedule "
-    "nothing). Run `kubeberth run --plugins my.py` instead: the kopf handlers your module registers run in "
-    "kubeberth's own kopf operator, with its login and leader election.")
+    "nothing). Run `kubeberth run --plugins my.py` instead: the kopf handlers your module registers run "
+    "inside kubeberth, with its login and leader election (a module that brings plugins: while a profile "
+    "enables one of them).")
 
 
 def _refuse_kopf_run() -> None:
