@@ -20,8 +20,9 @@ Writes, as kube-scheduler makes them:
   set, PUT of the PersistentVolumeClaim with its selected-node annotation, as upstream's
   binder (with the resourceVersion read: a concurrent change is a conflict, and the pod is
   scheduled again). 5xx/429 are retried; a refusal raises `UpdateRefused` with its message.
-- events: core/v1 Events with upstream reasons and messages (`event_recorder.py`), sent in
-  the background, deduplicated and rate-limited.
+- events: events.k8s.io/v1 Events as kube-scheduler's broadcaster writes them (reasons, actions,
+  notes, reporting controller and instance, series of isomorphic repeats: `event_recorder.py`),
+  sent in the background and rate-limited.
 """
 
 from __future__ import annotations
