@@ -153,6 +153,14 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
             await eventually(repeated, timeout=2 ** (i + 1) + 2, what="a repeated FailedScheduling event")
     await eventually(repeated, timeout=5, what="a repeated FailedScheduling event")
     await eventually(lambda: _status_written(kube, "bad"), what="profile status")
+
+    async def profile_refused() -> list[dict[str, Any]]:  # about a cluster-scoped object: in default
+        return [e for e in await kube.list(EVENTS_V1, "default", fieldSelector="regarding.name=bad")
+                if e["reason"] == "ProfileRefused"]
+
+    [refusal] = await eventually(profile_refused, what="the ProfileRefused event")
+    assert (refusal["regarding"]["kind"], refusal["reportingController"], refusal["type"]) == (
+        "SchedulingProfile", "kubeberth", "Warning")
     operators.stop_all()
 
     def audited() -> tuple[set[Permission], list[str]] | None:
