@@ -1,8 +1,8 @@
 """How long after its binding a pod's Scheduled event was written, from the API server's own audit
 log (tests/cluster/control_plane.py audits every request at the Metadata level, with microsecond
 timestamps): per pod, the time its `pods/binding` create completed and the time the first Event
-about it was created (both schedulers name an Event `<pod name>.<hex>`: kube-scheduler writes
-events.k8s.io/v1 Events, kubeberth core/v1 ones). Measured on the server, so neither the
+about it was created (both schedulers write events.k8s.io/v1 Events named `<pod name>.<hex>`,
+client-go's name). Measured on the server, so neither the
 harness' own watches nor the load on this machine skew it.
 """
 

@@ -55,7 +55,7 @@ from .event_lag import lag_summary
 from .peer_cases import CONNECTIONS, PeerCase, create_all
 
 PEERS = ("kube-scheduler", "kubeberth", "nullbinder")
-NULL_BINDER_WORKERS = 64  # kubeberth's default --bind-concurrency
+NULL_BINDER_WORKERS = 64  # kubeberth's default --bind-concurrency until it became 256 (PROFILE.md)
 
 
 class BindingWatch:

@@ -33,8 +33,14 @@ class ApiError(Exception):
 RESOURCE_KINDS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates", "devicetaintrules")
 
 
+EVENTS_V1 = "events.events.k8s.io"  # the Events as events.k8s.io/v1 shows them ('events' is core/v1's view)
+
+
 def collection(kind: str, namespace: str | None = None) -> str:
     """The collection path of a kind: 'pods', 'nodes', 'priorityclasses', 'poddisruptionbudgets', ..."""
+    if kind == EVENTS_V1:
+        return (f"/apis/events.k8s.io/v1/namespaces/{namespace}/events" if namespace
+                else "/apis/events.k8s.io/v1/events")
     group = {"priorityclasses": "/apis/scheduling.k8s.io/v1", "poddisruptionbudgets": "/apis/policy/v1",
              "schedulingprofiles": "/apis/kubeberth.io/v1alpha1", "leases": "/apis/coordination.k8s.io/v1",
              "storageclasses": "/apis/storage.k8s.io/v1",

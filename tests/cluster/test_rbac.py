@@ -8,6 +8,8 @@ been used, so that it is no wider than needed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +20,7 @@ import yaml
 
 from .conftest import NAMESPACE, SERVICE_ACCOUNT, Operators
 from .control_plane import ROOT, ControlPlane
-from .kube import Kube, eventually, node, pod
+from .kube import EVENTS_V1, Kube, eventually, node, pod
 
 pytestmark = pytest.mark.cluster
 
@@ -132,13 +134,31 @@ async def test_least_privilege_role_is_enough_and_all_used(control_plane: Contro
     await kube.delete("pods", "victim", "default", grace_period=0)
     await eventually(lambda: _bound(kube, "preemptor"), what="preemptor bound")
 
-    async def repeated() -> bool:  # the second FailedScheduling of "never" patches the event's count
-        events = await kube.list("events", "default", fieldSelector="involvedObject.name=never")
-        return any(e.get("count", 1) > 1 for e in events)
+    async def repeated() -> bool:  # a repeat of "never"'s FailedScheduling patches its Event's series
+        events = await kube.list(EVENTS_V1, "default", fieldSelector="regarding.name=never")
+        return any((e.get("series") or {}).get("count", 1) > 1 for e in events)
 
-    await kube.create("nodes", node("n2", cpu="1"))  # a node event: "never" is tried again
-    await eventually(repeated, timeout=60, what="a repeated FailedScheduling event")
+    # A bound pod's deletion tries "never" again (NodeResourcesFit); its condition unchanged, the
+    # failure regards the pod at the same version as the one before: a repeat (as kube-scheduler's,
+    # tests/cluster/test_events_as_upstream.py). Again until it has repeated.
+    for i in range(6):
+        if await repeated():
+            break
+        await kube.create("pods", pod(f"gone-{i}", cpu="0", node_name="n1"))
+        await asyncio.sleep(0.2)
+        await kube.delete("pods", f"gone-{i}", "default", grace_period=0)
+        with contextlib.suppress(AssertionError):
+            await eventually(repeated, timeout=2 ** (i + 1) + 2, what="a repeated FailedScheduling event")
+    await eventually(repeated, timeout=5, what="a repeated FailedScheduling event")
     await eventually(lambda: _status_written(kube, "bad"), what="profile status")
+
+    async def profile_refused() -> list[dict[str, Any]]:  # about a cluster-scoped object: in default
+        return [e for e in await kube.list(EVENTS_V1, "default", fieldSelector="regarding.name=bad")
+                if e["reason"] == "ProfileRefused"]
+
+    [refusal] = await eventually(profile_refused, what="the ProfileRefused event")
+    assert (refusal["regarding"]["kind"], refusal["reportingController"], refusal["type"]) == (
+        "SchedulingProfile", "kubeberth", "Warning")
     operators.stop_all()
 
     def audited() -> tuple[set[Permission], list[str]] | None:

@@ -64,6 +64,11 @@ class Kind:
     kind: str
     namespaced: bool
     subresources: frozenset[str] = frozenset()
+    key: str = ""  # the name it is stored, listed and logged under when `plural` is taken (another group's)
+
+    @property
+    def store(self) -> str:
+        return self.key or self.plural
 
     @property
     def api_version(self) -> str:
@@ -75,6 +80,8 @@ KINDS: list[Kind] = [
     Kind("", "v1", "nodes", "Node", False, frozenset({"status"})),
     Kind("", "v1", "namespaces", "Namespace", False, frozenset({"status"})),
     Kind("", "v1", "events", "Event", True),
+    # events.k8s.io/v1 Events, stored apart from core/v1 ones (no conversion between the two here).
+    Kind("events.k8s.io", "v1", "events", "Event", True, key="events.events.k8s.io"),
     Kind("", "v1", "services", "Service", True, frozenset({"status"})),
     Kind("", "v1", "replicationcontrollers", "ReplicationController", True, frozenset({"status"})),
     Kind("", "v1", "persistentvolumes", "PersistentVolume", False, frozenset({"status"})),
@@ -297,7 +304,7 @@ class Fault:
             return False
         return ((self.method is None or self.method.upper() == method)
                 and (self.watch is None or self.watch == watch)
-                and (self.plural is None or self.plural == kind.plural)
+                and (self.plural is None or self.plural == kind.store)
                 and (self.subresource is None or self.subresource == subresource)
                 and (self.name is None or self.name == name))
 
@@ -355,7 +362,7 @@ class Emulator(kmock.KubernetesScaffold):
             self.add_kind(kind)
 
     def add_kind(self, kind: Kind) -> None:
-        self.kinds[kind.plural] = kind
+        self.kinds[kind.store] = kind
         self.resources[f"{kind.api_version}/{kind.plural}" if kind.group else f"v1/{kind.plural}"] = \
             kmock.ResourceInfo(namespaced=kind.namespaced, kind=kind.kind, singular=kind.kind.lower(),
                                verbs=VERBS, subresources=set(kind.subresources))
@@ -419,13 +426,13 @@ class Emulator(kmock.KubernetesScaffold):
 
     def _notify(self, kind: Kind, etype: str, obj: Obj, old: Obj | None) -> None:
         snapshot = clone(obj)
-        self.history.append((self.rv, kind.plural, etype, snapshot, old))
+        self.history.append((self.rv, kind.store, etype, snapshot, old))
         for w in self._watchers:
             if w.kind is kind:
                 w.queue.put_nowait((etype, snapshot, old))
 
     def _key(self, kind: Kind, namespace: str | None, name: str) -> tuple[str, str | None, str]:
-        return (kind.plural, namespace if kind.namespaced else None, name)
+        return (kind.store, namespace if kind.namespaced else None, name)
 
     def _create(self, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Obj:
         if not isinstance(body, Mapping):
@@ -661,7 +668,7 @@ class Emulator(kmock.KubernetesScaffold):
         labels = label_matcher(params.get("labelSelector", ""))
         fields = field_matcher(params.get("fieldSelector", ""))
         items = [clone(o) for (p, ns, _), o in self.objects.items()
-                 if p == kind.plural and (namespace is None or ns == namespace)
+                 if p == kind.store and (namespace is None or ns == namespace)
                  and labels((o.get("metadata") or {}).get("labels") or {}) and fields(o)]
         items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
         return {"apiVersion": kind.api_version, "kind": f"{kind.kind}List",
@@ -674,7 +681,8 @@ class Emulator(kmock.KubernetesScaffold):
             self.unauthorized += 1  # as kube-apiserver: authentication before anything else, discovery included
             return self._error(ApiError(401, "Unauthorized", "Unauthorized"))
         res = request.resource
-        kind = self.kinds.get(res.plural) if res is not None and res.plural else None
+        kind = (self.kinds.get(f"{res.plural}.{res.group}") or self.kinds.get(res.plural)
+                if res is not None and res.plural else None)
         if kind is None or res is None or (kind.group, kind.version) != (res.group, res.version):
             return await super()._handle(request)
         method = request.method.value.upper() if hasattr(request.method, "value") else str(request.method).upper()
@@ -683,7 +691,7 @@ class Emulator(kmock.KubernetesScaffold):
         namespace = request.namespace if kind.namespaced else None
         raw = request._raw_request
         content_type = raw.headers.get("Content-Type", "") if raw is not None else ""
-        entry = Logged(method, kind.plural, namespace, name, subresource, 0, request.data, content_type,
+        entry = Logged(method, kind.store, namespace, name, subresource, 0, request.data, content_type,
                        watch=request.params.get("watch") in ("true", "1"))
         self.log.append(entry)
 
@@ -756,10 +764,10 @@ class Emulator(kmock.KubernetesScaffold):
                 gone = True
             else:
                 backlog = [(etype, obj, old) for rv, plural, etype, obj, old in self.history
-                           if plural == kind.plural and rv > int(since)]
+                           if plural == kind.store and rv > int(since)]
         else:
             backlog = [("ADDED", clone(o), None) for (p, _, _), o in self.objects.items()
-                       if p == kind.plural]
+                       if p == kind.store]
         self._watchers.append(watcher)
         assert request._raw_request is not None
         response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -802,9 +810,16 @@ class Emulator(kmock.KubernetesScaffold):
 
 def events_for(emulator: Emulator, name: str, reason: str | None = None,
                namespace: str = "default") -> list[Obj]:
-    """The core/v1 Events about a pod (optionally of one reason)."""
-    return [e for e in emulator.list("events", namespace)
-            if (e.get("involvedObject") or {}).get("name") == name and (reason is None or e.get("reason") == reason)]
+    """The Events about a pod (optionally of one reason), each as written: the scheduling events
+    (events.k8s.io/v1: `regarding`, `note`, `series`), then the explanations (core/v1)."""
+    return [e for store, ref in (("events.events.k8s.io", "regarding"), ("events", "involvedObject"))
+            for e in emulator.list(store, namespace)
+            if (e.get(ref) or {}).get("name") == name and (reason is None or e.get("reason") == reason)]
+
+
+def series_count(event: Mapping[str, Any]) -> int:
+    """How many times an events.k8s.io/v1 Event was observed, as far as written: 1 without a series."""
+    return int((event.get("series") or {}).get("count") or 1)
 
 
 def pods_on(emulator: Emulator, node: str) -> list[str]:

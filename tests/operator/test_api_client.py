@@ -162,21 +162,23 @@ async def test_delete_victim_with_uid_precondition(cluster, client):
     assert "deletionTimestamp" not in cluster.api.get("pods", "victim", "default")["metadata"]
 
 
-async def test_events_are_deduplicated_and_counted(cluster, client):
+async def test_events_are_events_k8s_io_with_a_series_for_repeats(cluster, client):
     p = pod(cluster, "p")
     for _ in range(3):
         await client.record_event(p, "Warning", "FailedScheduling", "0/2 nodes are available: 2 Insufficient cpu.")
     await client.record_event(p, "Normal", "Scheduled", "Successfully assigned default/p to n1")
     await client.events.flush()
     [failed] = events_for(cluster.api, "p", "FailedScheduling")
-    assert failed["count"] == 3
-    assert failed["source"] == {"component": "default-scheduler"}
-    assert failed["reportingComponent"] == "default-scheduler"
-    assert failed["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "p",
-                                        "uid": p.uid, "resourceVersion": p.raw["metadata"]["resourceVersion"]}
+    assert failed["apiVersion"] == "events.k8s.io/v1"
+    assert failed["series"]["count"] == 2  # the first repeat is written; the next waits for the series' end
+    assert failed["reportingController"] == "default-scheduler" and "source" not in failed
+    assert failed["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "p",
+                                   "uid": p.uid, "resourceVersion": p.raw["metadata"]["resourceVersion"]}
     [scheduled] = events_for(cluster.api, "p", "Scheduled")
-    assert scheduled["action"] == "Binding" and scheduled["count"] == 1
-    assert len(cluster.api.requests("POST", "events")) == 2
+    assert scheduled["action"] == "Binding" and "series" not in scheduled
+    assert len(cluster.api.requests("POST", "events.events.k8s.io")) == 2
+    assert len(cluster.api.requests("PATCH", "events.events.k8s.io")) == 1
+    assert cluster.api.requests(plural="events") == []  # nothing through core/v1
 
 
 async def test_a_preempted_event_is_reported_by_the_preemptors_profile(cluster, client):
@@ -188,11 +190,10 @@ async def test_a_preempted_event_is_reported_by_the_preemptors_profile(cluster, 
                               reporter="team-sched")
     await client.events.flush()
     [event] = events_for(cluster.api, "victim", "Preempted")
-    assert event["source"] == {"component": "team-sched"}
-    assert event["reportingComponent"] == "team-sched"
+    assert event["reportingController"] == "team-sched"
     assert event["reportingInstance"] == f"team-sched-{client.events.instance}"
     assert event["action"] == "Preempting"
-    assert event["involvedObject"]["uid"] == victim.uid
+    assert event["regarding"]["uid"] == victim.uid
     assert "related" not in event  # as kube-scheduler v1.37.2's
 
 
@@ -203,23 +204,28 @@ async def test_a_storm_of_failures_is_rate_limited(cluster):
         client.events = EventRecorder(client.api, clock=clock, per_object_burst=5, overall_burst=20, overall_qps=1)
         await client.start()
         pods = [pod(cluster, f"p{i}") for i in range(10)]
-        for i in range(100):  # 100 distinct failures per pod, in no time
+        for i in range(100):  # 100 distinct failures per pod (each at a new version of it), in no time
             for p in pods:
-                await client.record_event(p, "Warning", "FailedScheduling", f"attempt {i}")
+                await client.record_event(at_version(p, i), "Warning", "FailedScheduling", f"attempt {i}")
         await client.events.flush()
-        writes = len(cluster.api.requests("POST", "events")) + len(cluster.api.requests("PATCH", "events"))
+        writes = (len(cluster.api.requests("POST", "events.events.k8s.io"))
+                  + len(cluster.api.requests("PATCH", "events.events.k8s.io")))
         assert writes == 20  # the overall burst; each pod also capped at 5
         assert client.events.dropped == 1000 - 20
         clock.advance(300)  # five minutes later each pod may report again
-        await client.record_event(pods[0], "Warning", "FailedScheduling", "later")
+        await client.record_event(at_version(pods[0], 100), "Warning", "FailedScheduling", "later")
         await client.events.flush()
-        assert [e["message"] for e in events_for(cluster.api, "p0")][-1] == "later"
+        assert [e["note"] for e in events_for(cluster.api, "p0")][-1] == "later"
         await client.close()
+
+
+def at_version(p: Pod, version: int) -> Pod:
+    return Pod({**p.raw, "metadata": {**p.raw["metadata"], "resourceVersion": f"{version}"}})
 
 
 async def test_event_failures_never_reach_the_scheduler(cluster, client):
     p = pod(cluster, "p")
-    cluster.api.inject(method="POST", plural="events", status=500, times=None)
+    cluster.api.inject(method="POST", plural="events.events.k8s.io", status=500, times=None)
     await client.record_event(p, "Normal", "Scheduled", "Successfully assigned default/p to n1")
     await client.events.flush()  # retried, then dropped with a warning
     assert events_for(cluster.api, "p") == []

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from .conftest import stays, wait_for
-from .emulator import events_for, make_node, make_pod
+from .emulator import events_for, make_node, make_pod, series_count
 
 
 def node_of(api: Any, name: str, namespace: str = "default") -> str:
@@ -33,17 +33,17 @@ async def test_pending_pods_are_bound_with_events(cluster, start_operator):
     await wait_for(lambda: all(node_of(api, f"web-{i}") for i in range(4)), message="web pods bound")
     for i in range(4):
         [event] = await wait_for(lambda i=i: events_for(api, f"web-{i}", "Scheduled"))
-        assert event["message"] == f"Successfully assigned default/web-{i} to {node_of(api, f'web-{i}')}"
-        assert event["type"] == "Normal"
-        assert event["source"] == {"component": "default-scheduler"}
-        assert event["involvedObject"]["uid"] == api.get("pods", f"web-{i}", "default")["metadata"]["uid"]
+        assert event["note"] == f"Successfully assigned default/web-{i} to {node_of(api, f'web-{i}')}"
+        assert (event["type"], event["action"]) == ("Normal", "Binding")
+        assert event["reportingController"] == "default-scheduler"
+        assert event["regarding"]["uid"] == api.get("pods", f"web-{i}", "default")["metadata"]["uid"]
 
     failed = await wait_for(lambda: events_for(api, "huge", "FailedScheduling"))
     assert failed[0]["type"] == "Warning"
-    assert failed[0]["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert failed[0]["note"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     cond = await wait_for(lambda: condition(api, "huge").get("reason") == "Unschedulable" and condition(api, "huge"))
     assert cond["status"] == "False"
-    assert cond["message"] == failed[0]["message"]
+    assert cond["message"] == failed[0]["note"]
     assert node_of(api, "huge") == ""
     # Pods of another scheduler are not ours; the bound one is left where it is.
     assert node_of(api, "other") == ""
@@ -73,8 +73,8 @@ async def test_preemption_nominates_deletes_victims_then_binds(cluster, start_op
     assert victims and victims <= {"low-1", "low-2"}
     for victim in victims:
         preempted = await wait_for(lambda v=victim: events_for(api, v, "Preempted"))
-        assert preempted[0]["message"].startswith("Preempted by pod ")
-        assert preempted[0]["message"].endswith(" on node n1")
+        assert preempted[0]["note"].startswith("Preempted by pod ")
+        assert preempted[0]["note"].endswith(" on node n1")
     await wait_for(lambda: node_of(api, "vip") == "n1", message="vip bound after the victims left")
     assert all(api.get("pods", v, "default") is None for v in victims)
     [binding] = [b for b in api.bindings if b[0] == "default/vip"]
@@ -142,8 +142,9 @@ async def test_an_invalid_profile_is_refused_and_the_last_good_one_runs(cluster,
     assert cond["reason"] == "Invalid"
     assert cond["message"].startswith("spec.plugins.score.enabled[0].name: ")
     assert "NoSuchPlugin" in cond["message"]
-    refused = await wait_for(lambda: [e for e in api.list("events", "default") if e["reason"] == "ProfileRefused"])
-    assert refused[0]["involvedObject"]["kind"] == "SchedulingProfile"
+    refused = await wait_for(lambda: [e for e in api.list("events.events.k8s.io", "default")
+                                      if e["reason"] == "ProfileRefused"])
+    assert refused[0]["regarding"]["kind"] == "SchedulingProfile"
 
     # Scheduling goes on with the last good version (MostAllocated).
     api.create("pods", make_pod("next", cpu="500m"))
@@ -398,8 +399,8 @@ async def test_a_malformed_pod_gets_one_scheduler_error_and_is_retried_once_fixe
     assert cond["status"] == "False"
     assert "spec.containers[0].resources.requests" in cond["message"] and "'-500m'" in cond["message"]
     [event] = await wait_for(lambda: events_for(api, "broken", "FailedScheduling"))
-    assert event["type"] == "Warning" and event["message"] == cond["message"]
-    await stays(lambda: events_for(api, "broken", "FailedScheduling")[0].get("count", 1) == 1, 0.5)
+    assert event["type"] == "Warning" and event["note"] == cond["message"]
+    await stays(lambda: series_count(events_for(api, "broken", "FailedScheduling")[0]) == 1, 0.5)
     # The owner fixes it (a pod's resources cannot be edited in a real cluster; the emulator allows it).
     api.patch("pods", "broken", {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}},
               namespace="default")
@@ -432,10 +433,11 @@ async def test_a_burst_of_500_bindings_gets_every_scheduled_event(cluster, start
         api.create("pods", make_pod(f"burst-{i:03d}", cpu="10m"))
     await start_operator()
     await wait_for(lambda: len(api.bindings) == 500, timeout=60, message="all bound")
-    scheduled = await wait_for(lambda: len([e for e in api.list("events", "default") if e["reason"] == "Scheduled"])
+    events = "events.events.k8s.io"
+    scheduled = await wait_for(lambda: len([e for e in api.list(events, "default") if e["reason"] == "Scheduled"])
                                == 500, timeout=30, message="a Scheduled event for every binding")
     assert scheduled
-    names = {e["involvedObject"]["name"] for e in api.list("events", "default") if e["reason"] == "Scheduled"}
+    names = {e["regarding"]["name"] for e in api.list(events, "default") if e["reason"] == "Scheduled"}
     assert names == {f"burst-{i:03d}" for i in range(500)}
 
 

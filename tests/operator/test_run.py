@@ -54,7 +54,7 @@ def test_defaults_and_options(monkeypatch):
     assert cfg.lease() == LeaseConfig("sched-ns", "sched", 30.0, 10.0, 2.0)
     old = config_from_args(parser.parse_args(["--peering", "mine"]))  # the flag of the kopf-peering days
     assert (old.leader_elect, old.lease_name) == (True, "mine")
-    assert config_from_args(parser.parse_args([])).bind_concurrency == 64
+    assert config_from_args(parser.parse_args([])).bind_concurrency == 256
     assert config_from_args(parser.parse_args(["--bind-concurrency", "8"])).bind_concurrency == 8
     assert config_from_args(parser.parse_args([])).percentage_of_nodes_to_score == 0
     assert config_from_args(parser.parse_args(["--percentage-of-nodes-to-score", "40"])

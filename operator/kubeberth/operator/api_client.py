@@ -20,8 +20,9 @@ Writes, as kube-scheduler makes them:
   set, PUT of the PersistentVolumeClaim with its selected-node annotation, as upstream's
   binder (with the resourceVersion read: a concurrent change is a conflict, and the pod is
   scheduled again). 5xx/429 are retried; a refusal raises `UpdateRefused` with its message.
-- events: core/v1 Events with upstream reasons and messages (`event_recorder.py`), sent in
-  the background, deduplicated and rate-limited.
+- events: events.k8s.io/v1 Events as kube-scheduler's broadcaster writes them (reasons, actions,
+  notes, reporting controller and instance, series of isomorphic repeats: `event_recorder.py`),
+  sent in the background and rate-limited.
 """
 
 from __future__ import annotations
@@ -56,9 +57,14 @@ logger = logging.getLogger(__name__)
 # The API server's answers to a binding of a pod that is no longer ours to bind: bound by another
 # scheduler, being deleted, or replaced by another pod of the same name (UID precondition).
 SETTLED_CONFLICTS = ("is already assigned to node", "is being deleted", "Precondition failed")
-# Bindings sent at once; more wait for a slot. Enough to keep a 2-core API server busy, few
-# enough that a slow server sees a bounded load instead of every pending pod at once.
-DEFAULT_BIND_CONCURRENCY = 64
+# Bindings sent at once; more wait for a slot. kube-scheduler binds in a goroutine per pod, without
+# a bound, and its attempt latency ends with the binding: a pod waiting here for a slot counts in
+# ours. 256 covers what a loaded API server keeps in flight at a few hundred bindings a second
+# (rate x latency; with 64 the slots were all taken at 5000 nodes and the p99 attempt latency was
+# up to 2x kube-scheduler's), while a slow server still sees a bounded load, not every pending pod
+# at once. Each binding in flight holds a connection (HTTP/1.1), 80 KiB with rest.py's lean TLS
+# buffers: 256 of them cost less than 64 did before (benchmarks/PROFILE.md, "p99 attempt latency").
+DEFAULT_BIND_CONCURRENCY = 256
 
 
 class NotLeader(Exception):

@@ -95,12 +95,13 @@ class ExplainPublisher:
         component = pod.scheduler_name
         ref = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name, "uid": pod.uid}
         ts = rfc3339(now)
-        # A core/v1 Event without eventTime: its message is not held to the 1 KiB note limit.
+        # A core/v1 Event without eventTime: its message is not held to the 1 KiB note limit of
+        # events.k8s.io/v1, where the scheduling events go (event_recorder.py).
         return {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{pod.name}.explain.{int(now * 1e9) + self._seq:x}", "namespace": pod.namespace},
             "involvedObject": ref, "reason": EVENT_REASON, "message": message, "type": "Normal",
             "source": {"component": component}, "reportingComponent": component,
-            "reportingInstance": f"{component}-{self.client.events.instance}"[:128], "action": "Scheduling",
+            "reportingInstance": self.client.events.reporting_instance(component), "action": "Scheduling",
             "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
         }
