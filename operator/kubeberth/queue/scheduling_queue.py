@@ -34,6 +34,7 @@ from ..framework.types import POD_GROUP_ENTRY_PREFIX, QueuedPodGroupInfo, Queued
 from ..model import Pod
 from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
+from .group_gate import GroupGate
 from .nominator import Nominator
 from .pod_updates import target_pod_events
 from .profile import HintObserver, QueueProfile, Strategy, fallback_less, worth_requeuing
@@ -142,8 +143,11 @@ class PriorityQueue:
         return QueuedPodInfo(pod, self.clock.now())
 
     def _run_pre_enqueue(self, q: QueuedPodInfo) -> None:
-        """A pod group's entry runs PreEnqueue for each of its pods; one gated pod gates it all."""
+        """A pod group's entry runs PreEnqueue for each of its pods; one gated pod gates it all.
+        Its answers are kept between passes where they cannot have changed (group_gate.py)."""
         gating = ""
+        if isinstance(q, QueuedPodGroupInfo) and self._run_group_gate(q):
+            return
         for m in _members(q):
             prof = self._profiles.get(m.pod.scheduler_name)
             status = prof.pre_enqueue(m.pod) if prof is not None and prof.pre_enqueue is not None else None
@@ -164,6 +168,31 @@ class PriorityQueue:
         else:
             q.gated = False
             self._gating.pop(q.key, None)
+
+    def _run_group_gate(self, entry: QueuedPodGroupInfo) -> bool:
+        """PreEnqueue for a pod group's entry from its kept answers; False when they cannot be
+        kept (a profile without its plugins listed, pods of another profile): then every pod
+        is asked."""
+        prof = self._profiles.get(entry.pod.scheduler_name)
+        steps = prof.pre_enqueue_steps if prof is not None else None
+        if prof is None or steps is None:
+            entry.gate_state = None
+            return False
+        gate = entry.gate_state
+        if not isinstance(gate, GroupGate) or gate.profile is not prof:
+            gate = entry.gate_state = GroupGate(prof, entry)
+        gate.take_changes(entry)
+        if gate.foreign:
+            entry.gate_state = None
+            return False
+        gating = gate.run(entry, steps)
+        if gating:
+            entry.gated = True
+            self._gating[entry.key] = gating
+        else:
+            entry.gated = False
+            self._gating.pop(entry.key, None)
+        return True
 
     def _move_to_active(self, q: QueuedPodInfo, event: str) -> bool:
         """PreEnqueue, then activeQ; a gated pod goes to (or stays in) the unschedulable pool."""
@@ -222,6 +251,8 @@ class PriorityQueue:
                          target: str = "") -> Strategy:
         if isinstance(q, QueuedPodGroupInfo):
             # The group moves when the event may help any of its pods (with the group's rejectors).
+            if not q.unschedulable_plugins and not q.pending_plugins:
+                return Strategy.AFTER_BACKOFF  # what worth_requeuing says of each pod then
             best = Strategy.SKIP
             for m in q.members:
                 probe = QueuedPodInfo(m.pod, q.timestamp)
@@ -454,7 +485,7 @@ class PriorityQueue:
             for q in pending:
                 self._incomplete.setdefault(group, {})[q.pod.uid] = q
             return INCOMPLETE
-        entry.members = []
+        entry.clear_members()
         for q in pending:
             entry.add_member(q)
         entry.group_priority = self._pod_groups[group]
@@ -614,6 +645,7 @@ class PriorityQueue:
         best.unschedulable_plugins = set()
         best.pending_plugins = set()
         if isinstance(best, QueuedPodGroupInfo):
+            best.gate_state = None  # its pods' answers are asked afresh when they come back
             for m in best.members:
                 m.attempts += 1
                 m.unschedulable_plugins = set()
