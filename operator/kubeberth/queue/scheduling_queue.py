@@ -307,17 +307,33 @@ class PriorityQueue:
     def activate(self, pods: Iterable[Pod]) -> None:
         """Move pods from backoffQ / unschedulable to activeQ (upstream's Activate); an
         in-flight pod is requeued at once when it comes back."""
+        groups = self.pod_groups_enabled
+        flying = ""  # the group whose entry is in flight, for whose pods the event is being recorded
+        run: list[Pod] = []
         for pod in pods:
             uid = pod.uid
-            if self._is_member(pod):
-                uid = POD_GROUP_ENTRY_PREFIX + pod.pod_group_key  # the whole group is activated
+            if groups and pod.pod_group_name:
+                group = pod.pod_group_key
+                if group == flying:
+                    run.append(pod)  # nothing has moved since its previous pod: recorded as it was
+                    continue
+                uid = POD_GROUP_ENTRY_PREFIX + group  # the whole group is activated
+            if run:
+                self._in_flight.record_each(ev.EVENT_FORCE_ACTIVATE, None, run, POD_GROUP_ENTRY_PREFIX + flying)
+                flying, run = "", []
             q = self._unschedulable.get(uid)
             if q is None:
                 q = self._backoff.get(uid)
             if q is not None:
                 self._move_to_active(q, ev.FORCE_ACTIVATE)
             elif uid in self._in_flight:
-                self._record_event(ev.EVENT_FORCE_ACTIVATE, None, pod, uid)
+                flown = self._in_flight.pod(uid)
+                if isinstance(flown, QueuedPodGroupInfo):
+                    flying, run = flown.group_key, [pod]
+                else:
+                    self._record_event(ev.EVENT_FORCE_ACTIVATE, None, pod, uid)
+        if run:
+            self._in_flight.record_each(ev.EVENT_FORCE_ACTIVATE, None, run, POD_GROUP_ENTRY_PREFIX + flying)
 
     def move_to_active_or_backoff(self, pod: Pod, event: ClusterEvent) -> None:
         """Bring one pending pod to an attempt soon, its backoff respected: from the unschedulable
