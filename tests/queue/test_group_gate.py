@@ -335,3 +335,30 @@ def test_kept_answers_decide_as_asking_every_pod_every_time(seed: int) -> None:
         pods = list(asked.live.values())
         assert observed(kept.q, pods) == observed(asked.q, pods), (i, op, arg)
     assert sum(kept_world.calls.values()) <= sum(asked_world.calls.values())
+
+
+def test_a_group_whose_pods_name_different_profiles_is_asked_pod_by_pod() -> None:
+    # each pod is asked under its own profile (validation fails such a group later, at its cycle)
+    def queues(world: World, kept: bool) -> PriorityQueue:
+        steps = world.steps()
+        how: dict[str, Any] = {"pre_enqueue_steps": steps} if kept else {"pre_enqueue": lambda p: run_steps(steps, p)}
+        profs = [QueueProfile(name, priority_then_age, queue_sort_name="PrioritySort", plugins=PLUGINS, **how)
+                 for name in ("default-scheduler", "other")]
+        with features.override(GATES):
+            return PriorityQueue(profs, clock=FakeClock(T0))
+
+    drivers: list[tuple[PriorityQueue, list[Pod]]] = []
+    for kept in (True, False):
+        world = World()
+        q = queues(world, kept)
+        observe_group(q, world, "default/g", 3)
+        a, b, c = member("a", "g"), member("b", "g", gated=True), member("c", "g")
+        b = Pod({**b.raw, "spec": {**b.spec, "schedulerName": "other"}})
+        for p in (a, b, c):
+            arrive(q, world, p)
+        q.update(b, Pod({**b.raw, "spec": {**b.spec, "schedulingGates": []}}))
+        drivers.append((q, [a, b, c]))
+    (kept_q, pods), (asked_q, _) = drivers
+    assert observed(kept_q, pods) == observed(asked_q, pods)
+    assert entry_of(kept_q, "default/g")[0] == ACTIVE
+    assert kept_q._get_entry("podgroup:default/g")[1].gate_state is None  # type: ignore[union-attr]

@@ -177,13 +177,14 @@ class PriorityQueue:
         steps = prof.pre_enqueue_steps if prof is not None else None
         if prof is None or steps is None:
             entry.gate_state = None
+            entry.changed.clear()
             return False
         gate = entry.gate_state
         if not isinstance(gate, GroupGate) or gate.profile is not prof:
             gate = entry.gate_state = GroupGate(prof, entry)
         gate.take_changes(entry)
         if gate.foreign:
-            entry.gate_state = None
+            entry.gate_state = None  # made afresh, every pod in question, when it can be kept again
             return False
         gating = gate.run(entry, steps)
         if gating:
