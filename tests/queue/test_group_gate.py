@@ -18,7 +18,7 @@ from kubeberth.framework import Status
 from kubeberth.framework import events as ev
 from kubeberth.framework.types import QueuedPodGroupInfo, QueuedPodInfo
 from kubeberth.model import Pod
-from kubeberth.queue import ACTIVE, GATED, ActionType, ClusterEvent, PriorityQueue, QueueProfile
+from kubeberth.queue import ACTIVE, GATED, ActionType, ClusterEvent, PriorityQueue, QueueProfile, group_gate
 from kubeberth.queue.group_gate import SCOPE_ANY, SCOPE_POD, SCOPE_POD_GROUP, PreEnqueueStep, run_steps
 from tests.doubles import priority_then_age
 from tests.queue.fakes import T0, EventsPlugin, pod
@@ -126,6 +126,12 @@ def observe_group(q: PriorityQueue, world: World, key: str, min_count: int, *, a
 
 def entry_of(q: PriorityQueue, group: str) -> tuple[str, QueuedPodInfo] | None:
     return q._get_entry("podgroup:" + group)
+
+
+@pytest.fixture(autouse=True)
+def keep_from_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answers kept for entries of any size here (a real queue keeps them from KEEP_FROM_MEMBERS pods)."""
+    monkeypatch.setattr(group_gate, "KEEP_FROM_MEMBERS", 1)
 
 
 # ---- the calls ---------------------------------------------------------------------------------
@@ -323,8 +329,11 @@ def random_ops(rng: random.Random, n: int) -> list[tuple[str, Any]]:
     return ops
 
 
+@pytest.mark.parametrize("keep_from", [1, 3])
 @pytest.mark.parametrize("seed", range(12))
-def test_kept_answers_decide_as_asking_every_pod_every_time(seed: int) -> None:
+def test_kept_answers_decide_as_asking_every_pod_every_time(seed: int, keep_from: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(group_gate, "KEEP_FROM_MEMBERS", keep_from)  # 3: entries go from one way to the other
     rng = random.Random(seed)
     ops = random_ops(rng, 160)
     kept_world, asked_world = World(), World()

@@ -12,6 +12,9 @@ what that is (`PreEnqueuePlugin.pre_enqueue_scope`):
 - SCOPE_ANY (the default, and any plugin of one's own that says nothing): asked for every pod
   on every pass, as upstream.
 
+An entry of fewer than KEEP_FROM_MEMBERS pods keeps nothing: every plugin is asked for each of
+its few pods, as upstream.
+
 A pod's verdict is the first plugin (in the profile's order) that gates it, "" when none does;
 the entry is gated when any pod is, by the plugin that gates the last gated pod in member
 order (upstream's runPreEnqueuePlugins). The gated pods are counted per gating plugin, so that
@@ -29,6 +32,9 @@ from ..model import Pod
 if TYPE_CHECKING:
     from ..framework.status import Status
     from .profile import QueueProfile
+
+# Below this many pods an entry is asked pod by pod: its answers are not worth keeping.
+KEEP_FROM_MEMBERS = 8
 
 SCOPE_ANY = "Any"
 SCOPE_POD = "Pod"

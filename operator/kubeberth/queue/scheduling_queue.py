@@ -32,6 +32,7 @@ from ..framework import events as ev
 from ..framework.events import ClusterEvent
 from ..framework.types import POD_GROUP_ENTRY_PREFIX, QueuedPodGroupInfo, QueuedPodInfo
 from ..model import Pod
+from . import group_gate
 from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
 from .group_gate import GroupGate
@@ -171,11 +172,11 @@ class PriorityQueue:
 
     def _run_group_gate(self, entry: QueuedPodGroupInfo) -> bool:
         """PreEnqueue for a pod group's entry from its kept answers; False when they cannot be
-        kept (a profile without its plugins listed, pods of another profile): then every pod
-        is asked."""
+        kept (a profile without its plugins listed, pods of another profile) or are not worth it
+        (a few pods): then every pod is asked."""
         prof = self._profiles.get(entry.pod.scheduler_name)
         steps = prof.pre_enqueue_steps if prof is not None else None
-        if prof is None or steps is None:
+        if prof is None or steps is None or len(entry.members) < group_gate.KEEP_FROM_MEMBERS:
             entry.gate_state = None
             entry.changed.clear()
             return False
