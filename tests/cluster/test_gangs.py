@@ -6,8 +6,9 @@ with kube-scheduler v1.37.2 run on the same objects as the oracle.
   so the RBAC for podgroups and podgroups/status is shown to be enough): a gang that fits is
   bound whole, one that cannot reach minCount is bound not at all, a gang short of pods waits
   (no attempt, no condition) until its last pod arrives, pods created before their PodGroup wait
-  for it. Every pod's node-or-not, every PodScheduled=False message and every
-  PodGroupInitiallyScheduled condition are compared with kube-scheduler's.
+  for it, a 10-pod gang waits for its last pod and then for a member's scheduling gate to go.
+  Every pod's node-or-not, every PodScheduled=False message and every PodGroupInitiallyScheduled
+  condition are compared with kube-scheduler's.
 """
 
 from __future__ import annotations
@@ -141,6 +142,20 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     for i in range(2):
         await kube.create("pods", member("basic", i, "100m"), "default")
     out["basic"] = await settled(kube, ["basic-0", "basic-1"])
+    # a wide gang (a queue entry of 8 pods or more keeps its pods' PreEnqueue answers): 9 of its 10
+    # pods, one with a scheduling gate, are held back; the tenth comes, the gate still holds the
+    # group; the gate is removed: bound whole
+    await kube.create("podgroups", pod_group("wide", 10), "default")
+    for i in range(9):
+        body = member("wide", i, "100m")
+        if i == 4:
+            body["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+        await kube.create("pods", body, "default")
+    out["wide-waiting"] = await settled(kube, [f"wide-{i}" for i in range(9)])
+    await kube.create("pods", member("wide", 9, "100m"), "default")
+    out["wide-gated"] = await settled(kube, [f"wide-{i}" for i in range(10)])
+    await kube.patch("pods", "wide-4", {"spec": {"schedulingGates": None}}, "default")
+    out["wide"] = await settled(kube, [f"wide-{i}" for i in range(10)])
     # a gang of pods that may not preempt: DefaultPreemption's PodGroupPostFilter says so
     await kube.create("podgroups", pod_group("never", 3), "default")
     for i in range(3):
@@ -242,6 +257,10 @@ async def test_gangs_as_kube_scheduler_places_them(gang_plane: ControlPlane, gan
     assert all(not bound and message.startswith("SchedulerError: ") for bound, message in expected["mixed"].values())
     assert all(bound for bound, _ in expected["basic"].values())
     assert "preemptionPolicy=Never" in expected["groups"]["never"][2]
+    assert not any(bound for bound, _ in expected["wide-waiting"].values())
+    assert not any(bound for bound, _ in expected["wide-gated"].values())
+    assert all(bound for bound, _ in expected["wide"].values()) and len(expected["wide"]) == 10
+    assert expected["groups"]["wide"] == ("True", "Scheduled", "")
 
     assert got == expected  # every pod, every message, every PodGroup condition, word for word
 

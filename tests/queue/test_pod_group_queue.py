@@ -10,9 +10,11 @@ import pytest
 
 from kubeberth import features
 from kubeberth.features import FeatureGates
-from kubeberth.framework.types import QueuedPodGroupInfo
+from kubeberth.framework import events as ev
+from kubeberth.framework.types import QueuedPodGroupInfo, QueuedPodInfo
 from kubeberth.model import Pod
 from kubeberth.queue import ACTIVE, BACKOFF, GATED, PriorityQueue
+from kubeberth.queue.active_queue import InFlight
 from kubeberth.queue.scheduling_queue import INCOMPLETE, PENDING
 from tests.queue.fakes import new_queue, pod
 
@@ -208,3 +210,43 @@ def test_a_group_gated_while_its_preemption_runs_is_requeued_by_a_victims_deleti
     preempting["on"] = False
     q.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod("victim"), None)
     assert q.get(a.uid)[0] in (ACTIVE, BACKOFF)  # type: ignore[index]
+
+
+def test_activating_the_pods_of_a_group_in_flight_records_an_event_for_each() -> None:
+    # GangScheduling's Permit activates the group's unscheduled pods while the group is in flight:
+    # one ForceActivate per pod (upstream's addEventsIfPodInFlight), kept as one entry per run
+    q = gang_queue()
+    q.add_pod_group("default/g", 0)
+    q.add_pod_group("default/h", 0)
+    pods = [member(n, "g") for n in "abcd"]
+    for p in pods:
+        q.add(p)
+    entry = pop_group(q)
+    other = member("x", "h")
+    q.add(other)  # h's entry waits in activeQ
+    q.activate([pods[1], pods[2], other, pods[3]])
+    assert q.inflight_events() == {"ForceActivate": 3, "PodPopped": 1}
+    assert [(e.label, new.name, target) for e, _, new, target in q._in_flight.events_for(entry.key)] == [
+        ("ForceActivate", "b", entry.key), ("ForceActivate", "c", entry.key), ("ForceActivate", "d", entry.key)]
+
+
+def test_events_recorded_together_are_seen_as_recorded_one_by_one() -> None:
+    one, many = InFlight(), InFlight()
+    flying = QueuedPodGroupInfo("default/g", 0, [QueuedPodInfo(member("a", "g"))])
+    later = QueuedPodInfo(member("z", "h"))
+    news = [member(n, "g") for n in "bcd"]
+    for f in (one, many):
+        f.start(flying)
+        f.record(ev.EVENT_NODE_ADD, None, None)
+    for p in news:
+        one.record(ev.EVENT_FORCE_ACTIVATE, None, p, flying.key)
+    many.record_each(ev.EVENT_FORCE_ACTIVATE, None, news, flying.key)
+    for f in (one, many):
+        f.start(later)
+        f.record(ev.EVENT_NODE_ADD, None, None)
+    assert one.counts() == many.counts() == {"ForceActivate": 3, "NodeAdd": 2, "PodPopped": 2}
+    for uid in (flying.key, later.key):
+        assert list(one.events_for(uid)) == list(many.events_for(uid))
+    for f in (one, many):
+        f.done(flying.key)
+    assert one.counts() == many.counts() == {"NodeAdd": 1, "PodPopped": 1}

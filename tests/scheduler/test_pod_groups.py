@@ -13,6 +13,9 @@ import pytest
 from kubeberth import features
 from kubeberth.features import FeatureGates
 from kubeberth.metrics import SchedulerMetrics
+from kubeberth.model import Pod
+from kubeberth.plugins.gang_scheduling import GangScheduling
+from kubeberth.queue.group_gate import KEEP_FROM_MEMBERS
 from kubeberth.simulate import run_simulation
 from tests.builders import node_dict, pod_dict
 
@@ -85,6 +88,27 @@ def test_without_the_gate_the_pods_are_scheduled_one_by_one() -> None:
                      FeatureGates())
     assert sorted(o.status for o in got.values()) == ["Scheduled", "Scheduled", "Unschedulable"]
     assert condition(sched, "g") is None
+
+
+def test_a_gang_arriving_pod_by_pod_asks_gang_scheduling_once_per_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each arrival looks at the gang's entry twice (the pod joins it; its Add event moves it): upstream
+    # asks every PreEnqueue plugin for every pod each time (n^2 calls); the queue keeps the answers
+    # that cannot have changed and asks GangScheduling, whose answer is the group's, once per look
+    calls = []
+    real = GangScheduling.pre_enqueue
+
+    def counted(self: GangScheduling, pod: Pod) -> Any:
+        calls.append(pod.name)
+        return real(self, pod)
+
+    monkeypatch.setattr(GangScheduling, "pre_enqueue", counted)
+    n = 40
+    nodes = [node_dict(f"n{i}", cpu="4") for i in range(4)]
+    got, sched = run([*nodes, pod_group("g", n), *(member("g", i, "100m") for i in range(n))])
+    assert {o.status for o in got.values()} == {"Scheduled"} and len(got) == n
+    assert condition(sched, "g") == ("True", "Scheduled", "")
+    # (an entry of fewer than KEEP_FROM_MEMBERS pods is asked pod by pod)
+    assert len(calls) <= 2 * n + 2 * KEEP_FROM_MEMBERS ** 2
 
 
 def test_a_gang_short_of_pods_waits_without_an_attempt() -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..clock import Clock, FakeClock
@@ -126,6 +127,8 @@ class SchedulerCache:
         self._tree = NodeTree()
         self._pods: dict[str, _PodState] = {}
         self._assumed: set[str] = set()
+        # Told of each pod the cache starts or stops holding assumed (the pod groups' counts).
+        self.on_assumed_change: Callable[[Pod], None] | None = None
         self._image_nodes: dict[str, set[str]] = {}
         self._image_counts: dict[str, int] = {}
         self._images_version = 0
@@ -229,6 +232,8 @@ class SchedulerCache:
         self._pods[pod.uid] = _PodState(pod)
         if assumed:
             self._assumed.add(pod.uid)
+            if self.on_assumed_change is not None:
+                self.on_assumed_change(pod)
 
     def _remove(self, pod: Pod) -> None:
         """Remove the cached pod (the version in the cache, on the node it is cached on)."""
@@ -242,7 +247,10 @@ class SchedulerCache:
             else:
                 self._touch(pod.node_name)
         self._pods.pop(pod.uid, None)
-        self._assumed.discard(pod.uid)
+        if pod.uid in self._assumed:
+            self._assumed.discard(pod.uid)
+            if self.on_assumed_change is not None:
+                self.on_assumed_change(pod)
 
     def add_pod(self, pod: Pod) -> None:
         """An assigned pod was added. It confirms the pod when assumed (also on another node)."""

@@ -16,15 +16,39 @@ POD_GROUP_STATES = "PodGroupStates"  # the key in SchedulerContext.shared_indexe
 
 
 class PodGroupState:
-    __slots__ = ("_assumed_pod", "_is_assumed", "key", "pod_group", "pods")
+    __slots__ = ("_assumed", "_assumed_pod", "_is_assumed", "_scheduled", "key", "pod_group", "pods")
 
     def __init__(self, key: str, is_assumed: Callable[[str], bool],
-                 assumed_pod: Callable[[str], Pod | None] | None = None) -> None:
+                 assumed_pod: Callable[[str], Pod | None] | None = None, tracked: bool = False) -> None:
         self.key = key
         self.pod_group: PodGroup | None = None
         self.pods: dict[str, Pod] = {}  # uid -> the latest pod (pending or bound)
         self._is_assumed = is_assumed
         self._assumed_pod = assumed_pod
+        # Kept when the states are told of every change of is_assumed (PodGroupStates(tracked=True)):
+        # the uids of the pods bound or assumed, and of those assumed and not bound yet.
+        self._scheduled: set[str] | None = set() if tracked else None
+        self._assumed: set[str] | None = set() if tracked else None
+
+    def _refresh(self, uid: str) -> None:
+        """Where the pod `uid` counts, after it (or the cache's word on it) changed."""
+        scheduled, assumed = self._scheduled, self._assumed
+        if scheduled is None or assumed is None:
+            return
+        p = self.pods.get(uid)
+        if p is None:
+            scheduled.discard(uid)
+            assumed.discard(uid)
+            return
+        if p.node_name:
+            scheduled.add(uid)
+            assumed.discard(uid)
+        elif self._is_assumed(uid):
+            scheduled.add(uid)
+            assumed.add(uid)
+        else:
+            scheduled.discard(uid)
+            assumed.discard(uid)
 
     def all_pods_count(self) -> int:
         return len(self.pods)
@@ -33,10 +57,14 @@ class PodGroupState:
         return [p for p in self.pods.values() if p.node_name]
 
     def assumed_uids(self) -> set[str]:
+        if self._assumed is not None:
+            return set(self._assumed)
         return {uid for uid, p in self.pods.items() if not p.node_name and self._is_assumed(uid)}
 
     def scheduled_pods_count(self) -> int:
         """Bound or assumed (upstream's ScheduledPodsCount)."""
+        if self._scheduled is not None:
+            return len(self._scheduled)
         return sum(1 for uid, p in self.pods.items() if p.node_name or self._is_assumed(uid))
 
     def scheduled_pods(self) -> list[Pod]:
@@ -51,6 +79,11 @@ class PodGroupState:
         return out
 
     def unscheduled_pods(self) -> list[Pod]:
+        scheduled = self._scheduled
+        if scheduled is not None:
+            if not scheduled:
+                return list(self.pods.values())
+            return [p for uid, p in self.pods.items() if uid not in scheduled]
         return [p for uid, p in self.pods.items() if not p.node_name and not self._is_assumed(uid)]
 
     def empty(self) -> bool:
@@ -61,16 +94,28 @@ class PodGroupStates:
     """key ("namespace/name") -> PodGroupState."""
 
     def __init__(self, is_assumed: Callable[[str], bool],
-                 assumed_pod: Callable[[str], Pod | None] | None = None) -> None:
+                 assumed_pod: Callable[[str], Pod | None] | None = None, *, tracked: bool = False) -> None:
+        """`tracked`: the owner calls `assumed_changed` whenever `is_assumed` changes for a pod
+        (the scheduler's cache does); the counts GangScheduling reads are then kept instead of
+        counted on every call."""
         self._is_assumed = is_assumed
         self._assumed_pod = assumed_pod  # the cache's pod of an assumed uid (with its node)
+        self._tracked = tracked
         self._states: dict[str, PodGroupState] = {}
 
     def _state(self, key: str) -> PodGroupState:
         s = self._states.get(key)
         if s is None:
-            s = self._states[key] = PodGroupState(key, self._is_assumed, self._assumed_pod)
+            s = self._states[key] = PodGroupState(key, self._is_assumed, self._assumed_pod, self._tracked)
         return s
+
+    def assumed_changed(self, pod: Pod) -> None:
+        """The cache assumed `pod`, or no longer does (bound, forgotten, expired, removed)."""
+        key = pod.pod_group_key
+        if key:
+            s = self._states.get(key)
+            if s is not None:
+                s._refresh(pod.uid)
 
     def get(self, key: str) -> PodGroupState | None:
         return self._states.get(key)
@@ -91,13 +136,16 @@ class PodGroupStates:
 
     def add_or_update_pod(self, pod: Pod) -> None:
         if pod.pod_group_key:
-            self._state(pod.pod_group_key).pods[pod.uid] = pod
+            s = self._state(pod.pod_group_key)
+            s.pods[pod.uid] = pod
+            s._refresh(pod.uid)
 
     def remove_pod(self, pod: Pod) -> None:
         key = pod.pod_group_key
         s = self._states.get(key)
         if s is not None:
             s.pods.pop(pod.uid, None)
+            s._refresh(pod.uid)
             if s.empty():
                 del self._states[key]
 

@@ -62,8 +62,23 @@ class QueueSortPlugin(Plugin):
 
 
 class PreEnqueuePlugin(Plugin):
+    """`pre_enqueue_scope(pod)` says what `pre_enqueue`'s answer for the pod depends on, so that
+    the queue asks again only when that answer may have changed (a pod group's entry asks for
+    each of its pods on every pass, as upstream does; kubeberth keeps the answers it can):
+    SCOPE_ANY (the default): anything, asked on every pass; SCOPE_POD: the pod object alone;
+    SCOPE_POD_GROUP (for a pod that names a PodGroup): the same answer for every pod of that
+    group, which may change at any time (asked once per pass, for one of them). The scope itself
+    must follow from the pod object alone."""
+
+    SCOPE_ANY: ClassVar[str] = "Any"
+    SCOPE_POD: ClassVar[str] = "Pod"
+    SCOPE_POD_GROUP: ClassVar[str] = "PodGroup"
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
         raise NotImplementedError
+
+    def pre_enqueue_scope(self, pod: Pod) -> str:
+        return self.SCOPE_ANY
 
 
 class PreFilterExtensions:

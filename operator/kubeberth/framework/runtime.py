@@ -115,12 +115,20 @@ class Framework(BindingCycleRunners, PlacementRunners, ContextHandle):
 
     def run_pre_enqueue(self, pod: Pod) -> Status | None:
         for p in self.pre_enqueue_plugins:
-            try:
-                s = p.pre_enqueue(pod)
-            except Exception as exc:  # as upstream's unexpected PreEnqueue error: the pod is gated by it
-                return raised("PreEnqueue", p.name, exc)
-            if s is not None and not s.is_success():
-                return s.with_plugin(p.name)
+            s = self.run_pre_enqueue_plugin(p, pod)
+            if s is not None:
+                return s
+        return None
+
+    @staticmethod
+    def run_pre_enqueue_plugin(p: PreEnqueuePlugin, pod: Pod) -> Status | None:
+        """One PreEnqueue plugin: None when it lets the pod through, else its failure (named after it)."""
+        try:
+            s = p.pre_enqueue(pod)
+        except Exception as exc:  # as upstream's unexpected PreEnqueue error: the pod is gated by it
+            return raised("PreEnqueue", p.name, exc)
+        if s is not None and not s.is_success():
+            return s.with_plugin(p.name)
         return None
 
     # ---- scheduling cycle -----------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from ..model import NodeInfo, Pod
 from .status import Code, Status
@@ -274,9 +276,11 @@ def member_order(q: QueuedPodInfo) -> tuple[int, int, float, str]:
 class QueuedPodGroupInfo(QueuedPodInfo):
     """A PodGroup's queued pods, queued and popped together (upstream's QueuedPodGroupInfo).
     `pod` is its first member (which profile serves it); `priority` the PodGroup's; the queueing
-    fields (timestamp, attempts, backoff, gating) are the group's."""
+    fields (timestamp, attempts, backoff, gating) are the group's. `changed` collects the uids
+    of the members added, replaced or removed since the queue last looked (its PreEnqueue
+    answers, kept in `gate_state`, follow them)."""
 
-    __slots__ = ("group_key", "group_priority", "members")
+    __slots__ = ("_index", "changed", "gate_state", "group_key", "group_priority", "members")
 
     def __init__(self, group_key: str, group_priority: int, members: list[QueuedPodInfo],
                  timestamp: float = 0.0) -> None:
@@ -286,6 +290,9 @@ class QueuedPodGroupInfo(QueuedPodInfo):
         self.group_key = group_key
         self.group_priority = group_priority
         self.members: list[QueuedPodInfo] = []
+        self._index: dict[str, QueuedPodInfo] = {}
+        self.changed: set[str] = set()
+        self.gate_state: Any = None
         for m in members:
             self.add_member(m)
 
@@ -298,25 +305,35 @@ class QueuedPodGroupInfo(QueuedPodInfo):
         return self.group_priority
 
     def add_member(self, q: QueuedPodInfo) -> None:
-        self.remove_member(q.pod.uid)
-        self.members.append(q)
-        self.members.sort(key=member_order)
+        """Add (or, for a uid it holds, put again in its place) a pod, in member_order."""
+        uid = q.pod.uid
+        if uid in self._index:
+            self.remove_member(uid)
+        # a stable sort's place for it: after the members that order as it does
+        bisect.insort_right(self.members, q, key=member_order)
+        self._index[uid] = q
+        self.changed.add(uid)
         self.pod = self.members[0].pod
 
     def remove_member(self, uid: str) -> QueuedPodInfo | None:
-        for i, m in enumerate(self.members):
-            if m.pod.uid == uid:
-                del self.members[i]
-                if self.members:
-                    self.pod = self.members[0].pod
-                return m
-        return None
+        m = self._index.pop(uid, None)
+        if m is None:
+            return None
+        self.members.remove(m)
+        self.changed.add(uid)
+        if self.members:
+            self.pod = self.members[0].pod
+        return m
+
+    def clear_members(self) -> None:
+        """No pods left (the entry is filled again after its attempt); its PreEnqueue answers go too."""
+        self.members = []
+        self._index = {}
+        self.changed = set()
+        self.gate_state = None
 
     def member(self, uid: str) -> QueuedPodInfo | None:
-        for m in self.members:
-            if m.pod.uid == uid:
-                return m
-        return None
+        return self._index.get(uid)
 
     def __repr__(self) -> str:
         return f"QueuedPodGroupInfo({self.group_key}, pods={[m.pod.name for m in self.members]})"

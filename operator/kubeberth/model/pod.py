@@ -80,8 +80,8 @@ class Pod:
     __slots__ = (
         "affinity", "cache", "creation_timestamp", "deletion_timestamp", "generation", "host_ports", "images",
         "key", "labels", "name", "namespace", "node_name", "node_selector", "nominated_node_name",
-        "non_zero_requests", "owner_kinds", "phase", "pod_group_name", "preemption_policy", "preferred_node_terms",
-        "priority", "priority_class_name", "raw", "requests", "required_node_selector",
+        "non_zero_requests", "owner_kinds", "phase", "pod_group_key", "pod_group_name", "preemption_policy",
+        "preferred_node_terms", "priority", "priority_class_name", "raw", "requests", "required_node_selector",
         "scheduler_name", "scheduling_gates", "seq", "spec", "start_time", "tolerations", "uid",
     )
 
@@ -135,6 +135,8 @@ class Pod:
         # spec.schedulingGroup.podGroupName: the scheduling.k8s.io/v1beta1 PodGroup it belongs to ("": none)
         group = spec.get("schedulingGroup")
         self.pod_group_name = str(group.get("podGroupName") or "") if isinstance(group, Mapping) else ""
+        # "namespace/podGroupName" of its PodGroup; "" when it names none.
+        self.pod_group_key = f"{self.namespace}/{self.pod_group_name}" if self.pod_group_name else ""
         self.affinity = spec.get("affinity") or {}
         self.host_ports = []
         self.images = []
@@ -170,11 +172,6 @@ class Pod:
                 for t in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
         except ModelError as exc:
             raise ModelError(str(exc), field="spec.affinity.nodeAffinity") from exc
-
-    @property
-    def pod_group_key(self) -> str:
-        """"namespace/podGroupName" of its PodGroup; "" when it names none."""
-        return f"{self.namespace}/{self.pod_group_name}" if self.pod_group_name else ""
 
     @property
     def is_assigned(self) -> bool:

@@ -79,6 +79,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         groups = self.handle.shared_indexes.get(POD_GROUP_STATES)
         return groups if isinstance(groups, PodGroupStates) else None
 
+    def pre_enqueue_scope(self, pod: Pod) -> str:
+        # a pod of a group waits on its group's preemption, the same for every pod of the group
+        if pod.pod_group_name and features.current().enabled(features.GENERIC_WORKLOAD):
+            return self.SCOPE_POD_GROUP
+        return self.SCOPE_ANY
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if pod.pod_group_name and features.current().enabled(features.GENERIC_WORKLOAD):
             # a pod of a group waits for its group's preemption (a group not found is not ours to hold)

@@ -97,6 +97,10 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE if after.min_count < before.min_count else QueueingHint.QUEUE_SKIP
 
+    def pre_enqueue_scope(self, pod: Pod) -> str:
+        # the group's PodGroup and its pods' count: the same answer for every pod of the group
+        return self.SCOPE_POD_GROUP if pod.pod_group_name else self.SCOPE_POD
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.pod_group_name:
             return None

@@ -25,6 +25,9 @@ class SchedulingGates(PreEnqueuePlugin):
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent(TARGET_POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED))]
 
+    def pre_enqueue_scope(self, pod: Pod) -> str:
+        return self.SCOPE_POD  # its gates
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.scheduling_gates:
             return None

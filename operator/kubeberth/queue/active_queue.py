@@ -125,6 +125,12 @@ class ActiveQueue:
         return sum(len(h) for h in self._heaps.values())
 
 
+class _Each(tuple[Any, ...]):
+    """The new objects of events recorded together (InFlight.record_each)."""
+
+    __slots__ = ()
+
+
 class InFlight:
     """Popped pods not `done` yet, and the events seen meanwhile (upstream's inFlightPods and
     inFlightEvents): a pod that comes back unschedulable is checked against each of them."""
@@ -146,6 +152,13 @@ class InFlight:
             self._pos += 1
             self._events.append((self._pos, event, old, new, target))
 
+    def record_each(self, event: ClusterEvent, old: Any, news: list[Any], target: str = "") -> None:
+        """`record(event, old, new, target)` for each of `news` in turn, kept as one entry (the
+        positions it takes are consecutive: no pod is popped in between)."""
+        if self._pods and news:
+            self._pos += len(news)
+            self._events.append((self._pos, event, old, _Each(news), target))
+
     def pod(self, uid: str) -> QueuedPodInfo | None:
         entry = self._pods.get(uid)
         return entry[1] if entry is not None else None
@@ -157,7 +170,11 @@ class InFlight:
             return
         for pos, event, old, new, target in self._events:
             if pos > entry[0] and (not target or target == uid):
-                yield event, old, new, target
+                if type(new) is _Each:
+                    for one in new:
+                        yield event, old, one, target
+                else:
+                    yield event, old, new, target
 
     def done(self, uid: str) -> bool:
         if self._pods.pop(uid, None) is None:
@@ -172,7 +189,9 @@ class InFlight:
 
     def counts(self) -> dict[str, int]:
         """scheduler_inflight_events: the pods being scheduled (PodPopped) and the events kept for them."""
-        counts = Counter(event.label for _, event, _, _, _ in self._events)
+        counts: Counter[str] = Counter()
+        for _, event, _, new, _ in self._events:
+            counts[event.label] += len(new) if type(new) is _Each else 1
         counts[POD_POPPED] = len(self._pods)
         return dict(counts)
 

@@ -4,15 +4,17 @@ plugins' QueueingHints), and upstream's isPodWorthRequeuing over them."""
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..framework import events as ev
 from ..framework.events import ClusterEvent, ClusterEventWithHint, QueueingHint
 from ..framework.types import QueuedPodInfo
 from ..model import Pod
+from .group_gate import PreEnqueueStep, run_steps
 
 if TYPE_CHECKING:
     from ..framework.runtime import Framework
@@ -45,16 +47,30 @@ class QueueProfile:
     """One profile as the queue sees it."""
 
     __slots__ = ("_hints", "initial_backoff", "less", "max_backoff", "plugins", "pre_enqueue",
-                 "queue_sort_name", "scheduler_name")
+                 "pre_enqueue_steps", "queue_sort_name", "scheduler_name")
 
     def __init__(self, scheduler_name: str, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool], *,
                  queue_sort_name: str = "", pre_enqueue: Callable[[Pod], Any] | None = None,
+                 pre_enqueue_steps: Sequence[PreEnqueueStep] | None = None,
                  initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
                  max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
                  plugins: Mapping[str, Any] | None = None) -> None:
+        """`pre_enqueue`: the profile's PreEnqueue for a pod (the first failure, None when every
+        plugin lets it through); `pre_enqueue_steps`: the same plugin by plugin, which lets a pod
+        group's entry keep the answers that cannot have changed (group_gate.py). Given the steps
+        alone, `pre_enqueue` runs them; given `pre_enqueue` alone, a group's entry asks it for
+        every pod on every pass."""
         self.scheduler_name = scheduler_name
         self.less = less
         self.queue_sort_name = queue_sort_name
+        self.pre_enqueue_steps: tuple[PreEnqueueStep, ...] | None = (
+            tuple(pre_enqueue_steps) if pre_enqueue_steps is not None else None)
+        if pre_enqueue is None and self.pre_enqueue_steps:
+            steps = self.pre_enqueue_steps
+
+            def pre_enqueue(pod: Pod) -> Any:
+                return run_steps(steps, pod)
+
         self.pre_enqueue = pre_enqueue
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
@@ -64,8 +80,11 @@ class QueueProfile:
     @classmethod
     def from_framework(cls, fw: Framework) -> QueueProfile:
         sort = fw.queue_sort_plugins[0] if fw.queue_sort_plugins else None
+        steps = [PreEnqueueStep(p.name, functools.partial(fw.run_pre_enqueue_plugin, p), p.pre_enqueue_scope)
+                 for p in fw.pre_enqueue_plugins]
         return cls(fw.scheduler_name, fw.queue_sort_less, queue_sort_name=sort.name if sort else "",
-                   pre_enqueue=fw.run_pre_enqueue, initial_backoff=fw.spec.podInitialBackoffSeconds,
+                   pre_enqueue=fw.run_pre_enqueue, pre_enqueue_steps=steps,
+                   initial_backoff=fw.spec.podInitialBackoffSeconds,
                    max_backoff=fw.spec.podMaxBackoffSeconds, plugins=fw.plugins)
 
     def hints_for(self, plugin: str) -> list[ClusterEventWithHint] | None:

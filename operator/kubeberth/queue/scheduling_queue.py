@@ -32,8 +32,10 @@ from ..framework import events as ev
 from ..framework.events import ClusterEvent
 from ..framework.types import POD_GROUP_ENTRY_PREFIX, QueuedPodGroupInfo, QueuedPodInfo
 from ..model import Pod
+from . import group_gate
 from .active_queue import ActiveQueue, InFlight
 from .backoff_queue import BackoffQueue
+from .group_gate import GroupGate
 from .nominator import Nominator
 from .pod_updates import target_pod_events
 from .profile import HintObserver, QueueProfile, Strategy, fallback_less, worth_requeuing
@@ -142,8 +144,11 @@ class PriorityQueue:
         return QueuedPodInfo(pod, self.clock.now())
 
     def _run_pre_enqueue(self, q: QueuedPodInfo) -> None:
-        """A pod group's entry runs PreEnqueue for each of its pods; one gated pod gates it all."""
+        """A pod group's entry runs PreEnqueue for each of its pods; one gated pod gates it all.
+        Its answers are kept between passes where they cannot have changed (group_gate.py)."""
         gating = ""
+        if isinstance(q, QueuedPodGroupInfo) and self._run_group_gate(q):
+            return
         for m in _members(q):
             prof = self._profiles.get(m.pod.scheduler_name)
             status = prof.pre_enqueue(m.pod) if prof is not None and prof.pre_enqueue is not None else None
@@ -164,6 +169,32 @@ class PriorityQueue:
         else:
             q.gated = False
             self._gating.pop(q.key, None)
+
+    def _run_group_gate(self, entry: QueuedPodGroupInfo) -> bool:
+        """PreEnqueue for a pod group's entry from its kept answers; False when they cannot be
+        kept (a profile without its plugins listed, pods of another profile) or are not worth it
+        (a few pods): then every pod is asked."""
+        prof = self._profiles.get(entry.pod.scheduler_name)
+        steps = prof.pre_enqueue_steps if prof is not None else None
+        if prof is None or steps is None or len(entry.members) < group_gate.KEEP_FROM_MEMBERS:
+            entry.gate_state = None
+            entry.changed.clear()
+            return False
+        gate = entry.gate_state
+        if not isinstance(gate, GroupGate) or gate.profile is not prof:
+            gate = entry.gate_state = GroupGate(prof, entry)
+        gate.take_changes(entry)
+        if gate.foreign:
+            entry.gate_state = None  # made afresh, every pod in question, when it can be kept again
+            return False
+        gating = gate.run(entry, steps)
+        if gating:
+            entry.gated = True
+            self._gating[entry.key] = gating
+        else:
+            entry.gated = False
+            self._gating.pop(entry.key, None)
+        return True
 
     def _move_to_active(self, q: QueuedPodInfo, event: str) -> bool:
         """PreEnqueue, then activeQ; a gated pod goes to (or stays in) the unschedulable pool."""
@@ -222,6 +253,8 @@ class PriorityQueue:
                          target: str = "") -> Strategy:
         if isinstance(q, QueuedPodGroupInfo):
             # The group moves when the event may help any of its pods (with the group's rejectors).
+            if not q.unschedulable_plugins and not q.pending_plugins:
+                return Strategy.AFTER_BACKOFF  # what worth_requeuing says of each pod then
             best = Strategy.SKIP
             for m in q.members:
                 probe = QueuedPodInfo(m.pod, q.timestamp)
@@ -276,17 +309,33 @@ class PriorityQueue:
     def activate(self, pods: Iterable[Pod]) -> None:
         """Move pods from backoffQ / unschedulable to activeQ (upstream's Activate); an
         in-flight pod is requeued at once when it comes back."""
+        groups = self.pod_groups_enabled
+        flying = ""  # the group whose entry is in flight, for whose pods the event is being recorded
+        run: list[Pod] = []
         for pod in pods:
             uid = pod.uid
-            if self._is_member(pod):
-                uid = POD_GROUP_ENTRY_PREFIX + pod.pod_group_key  # the whole group is activated
+            if groups and pod.pod_group_name:
+                group = pod.pod_group_key
+                if group == flying:
+                    run.append(pod)  # nothing has moved since its previous pod: recorded as it was
+                    continue
+                uid = POD_GROUP_ENTRY_PREFIX + group  # the whole group is activated
+            if run:
+                self._in_flight.record_each(ev.EVENT_FORCE_ACTIVATE, None, run, POD_GROUP_ENTRY_PREFIX + flying)
+                flying, run = "", []
             q = self._unschedulable.get(uid)
             if q is None:
                 q = self._backoff.get(uid)
             if q is not None:
                 self._move_to_active(q, ev.FORCE_ACTIVATE)
             elif uid in self._in_flight:
-                self._record_event(ev.EVENT_FORCE_ACTIVATE, None, pod, uid)
+                flown = self._in_flight.pod(uid)
+                if isinstance(flown, QueuedPodGroupInfo):
+                    flying, run = flown.group_key, [pod]
+                else:
+                    self._record_event(ev.EVENT_FORCE_ACTIVATE, None, pod, uid)
+        if run:
+            self._in_flight.record_each(ev.EVENT_FORCE_ACTIVATE, None, run, POD_GROUP_ENTRY_PREFIX + flying)
 
     def move_to_active_or_backoff(self, pod: Pod, event: ClusterEvent) -> None:
         """Bring one pending pod to an attempt soon, its backoff respected: from the unschedulable
@@ -454,7 +503,7 @@ class PriorityQueue:
             for q in pending:
                 self._incomplete.setdefault(group, {})[q.pod.uid] = q
             return INCOMPLETE
-        entry.members = []
+        entry.clear_members()
         for q in pending:
             entry.add_member(q)
         entry.group_priority = self._pod_groups[group]
@@ -614,6 +663,7 @@ class PriorityQueue:
         best.unschedulable_plugins = set()
         best.pending_plugins = set()
         if isinstance(best, QueuedPodGroupInfo):
+            best.gate_state = None  # its pods' answers are asked afresh when they come back
             for m in best.members:
                 m.attempts += 1
                 m.unschedulable_plugins = set()

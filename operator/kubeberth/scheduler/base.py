@@ -59,7 +59,8 @@ class SchedulerBase:
         self.cache = SchedulerCache(clock=self.clock, ttl=cache_ttl)
         # PodGroups and their pods (GenericWorkload): what GangScheduling and the pod-group cycle read.
         self.pod_groups_enabled = features.current().generic_workload
-        self.pod_groups = PodGroupStates(self.cache.is_assumed, self.cache.get_pod)
+        self.pod_groups = PodGroupStates(self.cache.is_assumed, self.cache.get_pod, tracked=True)
+        self.cache.on_assumed_change = self.pod_groups.assumed_changed
         self.ctx.shared_indexes[POD_GROUP_STATES] = self.pod_groups
         self.snapshot = Snapshot()
         self.profiles: dict[str, Framework] = {}

@@ -149,6 +149,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             out.append(claim)
         return out
 
+    def pre_enqueue_scope(self, pod: Pod) -> str:
+        # without claims it lets the pod through whatever the cluster holds; with them, it reads the claims
+        return self.SCOPE_ANY if pod.spec.get("resourceClaims") else self.SCOPE_POD
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.spec.get("resourceClaims"):
             return None
