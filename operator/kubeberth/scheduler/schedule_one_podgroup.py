@@ -35,11 +35,11 @@ from ..model.pod_group import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
 )
+from ..plugins._mutation_session import preemption_rerun
 from ..plugins.default_preemption import DefaultPreemption
 from ..plugins.dynamic_resources import DynamicResources
 from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
-from ..plugins.topology_placement_generator import preemption_rerun
 from ..preemption.pod_group import Assignment, SnapshotEdits
 from . import decision_log, explain, group_explain
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
