@@ -284,6 +284,15 @@ async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
         yield client
 
 
+def _differences(where: str, got: Any, expected: Any) -> list[str]:
+    """Where kubeberth's view differs from kube-scheduler's, down to the entries of the mappings
+    (stories, pods, groups, claims), one line each."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        return [line for k in sorted({*got, *expected})
+                for line in _differences(f"{where} {k}".strip(), got.get(k), expected.get(k))]
+    return [] if got == expected else [f"{where}: kubeberth {got!r}, kube-scheduler {expected!r}"]
+
+
 def nominated(story: dict[str, Any], *pods: str) -> list[str]:
     return sorted(story["pods"][p][1] for p in pods)
 
@@ -339,8 +348,8 @@ async def test_group_preemption_as_kube_scheduler_does_it(plane: ControlPlane, k
             for p in ("gang-0", "gang-1"):
                 who[story]["pods"][p] = ("", "", *who[story]["pods"][p][2:])
             who[story]["pods"]["gang nodes"] = nodes
-    differing = {story: (got.get(story), expected[story]) for story in expected if got.get(story) != expected[story]}
-    assert not differing, differing
+    differing = _differences("", got, expected)
+    assert not differing, "\n".join(differing)
 
     attempts = {line.split("{")[1].split("}")[0]: float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                 if line.startswith("scheduler_workload_preemption_attempts_total{")}
