@@ -262,6 +262,11 @@ class SchedulerMetrics:
         if self.workload_preemption_attempts_total is not None:
             self.workload_preemption_attempts_total.labels(result=result).inc()
 
+    def preemption_pdb_violations(self, preemptor: str, n: int) -> None:
+        """upstream's observeVictims' PDB count for a pod preemptor: registered only with GenericWorkload."""
+        if n > 0 and self.preemption_pdb_violations_total is not None:
+            self.preemption_pdb_violations_total.labels(preemptor=preemptor).inc(n)
+
     def workload_preemption_victims(self, victims: int, disruptions: int, pdb_violations: int) -> None:
         """upstream's observeVictims for a pod group preemptor."""
         if self.workload_preemption_victims_histogram is not None:

@@ -10,6 +10,9 @@ switched on with the fuzzer's flags:
 - `group_preemption` (`--group-preemption`): groups may have priorities above running pods, so that
   a group that does not fit needs preemption (DefaultPreemption's PodGroupPostFilter). Off, a group's
   priority is 0 (no PriorityClass, not above any pod) or `high-never` (preemptionPolicy Never).
+  With it, a third of the groups say `disruptionMode: all`: once placed, they are preempted whole,
+  by a later group or a later pod of no group. That choice is drawn from a generator of its own,
+  seeded with the case generator's state, so the rest of every case is as before it was added.
 - `topology` (`--topology`): groups ask for one topology domain (`schedulingConstraints.topology`),
   and both schedulers run with TopologyAwareWorkloadScheduling=true.
 """
@@ -55,6 +58,11 @@ class Options:
         return " ".join(out)
 
 
+def side_draw(rng: random.Random) -> float:
+    """A number in [0, 1) that depends on `rng`'s state but leaves it as it is."""
+    return random.Random(repr(rng.getstate())).random()
+
+
 def group_priorities(rng: random.Random, options: Options) -> str | None:
     """A group's PriorityClass name (None: none, priority 0)."""
     if options.group_preemption:
@@ -74,6 +82,8 @@ def pod_group(rng: random.Random, name: str, members: int, priority_class: str |
         spec["priorityClassName"] = priority_class
     if options.topology and rng.random() < 0.6:
         spec["schedulingConstraints"] = {"topology": [{"key": rng.choice([ZONE, ZONE, HOSTNAME])}]}
+    if options.group_preemption and side_draw(rng) < 1 / 3:
+        spec["disruptionMode"] = {"all": {}}
     return {"apiVersion": GROUP_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": "default"},
             "spec": spec}
 

@@ -11,7 +11,16 @@ Four stories, one after the other on fresh nodes (the nodes of the earlier ones 
 - `pdb`: two low pods, the less important one guarded by a PodDisruptionBudget that allows no
   disruption: the guarded one is given back first and stays, the other is preempted;
 - `policy`: with PodGroupPreemptionPolicy the PodGroup's preemptionPolicy (PreemptLowerPriority)
-  is the group's, and a pod that says Never is a SchedulerError.
+  is the group's, and a pod that says Never is a SchedulerError;
+- `unit`: a single pod (no group) preempts on a node holding a pod of a `disruptionMode: all`
+  PodGroup whose other pod runs elsewhere: the group's two pods go together (the unit, ranked
+  before a lone pod of the same priority, which is reprieved), both named in Preempted events
+  for the preemptor's node;
+- `prio`: a single pod preempts a pod whose own priority is above its own but whose PodGroup's
+  is below (a group's pods count at the group's priority);
+- `dra`: a gang whose pods' ResourceClaims are allocated on a node that is gone: DynamicResources'
+  PodGroupPostFilter deallocates them (the pods the attempt reached, one claim each) and the gang
+  is scheduled on devices allocated anew.
 
 While the victims terminate (no kubelet here: the test then plays it) and once the preemptors
 are bound, every pod's state (node, nominatedNodeName, PodScheduled=False message, being deleted,
@@ -32,13 +41,17 @@ import pytest_asyncio
 
 from .conftest import OperatorProcess
 from .control_plane import ADMIN_TOKEN, ControlPlane
-from .kube import Kube, eventually, node, pod
+from .kube import Kube, eventually, node, pod, reset_devices
 from .test_gangs import gated_plane, kubeberth_kubeconfig, start_kube_scheduler
 
 pytestmark = pytest.mark.cluster
 
 GATES = "GenericWorkload=true,PodGroupPreemptionPolicy=true"
-CLASSES = {"low": 10, "mid": 500, "high": 1000, "never": 0}
+CLASSES = {"low": 10, "mid": 500, "high": 1000, "never": 0, "top": 2000}
+DRIVER = "gpu.example.com"
+GONE = {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+    {"key": "metadata.name", "operator": "In", "values": ["gone"]}]}]},
+    "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "gone", "device": "gpu-0"}]}}
 
 
 def pod_group(name: str, min_count: int | None, priority_class: str | None, **spec: Any) -> dict[str, Any]:
@@ -178,11 +191,72 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     await group(pod_group("calm", 1, None))
     await kube.create("pods", member("calm", "calm-0", "100m", "never"), "default")
     out["policy"] = await settled(kube, names)
+    # unit: n6 (2 CPU) holds ug-0 (1000m, PodGroup ug: disruptionMode all, low) and solo2 (400m, low,
+    # no group), n7 (1 CPU) ug-1; a lone high pod (1500m) fits n6 only
+    await kube.create("nodes", node("n6", cpu="2", memory="4Gi"))
+    await kube.create("nodes", node("n7", cpu="1", memory="4Gi"))
+    await group(pod_group("ug", None, "low", disruptionMode={"all": {}}))
+    await kube.create("pods", member("ug", "ug-0", "1000m", "low", node_name="n6"), "default")
+    await kube.create("pods", member("ug", "ug-1", "500m", "low", node_name="n7"), "default")
+    await kube.create("pods", pod("solo2", cpu="400m", memory="100Mi", priority_class="low", node_name="n6"),
+                      "default")
+    hero = await kube.create("pods", pod("hero", cpu="1500m", memory="100Mi", priority_class="high"), "default")
+    names[hero["metadata"]["uid"]] = "hero"
+    out["unit-waiting"] = await settled(kube, names)
+    await play_kubelet(kube, "hero")
+    out["unit"] = await settled(kube, names)
+    # prio: n8 (2 CPU) holds big-0 (1800m, own class top, in PodGroup bigg of class low); a lone high
+    # pod (1500m) fits n8 only
+    await kube.create("nodes", node("n8", cpu="2", memory="4Gi"))
+    await group(pod_group("bigg", None, "low"))
+    await kube.create("pods", member("bigg", "big-0", "1800m", "top", node_name="n8"), "default")
+    hero2 = await kube.create("pods", pod("hero2", cpu="1500m", memory="100Mi", priority_class="high"), "default")
+    names[hero2["metadata"]["uid"]] = "hero2"
+    out["prio-waiting"] = await settled(kube, names)
+    await play_kubelet(kube, "hero2")
+    out["prio"] = await settled(kube, names)
+    # dra: n9 has two devices; the gang dg's two pods each name a claim allocated on a node "gone"
+    await kube.create("nodes", node("n9", cpu="2", memory="4Gi"))
+    await kube.create("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                        "metadata": {"name": "gpu"}, "spec": {"selectors": [
+                                            {"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    await kube.create("resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n9-gpu"},
+        "spec": {"driver": DRIVER, "nodeName": "n9", "pool": {"name": "n9", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}})
+    await group(pod_group("dg", 2, None))
+    for i in range(2):
+        await kube.create("resourceclaims", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"dc-{i}", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}, "default")
+        await kube.patch("resourceclaims", f"dc-{i}", {"status": {"allocation": GONE}}, "default",
+                         subresource="status")
+    for i in range(2):
+        body = member("dg", f"dg-{i}", "100m", None)
+        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"dc-{i}"}]
+        await kube.create("pods", body, "default")
+
+    async def gang_bound() -> bool | None:
+        pods = {p["metadata"]["name"]: p for p in await kube.list("pods", "default")}
+        return all(pods[f"dg-{i}"]["spec"].get("nodeName") for i in range(2)) or None
+
+    await eventually(gang_bound, timeout=90, interval=0.3, what="dg bound")
+    out["dra"] = await settled(kube, names)
+    claims = {c["metadata"]["name"]: c.get("status") or {} for c in await kube.list("resourceclaims", "default")}
+    out["dra-claims"] = {
+        name: (sorted((r["pool"], r["device"][:4]) for r in st["allocation"]["devices"]["results"])
+               if st.get("allocation") else None,
+               sorted(r["name"] for r in st.get("reservedFor") or ()))
+        for name, st in claims.items()}
+    out["dra-devices"] = sorted(r["device"] for st in claims.values() if st.get("allocation")
+                                for r in st["allocation"]["devices"]["results"])
     return out
 
 
 async def reset(kube: Kube) -> None:
     await kube.delete_all("pods", "default", grace_period=0)
+    await reset_devices(kube)
     await kube.delete_all("podgroups", "default")
     await kube.delete_all("poddisruptionbudgets", "default")
     await kube.delete_all("events", "default")
@@ -208,6 +282,15 @@ async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
     async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context()) as client:
         await reset(client)
         yield client
+
+
+def _differences(where: str, got: Any, expected: Any) -> list[str]:
+    """Where kubeberth's view differs from kube-scheduler's, down to the entries of the mappings
+    (stories, pods, groups, claims), one line each."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        return [line for k in sorted({*got, *expected})
+                for line in _differences(f"{where} {k}".strip(), got.get(k), expected.get(k))]
+    return [] if got == expected else [f"{where}: kubeberth {got!r}, kube-scheduler {expected!r}"]
 
 
 def nominated(story: dict[str, Any], *pods: str) -> list[str]:
@@ -244,6 +327,18 @@ async def test_group_preemption_as_kube_scheduler_does_it(plane: ControlPlane, k
     assert victims == {"free"}, expected["pdb-waiting"]  # the guarded pod given back first
     assert expected["pdb"]["pods"]["pdb-0"][0] == "n5"
     assert expected["policy"]["groups"]["calm"][:2] == ("False", "SchedulerError"), expected["policy"]
+    unit = expected["unit-waiting"]
+    assert {e for e in unit["preempted"] if e[0] in ("ug-0", "ug-1", "solo2")} == {
+        ("ug-0", "Normal", "Preempted by pod <hero> on node n6"),
+        ("ug-1", "Normal", "Preempted by pod <hero> on node n6")}, unit  # the unit whole, solo2 reprieved
+    assert unit["pods"]["ug-1"][4] == "PreemptionByScheduler: default-scheduler: preempting to accommodate a " \
+                                      "higher priority pod", unit
+    assert unit["pods"]["hero"][1] == "n6" and expected["unit"]["pods"]["hero"][0] == "n6"
+    assert ("big-0", "Normal", "Preempted by pod <hero2> on node n8") in expected["prio-waiting"]["preempted"]
+    assert expected["prio"]["pods"]["hero2"][0] == "n8"
+    assert expected["dra"]["groups"]["dg"] == ("True", "Scheduled", ""), expected["dra"]
+    assert expected["dra-claims"] == {f"dc-{i}": ([("n9", "gpu-")], [f"dg-{i}"]) for i in range(2)}, expected
+    assert expected["dra-devices"] == ["gpu-0", "gpu-1"]
 
     # pods of one gang may be nominated to (and bound on) either of two equal nodes: which pod
     # goes where is a tie broken at random, in both schedulers
@@ -253,8 +348,8 @@ async def test_group_preemption_as_kube_scheduler_does_it(plane: ControlPlane, k
             for p in ("gang-0", "gang-1"):
                 who[story]["pods"][p] = ("", "", *who[story]["pods"][p][2:])
             who[story]["pods"]["gang nodes"] = nodes
-    for story in expected:
-        assert got[story] == expected[story], story
+    differing = _differences("", got, expected)
+    assert not differing, "\n".join(differing)
 
     attempts = {line.split("{")[1].split("}")[0]: float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                 if line.startswith("scheduler_workload_preemption_attempts_total{")}

@@ -13,6 +13,7 @@ import pytest
 from kubeberth import features
 from kubeberth.features import FeatureGates
 from kubeberth.simulate import simulate
+from tests.cluster import fuzz_groups
 from tests.cluster.fuzz_gen import generate
 from tests.cluster.fuzz_groups import Options
 from tests.cluster.fuzz_judge import Decision, attempts, explain, judge, judge_group, load_known, parse_known
@@ -331,3 +332,24 @@ def test_the_lagging_message_entry_explains_only_a_true_condition_with_a_failure
     verdict = judge(false, ours, None)
     verdict.field = "group"
     assert explain(verdict, false, ours, known).explained_by == ""
+
+
+def test_group_preemption_gives_some_groups_disruption_mode_all_and_changes_nothing_else(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The side draw leaves the case generator's sequence as it was: the cases with the field
+    stripped are those made when the draw never says all."""
+    on = Options("workloads", group_preemption=True)
+    made = [generate(1, i, on) for i in range(8)]
+    for case in made:
+        for o in case["objects"]:
+            if o["kind"] == "PodGroup":
+                o["spec"].pop("disruptionMode", None)
+    monkeypatch.setattr(fuzz_groups, "side_draw", lambda rng: 1.0)
+    assert [generate(1, i, on) for i in range(8)] == made
+    monkeypatch.undo()
+    groups = [o for i in range(20) for o in generate(1, i, on)["objects"] if o["kind"] == "PodGroup"]
+    modes = [o["spec"].get("disruptionMode") for o in groups]
+    assert {"all": {}} in modes and None in modes
+    assert all(m in (None, {"all": {}}) for m in modes)
+    assert all(o["spec"].get("disruptionMode") is None
+               for i in range(5) for o in generate(1, i, WORKLOADS)["objects"] if o["kind"] == "PodGroup")

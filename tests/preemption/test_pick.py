@@ -60,6 +60,10 @@ def P(name, prio, start=None):
                      id="priority-before-count"),
         pytest.param({"a": V(P("x", 10, start=900)), "b": V(P("y", 9, start=0))}, "b",
                      id="priority-before-start-time"),
+        # victim units: the first victim is the most important unit's (a group at its PodGroup's
+        # priority), whose own priority is what rule 2 reads, not the highest pod's
+        pytest.param({"a": V(P("g", 3), P("x", 8)), "b": V(P("y", 5), P("z", 1))}, "a",
+                     id="first-victim-priority-not-highest"),
     ],
 )
 def test_pick_one_node_for_preemption(nodes_to_victims, want):
@@ -77,7 +81,8 @@ def _reference_pick(nodes_to_victims, now):
 
     score_funcs = [
         lambda n: -nodes_to_victims[n].num_pdb_violations,
-        lambda n: -max((p.priority for p in nodes_to_victims[n].pods), default=MIN_INT32),
+        # the first victim's priority (the victims come most important first)
+        lambda n: -(nodes_to_victims[n].pods[0].priority if nodes_to_victims[n].pods else MIN_INT32),
         lambda n: -sum(p.priority - MIN_INT32 for p in nodes_to_victims[n].pods),
         lambda n: -len(nodes_to_victims[n].pods),
         latest_start,

@@ -130,6 +130,12 @@ def test_node_out(pods, preemptor, want_code, want_reason):
         pytest.param([pod("a", labels=G)], [pdb("g", G, 0), pdb("g2", F, 0)], ["a"], [], id="two-pdbs"),
         pytest.param([pod("a", labels={"app": "guarded", "tier": "x"})],
                      [pdb("g", G, 1), pdb("t", {"tier": "x"}, 0)], ["a"], [], id="any-violated-pdb-counts"),
+        # v1.37.2 stops at the first budget a pod breaks: the later ones it matches are not spent (so
+        # b, matching only the second, still has its one disruption)
+        pytest.param([pod("a", labels={"app": "guarded", "tier": "x"}), pod("b", labels={"tier": "x"})],
+                     [pdb("g", G, 0), pdb("t", {"tier": "x"}, 1)], ["a"], ["b"], id="stops-at-the-first-broken"),
+        pytest.param([pod("a", labels={"app": "guarded", "tier": "x"}), pod("b", labels={"tier": "x"})],
+                     [pdb("t", {"tier": "x"}, 1), pdb("g", G, 0)], ["a", "b"], [], id="earlier-budgets-are-spent"),
         pytest.param([pod("a", labels=G, namespace="ns")], [pdb("g", G, 0)], [], ["a"], id="namespace"),
         pytest.param([pod("a", labels=G)], [pdb("g", G, 0, disrupted=["a"])], [], ["a"], id="already-disrupted"),
     ],

@@ -50,6 +50,8 @@ class MetricsRecorder(Protocol):
 
     def preemption_victims(self, n: int) -> None: ...
 
+    def preemption_pdb_violations(self, preemptor: str, n: int) -> None: ...
+
     def workload_preemption_attempt(self, result: str) -> None: ...
 
     def workload_preemption_victims(self, victims: int, disruptions: int, pdb_violations: int) -> None: ...
@@ -110,6 +112,9 @@ class NoMetrics:
         pass
 
     def preemption_victims(self, n: int) -> None:
+        pass
+
+    def preemption_pdb_violations(self, preemptor: str, n: int) -> None:
         pass
 
     def workload_preemption_attempt(self, result: str) -> None:

@@ -1,5 +1,10 @@
 """ImageLocality: favours nodes that already have the pod's images (its containers' and, as v1.37,
-its image volumes'), scaled by their spread."""
+its image volumes'), scaled by their spread.
+
+Within group preemption (upstream's mutation session of the snapshot) every image's spread is 0,
+as kube-scheduler v1.37.2 has it: StartMutations copies the snapshot's NodeInfos again, and a
+copy's image summary counts the nodes of a node set the snapshot's copies no longer carry. The
+group's re-run then scores every node as having none of the pod's images."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from ..framework import (
     Pod,
     ScorePlugin,
 )
+from ._mutation_session import in_preemption_rerun
 
 NAME = "ImageLocality"
 
@@ -99,6 +105,8 @@ class ImageLocality(ScorePlugin):
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         images = _pod_images(pod)
+        if in_preemption_rerun():
+            return calculate_priority(0, len(images))
         total = sum_image_scores(node_info, images, self._total_nodes())
         return calculate_priority(total, len(images))
 
@@ -106,6 +114,8 @@ class ImageLocality(ScorePlugin):
         """Nodes listing no image all score calculate_priority(0, ...); the others per node."""
         images = _pod_images(pod)
         out = np.full(len(nodes), calculate_priority(0, len(images)), dtype=np.int64)
+        if in_preemption_rerun():
+            return out
         with_images = np.flatnonzero(nodes.take(nodes.arrays.images))
         if with_images.size:
             total_nodes = self._total_nodes()

@@ -32,6 +32,7 @@ from ..framework import (
     PodGroupStates,
     Status,
 )
+from ._mutation_session import in_preemption_rerun
 
 NAME = "TopologyPlacementGenerator"
 
@@ -39,7 +40,6 @@ NAME = "TopologyPlacementGenerator"
 # re-runs (None: node-list order), and whether a re-run is under way
 _FIRST: ContextVar[tuple[str | None, str | None]] = ContextVar("kubeberth_placement_offered_first",
                                                                default=(None, None))
-_IN_RERUN: ContextVar[bool] = ContextVar("kubeberth_placement_in_preemption_rerun", default=False)
 
 
 @contextmanager
@@ -52,16 +52,6 @@ def offered_first(domain: str | None, rerun_domain: str | None = None) -> Iterat
         yield
     finally:
         _FIRST.reset(token)
-
-
-@contextmanager
-def preemption_rerun() -> Iterator[None]:
-    """The scheduler runs group preemption (its re-runs of the group's algorithm) in the block."""
-    token = _IN_RERUN.set(True)
-    try:
-        yield
-    finally:
-        _IN_RERUN.reset(token)
 
 
 class TopologyPlacementGenerator(PlacementGeneratePlugin):
@@ -94,7 +84,7 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
                 continue
             by_domain.setdefault(value, []).append(ni)
         placements = [Placement(domain, nodes) for domain, nodes in by_domain.items()]
-        first = _FIRST.get()[1 if _IN_RERUN.get() else 0]
+        first = _FIRST.get()[1 if in_preemption_rerun() else 0]
         if first is not None:
             placements.sort(key=lambda p: p.name != first)  # stable: the rest keep their order
         return placements, None

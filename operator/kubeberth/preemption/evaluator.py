@@ -16,6 +16,14 @@ the DefaultPreemption plugin's victim selection.
    v1.37's asynchronous preemption does; the scheduler nominates the preemptor to the node
    the result names.
 
+With GenericWorkload on and pods of pod groups in the cluster, the victims on a node are units
+(upstream's GetVictimsOnNode over getCrossNodesVictims): a pod, or, for a PodGroup with
+`disruptionMode: all`, all of that group's scheduled pods wherever they run, which go together or
+not at all; a pod of a group counts at its PodGroup's priority. The node's dry run then takes the
+units off (the pods of the node off its clone, the others through the PreFilter extensions only),
+and gives them back whole, in the units' order (preemption/pod_group.py's); the prescreen and the
+arithmetic dry run, which weigh pods one by one, are not used then.
+
 Nothing here mutates the snapshot the cycle reads.
 """
 
@@ -24,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 
+from .. import features
+from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
 from ..framework.cycle_state import CycleState
 from ..framework.explain import preemption_notes
 from ..framework.handle import Handle
@@ -37,6 +47,8 @@ from .executor import Executor
 from .extenders import call_preempt_extenders
 from .pdb import PDB, filter_pods_with_pdb_violation, list_pdbs
 from .pick import more_important_key, pick_one_node_for_preemption
+from .pod_group import GroupVictim, domain_victims, pod_priority, split_by_pdb
+from .pod_group import more_important_key as more_important_unit_key
 from .potential import potential_rows
 from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
 
@@ -101,7 +113,7 @@ class Evaluator:
         """
         nominated = self.nominated_node_of(pod)
         ok, msg = self.pod_eligible_to_preempt_others(
-            pod, statuses.get(nominated) if nominated else None, nominated)
+            pod, statuses.get(nominated) if nominated else None, nominated, groups=self.pod_groups())
         if not ok:
             return None, Status(Code.UNSCHEDULABLE, msg)
 
@@ -138,6 +150,14 @@ class Evaluator:
                           f"preempting {len(best.victims.pods)} victims")
 
     # ---- eligibility ----------------------------------------------------------
+    def pod_groups(self) -> PodGroupStates | None:
+        """The scheduler's PodGroups and their pods with GenericWorkload on (upstream's
+        podGroupSnapshot of the evaluator), else None: pods are then victims one by one."""
+        if not features.current().enabled(features.GENERIC_WORKLOAD):
+            return None
+        groups = self.handle.shared_indexes.get(POD_GROUP_STATES)
+        return groups if isinstance(groups, PodGroupStates) else None
+
     def nominated_node_of(self, pod: Pod) -> str:
         """The node the pod is nominated to: the queue's nominator knows best, else its status."""
         nominator = self.handle.nominator
@@ -149,9 +169,11 @@ class Evaluator:
         return victim.priority < preemptor.priority and self.is_eligible_pod(node_info, victim, preemptor)
 
     def pod_eligible_to_preempt_others(self, pod: Pod, nominated_node_status: Status | None,
-                                       nominated_node: str | None = None) -> tuple[bool, str]:
+                                       nominated_node: str | None = None, *,
+                                       groups: PodGroupStates | None = None) -> tuple[bool, str]:
         """(eligible, reason). Not eligible: preemptionPolicy Never, or a victim of an earlier
-        preemption is still terminating on the node the pod is nominated to."""
+        preemption is still terminating on the node the pod is nominated to. With `groups`
+        (GenericWorkload), a pod of a PodGroup there counts at its group's priority."""
         if pod.preemption_policy == "Never":
             return False, MSG_NOT_ELIGIBLE_NEVER
         node = pod.nominated_node_name if nominated_node is None else nominated_node
@@ -162,7 +184,14 @@ class Evaluator:
             node_info = self.handle.snapshot.get(node)
             if node_info is not None:
                 for p in node_info.pods:
-                    if terminating_by_preemption(p) and self.is_preemption_allowed(node_info, p, pod):
+                    if not terminating_by_preemption(p):
+                        continue
+                    if groups is None:
+                        allowed = self.is_preemption_allowed(node_info, p, pod)
+                    else:
+                        allowed = pod_priority(p, groups) < pod.priority and self._unit_eligible(
+                            [(node_info, p)], pod)
+                    if allowed:
                         return False, MSG_NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -184,19 +213,30 @@ class Evaluator:
             return [], NodeToStatus(), []
         pdbs = list_pdbs(self.handle.objects)
         offset, num = self.get_offset_and_num_candidates(len(potential))
-        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num, rows=rows)
+        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num, rows=rows,
+                                       groups=self.unit_groups())
+
+    def unit_groups(self) -> PodGroupStates | None:
+        """The PodGroups when victims are units (GenericWorkload on and some pod or PodGroup of a
+        group known); None when every victim is a pod of no group, as without the gate."""
+        groups = self.pod_groups()
+        return groups if groups is not None and groups.keys() else None
 
     def dry_run_preemption(self, state: CycleState, pod: Pod, potential_nodes: Sequence[NodeInfo],
                            pdbs: Sequence[PDB], offset: int, num_candidates: int, *,
-                           rows: Sequence[int] | None = None) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+                           rows: Sequence[int] | None = None, groups: PodGroupStates | None = None
+                           ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
         """Try the nodes from `offset` on, wrapping around, until `num_candidates` are found of
         which at least one violates no PDB. Non-violating candidates come first. `rows`: the
-        potential nodes' rows in the snapshot's node arrays, when known.
+        potential nodes' rows in the snapshot's node arrays, when known. `groups`: victims are
+        units of pod groups (every node is then dry-run in full).
 
         Nodes the prescreen proves hopeless are not cloned; their statuses (and errors), which
         matter only when no candidate is found, are then taken from real dry runs."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
+        if groups is not None:
+            return self._dry_run_units(state, pod, potential_nodes, pdbs, offset, num_candidates, groups)
         screen = Prescreen(self.handle, state, pod, self.is_preemption_allowed,
                            memoisable=self.is_eligible_pod is default_is_eligible_pod)
         fast = ArithmeticDryRun.for_cycle(self.handle, state, pod, self.is_preemption_allowed,
@@ -254,11 +294,36 @@ class Evaluator:
             node_statuses.set(node_info.name, status)
         return candidates, node_statuses, errors
 
+    def _dry_run_units(self, state: CycleState, pod: Pod, potential_nodes: Sequence[NodeInfo],
+                       pdbs: Sequence[PDB], offset: int, num_candidates: int, groups: PodGroupStates
+                       ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """dry_run_preemption with victim units: every node in turn from `offset`, in full."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        node_statuses = NodeToStatus()
+        errors: list[str] = []
+        n = len(potential_nodes)
+        for i in range(n):
+            original = potential_nodes[(offset + i) % n]
+            outcome = self._dry_run_node(state, pod, original, pdbs, groups)
+            if isinstance(outcome, Status):
+                if outcome.code == Code.ERROR:
+                    errors.append(outcome.message())
+                node_statuses.set(original.name, outcome)
+                continue
+            bucket = non_violating if outcome.victims.num_pdb_violations == 0 else violating
+            if len(bucket) < num_candidates:
+                bucket.append(outcome)
+            if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                break
+        return non_violating + violating, node_statuses, errors
+
     def _dry_run_node(self, state: CycleState, pod: Pod, original: NodeInfo,
-                      pdbs: Sequence[PDB]) -> Candidate | Status:
+                      pdbs: Sequence[PDB], groups: PodGroupStates | None = None) -> Candidate | Status:
         """One dry run on clones of the node and the cycle state: a candidate, or why not."""
         node_info = original.clone()
-        pods, num_violations, status = self.select_victims_on_node(state.clone(), pod, node_info, pdbs)
+        pods, num_violations, status = self.select_victims_on_node(state.clone(), pod, node_info, pdbs,
+                                                                   groups=groups)
         if (status is None or status.is_success()) and pods:
             return Candidate(node_info.name, Victims(pods, num_violations))
         if status is None or status.is_success():
@@ -266,14 +331,18 @@ class Evaluator:
         return status
 
     def select_victims_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo,
-                               pdbs: Sequence[PDB]) -> tuple[list[Pod], int, Status | None]:
+                               pdbs: Sequence[PDB], *, groups: PodGroupStates | None = None
+                               ) -> tuple[list[Pod], int, Status | None]:
         """The fewest pods to evict from `node_info` (a clone, as is `state`) for `pod` to fit.
 
         Remove every lower-priority pod; if the pod still does not fit, the node is out.
         Then reprieve, PDB-violating pods first and then the others, each group from the
         most important down, keeping a pod whenever the preemptor still fits.
         Returns (victims most important first, number of PDB-violating victims, status).
+        With `groups`, the victims are units (select_victim_units_on_node).
         """
+        if groups is not None:
+            return self.select_victim_units_on_node(state, pod, node_info, pdbs, groups)
         fw = self.handle
 
         def remove(p: Pod) -> Status | None:
@@ -331,6 +400,109 @@ class Evaluator:
             victims.sort(key=key)
         return victims, num_violating, None
 
+    def _unit_eligible(self, pods: Sequence[tuple[NodeInfo, Pod]], preemptor: Pod) -> bool:
+        """The eligibility hook for a unit: asked for each of its pods, on that pod's node. The
+        default hook (no pod of system priority for a user pod) is upstream's `true` once the
+        priorities are compared, which for a unit are its group's, not its pods'."""
+        if self.is_eligible_pod is default_is_eligible_pod:
+            return True
+        return all(self.is_eligible_pod(ni, p, preemptor) for ni, p in pods)
+
+    def select_victim_units_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo,
+                                    pdbs: Sequence[PDB], groups: PodGroupStates
+                                    ) -> tuple[list[Pod], int, Status | None]:
+        """upstream's SelectVictimsOnNode over victim units (GetVictimsOnNode with GenericWorkload):
+        the units with a pod on the node, of lower priority than the preemptor (a unit's priority
+        is its PodGroup's), are all taken off: their pods on this node off the clone, every pod
+        through the PreFilter extensions with its own node's NodeInfo (the snapshot's, left as it
+        is, for the other nodes). If the preemptor then fits, the units are given back whole, the
+        PDB-violating ones first, each time the most important first (higher priority, groups
+        before pods, larger, earlier start); a unit that the preemptor does not fit with goes,
+        all of its pods. Returns (the victims' pods, unit by unit, most important first; the
+        PDB-violating pods of the units that go; status)."""
+        fw = self.handle
+        snapshot = fw.snapshot
+        main = node_info.name
+        units = domain_victims([node_info], groups, fw.clock.now(), everywhere=snapshot.node_infos)
+
+        def node_of(p: Pod) -> NodeInfo | None:
+            return node_info if p.node_name == main else snapshot.get(p.node_name)
+
+        potential: list[GroupVictim] = []
+        for unit in units:
+            if unit.priority >= pod.priority:
+                continue
+            placed = [(ni, p) for p in unit.pods if (ni := node_of(p)) is not None]
+            if len(placed) != len(unit.pods):
+                missing = next(p.node_name for p in unit.pods if node_of(p) is None)
+                return [], 0, Status.error(f"failed to get node info for node {missing!r} from snapshot")
+            if self._unit_eligible(placed, pod):
+                potential.append(unit)
+        if not potential:
+            return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
+
+        def remove(unit: GroupVictim) -> Status | None:
+            for p in unit.pods:
+                ni = node_of(p)
+                assert ni is not None
+                if ni is node_info and not node_info.remove_pod(p):
+                    return Status.error(f"pod {p.key} not found on node {main}")
+                s = fw.run_pre_filter_remove_pod(state, pod, p, ni)
+                if s is not None and not s.is_success():
+                    return s
+            return None
+
+        def add(unit: GroupVictim) -> Status | None:
+            for p in unit.pods:
+                ni = node_of(p)
+                assert ni is not None
+                if ni is node_info:
+                    node_info.add_pod(p)
+                s = fw.run_pre_filter_add_pod(state, pod, p, ni)
+                if s is not None and not s.is_success():
+                    return s
+            return None
+
+        for unit in potential:
+            s = remove(unit)
+            if s is not None:
+                return [], 0, s
+        s = fw.run_filter_with_nominated_pods(state, pod, node_info)
+        if s is not None and not s.is_success():
+            return [], 0, s
+
+        potential.sort(key=more_important_unit_key)
+        violating, non_violating = split_by_pdb(potential, pdbs)
+        victims: list[GroupVictim] = []
+
+        def reprieve(unit: GroupVictim) -> tuple[bool, Status | None]:
+            s = add(unit)
+            if s is not None:
+                return False, s
+            fits = fw.run_filter_with_nominated_pods(state, pod, node_info)
+            if fits is None or fits.is_success():
+                return True, None
+            s = remove(unit)
+            if s is not None:
+                return False, s
+            victims.append(unit)
+            return False, None
+
+        num_violating = 0
+        for unit, count in violating:
+            fits, err = reprieve(unit)
+            if err is not None:
+                return [], 0, err
+            if not fits:
+                num_violating += count
+        for unit in non_violating:
+            _, err = reprieve(unit)
+            if err is not None:
+                return [], 0, err
+        if violating and non_violating:
+            victims.sort(key=more_important_unit_key)
+        return [p for unit in victims for p in unit.pods], num_violating, None
+
     # ---- extenders ------------------------------------------------------------
     async def call_extenders(self, pod: Pod, candidates: list[Candidate]
                              ) -> tuple[list[Candidate], Status | None]:
@@ -365,6 +537,8 @@ class Evaluator:
         executor's background task; the scheduler nominates the preemptor from the result."""
         fw = self.handle
         fw.metrics.preemption_victims(len(c.victims.pods))
+        if c.victims.num_pdb_violations > 0:  # counted where registered (GenericWorkload), as upstream
+            fw.metrics.preemption_pdb_violations("pod", c.victims.num_pdb_violations)
         if fw.record_victims is not None:  # the scheduler notes the victims on the preemptor's record
             fw.record_victims(pod, list(c.victims.pods))
         self.executor.prepare_candidate_async(c, pod)

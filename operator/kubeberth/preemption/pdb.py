@@ -64,7 +64,9 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> 
     """Split `pods` (order kept) into those whose eviction would violate a PDB and the rest.
 
     As upstream: each matching PDB's budget is spent in order; a pod already in a
-    PDB's disruptedPods has been counted by the API server and spends nothing.
+    PDB's disruptedPods has been counted by the API server and spends nothing. As v1.37.2's
+    FilterVictimsWithPDBViolation, a pod stops at the first budget it breaks: the PDBs after it
+    are not spent by that pod.
     """
     if not pdbs:
         return [], list(pods)
@@ -82,5 +84,6 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> 
                 allowed[i] -= 1
                 if allowed[i] < 0:
                     violated = True
+                    break
         (violating if violated else non_violating).append(pod)
     return violating, non_violating

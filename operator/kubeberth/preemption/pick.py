@@ -42,13 +42,15 @@ def _rank(victims: Victims, now: float) -> tuple[int, int, int, int, float]:
             top, earliest = pr, pod_start_time(p, now)
         elif pr == top:
             earliest = min(earliest, pod_start_time(p, now))
-    return (-victims.num_pdb_violations, -(top if top is not None else -(MAX_INT32 + 1)), -total,
-            -len(victims.pods), earliest)
+    # rule 2 reads the first victim's own priority (upstream assumes the most important first; with
+    # victim units the first is the most important unit's, which need not be the highest pod's)
+    first = victims.pods[0].priority if victims.pods else -(MAX_INT32 + 1)
+    return (-victims.num_pdb_violations, -first, -total, -len(victims.pods), earliest)
 
 
 def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now: float) -> str:
     """Upstream's order; each rule runs only on the nodes tied under the ones before it:
-    1. fewest PDB violations; 2. lowest priority of the highest-priority victim;
+    1. fewest PDB violations; 2. lowest priority of the first victim (the most important one);
     3. smallest sum of victim priorities (each shifted by MaxInt32+1 so negatives count);
     4. fewest victims; 5. latest start time of the highest-priority victims; 6. the first.
     The nodes left after every rule are those with the greatest `_rank`; max keeps the first.

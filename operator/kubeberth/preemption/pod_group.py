@@ -87,11 +87,15 @@ def pod_priority(pod: Pod, groups: PodGroupStates | None) -> int:
     return pod.priority
 
 
-def domain_victims(node_infos: Sequence[NodeInfo], groups: PodGroupStates | None, now: float) -> list[GroupVictim]:
+def domain_victims(node_infos: Sequence[NodeInfo], groups: PodGroupStates | None, now: float, *,
+                   everywhere: Sequence[NodeInfo] | None = None) -> list[GroupVictim]:
     """upstream's getCrossNodesVictims: every pod on a node is a unit of its own, except the pods
     of a disruptionMode-all group, which make one unit of all the group's scheduled (bound or
-    assumed) pods. A pod of any group counts as of type podgroup."""
+    assumed) pods. A pod of any group counts as of type podgroup. `everywhere`: the nodes the
+    group's pods are looked for on (default: `node_infos`; a single pod's preemption scans one
+    node, its units reach over the whole snapshot)."""
     seen: set[str] = set()
+    search = node_infos if everywhere is None else everywhere
     out: list[GroupVictim] = []
     for ni in node_infos:
         for pod in ni.pods:
@@ -108,7 +112,7 @@ def domain_victims(node_infos: Sequence[NodeInfo], groups: PodGroupStates | None
             seen.add(pg.key)
             state = groups.get(pg.key) if groups is not None else None
             # the group's scheduled pods (bound or assumed) are those on the nodes
-            on_nodes = _pods_on_nodes(node_infos, set(state.pods)) if state is not None else []
+            on_nodes = _pods_on_nodes(search, set(state.pods)) if state is not None else []
             if not on_nodes:
                 out.append(GroupVictim([pod], priority, kind, pod_start_time(pod, now)))
                 continue

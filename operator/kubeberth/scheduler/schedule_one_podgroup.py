@@ -35,10 +35,11 @@ from ..model.pod_group import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
 )
+from ..plugins._mutation_session import preemption_rerun
 from ..plugins.default_preemption import DefaultPreemption
+from ..plugins.dynamic_resources import DynamicResources
 from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
-from ..plugins.topology_placement_generator import preemption_rerun
 from ..preemption.pod_group import Assignment, SnapshotEdits
 from . import decision_log, explain, group_explain
 from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
@@ -49,8 +50,6 @@ from .schedule_one import SchedulingCycles, _single_node_fit_error
 from .schedule_one_placement import ERR_POD_GROUP_UNSCHEDULABLE, PlacementAlgorithm
 
 log = logging.getLogger("kubeberth.scheduler")
-
-DYNAMIC_RESOURCES = "DynamicResources"
 
 # upstream's errPodGroupUnschedulable: the first reason of a group's rejection (ERR_POD_GROUP_UNSCHEDULABLE,
 # defined with the placements)
@@ -153,7 +152,7 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         self.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
         nominations: dict[str, str] | None = None
         if status is not None and status.code == Code.UNSCHEDULABLE:
-            nominations, post = await self._pod_group_post_filter(fw, pg, queued)
+            nominations, post = await self._pod_group_post_filter(fw, pg, queued, results[:tried])
             if post.code == Code.ERROR:
                 status = post
             else:
@@ -381,13 +380,14 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         if self._preemption_edits is not None:
             self._preemption_edits.apply()
 
-    async def _pod_group_post_filter(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo]
-                                     ) -> tuple[dict[str, str] | None, Status]:
+    async def _pod_group_post_filter(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo],
+                                     tried: list[_PodResult]) -> tuple[dict[str, str] | None, Status]:
         """upstream's RunPodGroupPostFilterPlugins over the profile's PostFilter plugins that have a
         PodGroupPostFilter (DynamicResources, DefaultPreemption, in the profile's order): the first
         success or UnschedulableAndUnresolvable ends it, Unschedulable reasons add up.
-        DynamicResources reports its claims dealt with (kubeberth has no claims of pod groups to
-        deallocate), or, with TopologyAwareWorkloadScheduling, nothing for a group with
+        DynamicResources deallocates the tried pods' unavailable claims as its PostFilter would
+        (`tried`: the pods the algorithm reached, with their CycleStates) and reports them dealt
+        with, or, with TopologyAwareWorkloadScheduling, does nothing for a group with
         spec.schedulingConstraints; DefaultPreemption preempts for the group (preemption/pod_group.py), the group's
         algorithm run again on the snapshot without the victims (`_rerun_for_preemption`).
         Returns the pods' nominations (uid -> node) when preemption succeeded."""
@@ -396,12 +396,8 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         rejector = ""
         result: tuple[dict[str, str] | None, Status] | None = None
         for plugin in fw.post_filter_plugins:
-            if plugin.name == DYNAMIC_RESOURCES:
-                if features.current().enabled(features.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING) and pg.has_constraints:
-                    # upstream's DynamicResources leaves topology-aware groups alone: no reason
-                    status = Status(Code.UNSCHEDULABLE)
-                else:
-                    status = Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
+            if isinstance(plugin, DynamicResources):
+                status = await plugin.pod_group_post_filter(pg, [(r.q.pod, r.state) for r in tried])
                 nominations = None
             elif isinstance(plugin, DefaultPreemption):
                 nominations, status = await self._run_group_preemption(fw, plugin, pg, queued)

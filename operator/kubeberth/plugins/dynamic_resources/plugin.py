@@ -5,7 +5,8 @@ classes and sets up an allocator over the cluster's slices and the devices alrea
 (in the API or in flight between Reserve and PreBind); Filter allocates on the node; Score favours
 the earlier firstAvailable subrequests; Reserve keeps the node's allocation in flight, so that no
 other pod gets the same devices; PreBind writes the allocation and `reservedFor` to the claims'
-status through the ClusterClient; PostFilter deallocates a claim that keeps the pod off every node.
+status through the ClusterClient; PostFilter deallocates a claim that keeps the pod off every node,
+and PodGroupPostFilter does it for each pod of a pod group that could not be placed.
 Reasons are upstream's, word for word.
 
 Upstream's PostFilter runs before DefaultPreemption and reads the PreFilter state; when an earlier
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import features
 from ...framework.cycle_state import CycleState
 from ...framework.events import ClusterEvent, ClusterEventWithHint
 from ...framework.handle import Handle
@@ -38,7 +40,7 @@ from ...framework.interfaces import (
 from ...framework.status import Code, PluginError, Status
 from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
 from ...framework.vector import AllNodes, NodeView, default_normalize_all, zero_scores
-from ...model import NodeInfo, Pod
+from ...model import NodeInfo, Pod, PodGroup
 from ...model.selectors import NodeSelector
 from .._helper import default_normalize_score
 from . import counts, extended, queueing_hints
@@ -65,6 +67,7 @@ log = logging.getLogger("kubeberth.plugins.dynamic_resources")
 NAME = "DynamicResources"
 STATE_KEY = NAME
 STATE_NOT_FOUND = "not found"
+POD_GROUP_POST_FILTER_DONE = "deallocation and deletion of ResourceClaims completed"
 
 
 class _State:
@@ -332,6 +335,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return None, Status.error(STATE_NOT_FOUND)
         if not s.claims:
             return None, Status(Code.UNSCHEDULABLE)
+        _, status = await self._deallocate_pod_claims(pod, s)
+        return None, status
+
+    async def _deallocate_pod_claims(self, pod: Pod, s: _State) -> tuple[bool, Status]:
+        """upstream's deallocateOrDeletePodClaims: the first claim Filter found allocated but not
+        available on some node, reserved for nobody or only for this pod, is deallocated (its
+        status' reservedFor, allocation and devices dropped, written with the resourceVersion it
+        was read with). (whether a claim was found, status). The deletion of an extended-resource
+        claim left from an earlier attempt is not done (README, DynamicResources)."""
         for index in sorted(s.unavailable):
             claim = s.claims[index]
             holders = reserved_for(claim)
@@ -343,9 +355,30 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 try:
                     await self._write(new)
                 except Exception as exc:  # an API failure: report it as upstream's statusError
-                    return None, Status.error(str(exc))
-                return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
-        return None, Status(Code.UNSCHEDULABLE)
+                    return True, Status.error(str(exc))
+                return True, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+        return False, Status(Code.UNSCHEDULABLE)
+
+    async def pod_group_post_filter(self, pg: PodGroup, tried: Sequence[tuple[Pod, CycleState]]) -> Status:
+        """upstream's PodGroupPostFilter, GenericWorkload on (DRAWorkloadResourceClaims off, its
+        v1.37 default, which kubeberth keeps; CompositePodGroup off). `tried`: the group's
+        unscheduled pods, in the attempt's order, with the CycleStates of their last try in the
+        group's algorithm (a pod the attempt stopped before has no DynamicResources state and is
+        passed over). Each is given what PostFilter does for a pod: at most one of its unavailable
+        claims deallocated. Whatever was done, the status is Unschedulable with upstream's one
+        message; a failed write is the status (an Error) and ends it. A group with
+        spec.schedulingConstraints under TopologyAwareWorkloadScheduling is left alone (no
+        message), as upstream's."""
+        if features.current().topology_aware_workload_scheduling and pg.has_constraints:
+            return Status(Code.UNSCHEDULABLE)
+        for pod, state in tried:
+            s = state.get(STATE_KEY)
+            if not isinstance(s, _State):
+                continue
+            _, status = await self._deallocate_pod_claims(pod, s)
+            if status.code == Code.ERROR:
+                return status
+        return Status(Code.UNSCHEDULABLE, POD_GROUP_POST_FILTER_DONE)
 
     # ---- Score ----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
