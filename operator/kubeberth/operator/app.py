@@ -19,16 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
-from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -39,11 +37,12 @@ from ..metrics import SchedulerMetrics
 from ..plugins import plugin_registry
 from ..scheduler import Scheduler
 from ..scheduler.watched import WatchedKind, declared_kinds, watched_kinds
-from . import handlers
+from . import handlers, prefetch
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
 from .collector import collector_paused
-from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, Forbidden, kubeconfig_user
+from .connection import load_configuration, load_credentials
+from .credentials import Credentials, Forbidden
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
 from .leader import LeaderElector
@@ -51,8 +50,12 @@ from .profiles import ProfileManager
 from .reflector import Backoff, Informers
 from .rest import RestClient
 from .run import OperatorConfig
-from .secure_serving import PING, ComponentServer, HealthCheck, make_server
 from .shadow import ShadowEvaluator
+
+if TYPE_CHECKING:
+    # The secure port (aiohttp's server, cryptography) is imported when it starts, after the
+    # initial lists have gone out: its import overlaps the API server's answers.
+    from .secure_serving import ComponentServer, HealthCheck
 
 logger = logging.getLogger(__name__)
 
@@ -73,40 +76,6 @@ class RetryForever:
         while True:
             yield delay
             delay = min(delay * 2, self.maximum)
-
-
-async def load_configuration(config: OperatorConfig) -> Configuration:
-    """The kubernetes-asyncio configuration: --server, in-cluster, or a kubeconfig."""
-    cfg = Configuration()
-    if config.server:
-        cfg.host = config.server.rstrip("/")
-        return cfg
-    in_cluster = config.in_cluster
-    if in_cluster is None:
-        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    if in_cluster:
-        k8s_config.load_incluster_config(client_configuration=cfg)
-    else:
-        await k8s_config.load_kube_config(config_file=config.kubeconfig, context=config.context,
-                                          client_configuration=cfg)
-    return cfg
-
-
-def load_credentials(config: OperatorConfig, cfg: Configuration) -> Credentials:
-    """Where the token of `cfg` comes from: the ServiceAccount's token file in-cluster, a kubeconfig
-    user's tokenFile (both read again as client-go does), else what the configuration holds."""
-    if config.server:
-        return Credentials(cfg, description=f"no credentials (--server {cfg.host})")
-    in_cluster = config.in_cluster
-    if in_cluster is None:
-        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    if in_cluster:
-        return Credentials(cfg, token_file=SERVICE_ACCOUNT_TOKEN,
-                           description=f"the ServiceAccount token file {SERVICE_ACCOUNT_TOKEN}")
-    user = kubeconfig_user(config.kubeconfig, config.context)
-    if user is None:
-        return Credentials(cfg)
-    return Credentials(cfg, token_file=user.token_file, description=user.describe())
 
 
 class OperatorApp:
@@ -199,8 +168,13 @@ class OperatorApp:
         # The table's kinds, and those the plugins declare they read (a plugin's CRD): a kind that
         # cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
         kinds = [*watched_kinds(), *declared_kinds(self._profiles.registry)]
+        # The lists `kubeberth run` sent while it was importing (prefetch.py), if they were sent as
+        # this operator connects.
+        early = prefetch.taken_by(prefetch.Options(kubeconfig=cfg.kubeconfig, context=cfg.context,
+                                                   in_cluster=cfg.in_cluster, server=cfg.server))
         self._informers = Informers(rest=self._rest, kinds=kinds, sink=self._ingest, on_batch=self._after_batch,
-                                    on_problem=self._on_kind_problem)
+                                    on_problem=self._on_kind_problem,
+                                    prefetched=early.take if early is not None else None)
         if cfg.leader_elect:
             self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
             self._scheduler.may_write = self._client.may_write = lambda: (self._elector is not None
@@ -299,6 +273,8 @@ class OperatorApp:
         loop = asyncio.get_running_loop()
         self._loop_task = loop.create_task(self._schedule(), name="kubeberth scheduler")
         if self.config.metrics_port:
+            from .secure_serving import PING, make_server
+
             rest = self._rest
             assert rest is not None
 
@@ -386,6 +362,8 @@ class OperatorApp:
     def _health_checks(self) -> tuple[HealthCheck | None, HealthCheck, HealthCheck, HealthCheck]:
         """kube-scheduler's checks (leaderElection, shutdown, sched-handler-sync) and kubeberth's
         scheduling-loop (the loop task has not died)."""
+        from .secure_serving import HealthCheck
+
         leader = None
         elector = self._elector
         if elector is not None:
