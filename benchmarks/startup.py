@@ -116,19 +116,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--peer", action="store_true", help="kube-scheduler too, interleaved with kubeberth")
     p.add_argument("--cprofile", metavar="FILE", help="run kubeberth under cProfile, its stats written to FILE")
-    p.add_argument("--baseline", metavar="ROOT", type=Path,
-                   help="also the kubeberth of the checkout at ROOT (its own .venv), interleaved: an A/B run")
+    p.add_argument("--baseline", metavar="ROOT", type=Path, action="append", default=[],
+                   help="also the kubeberth of the checkout at ROOT (its own .venv), interleaved: an A/B run "
+                        "(repeatable: one more kubeberth each, named after its directory)")
     args = p.parse_args(argv)
     peers = ["kube-scheduler", "kubeberth"] if args.peer else ["kubeberth"]
     roots = {"kubeberth": ROOT}
-    if args.baseline is not None:
-        if not (args.baseline / ".venv" / "bin" / "kubeberth").exists():
-            p.error(f"--baseline: {args.baseline}/.venv/bin/kubeberth does not exist (run `make install` there)")
-        peers.append("baseline")
-        roots["baseline"] = args.baseline
+    for root in args.baseline:
+        if not (root / ".venv" / "bin" / "kubeberth").exists():
+            p.error(f"--baseline: {root}/.venv/bin/kubeberth does not exist (run `make install` there)")
+        name = "baseline" if len(args.baseline) == 1 else f"baseline {root.name}"
+        peers.append(name)
+        roots[name] = root
     runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
+    kubeberths = [peer for peer in peers if peer != "kube-scheduler"]
     for i in range(args.repeat):
-        for peer in (peers if i % 2 == 0 else [*peers[:-2], *reversed(peers[-2:])]):
+        # kube-scheduler first; the kubeberths in turn, each round starting one further along
+        shift = i % len(kubeberths)
+        for peer in [*peers[:len(peers) - len(kubeberths)], *kubeberths[shift:], *kubeberths[:shift]]:
             r = asyncio.run(one(peer, args.nodes, args.bound, args.pending,
                                 args.cprofile if peer == "kubeberth" else None, roots.get(peer, ROOT)))
             runs[peer].append(r)

@@ -121,8 +121,7 @@ def test_the_connection_options_are_read_as_the_run_command_reads_them(argv: lis
 def test_the_prefetch_is_handed_over_once_and_only_to_an_operator_that_connects_the_same_way(
         monkeypatch: pytest.MonkeyPatch) -> None:
     early = prefetch.Prefetch(["--server", "http://127.0.0.1:9"])
-    early.options = options("http://127.0.0.1:9")
-    early.parsed.set()
+    assert early.options == options("http://127.0.0.1:9")
     monkeypatch.setattr(prefetch, "_current", early)
     assert prefetch.taken_by(options("http://127.0.0.1:8")) is None  # another server: not its lists
     monkeypatch.setattr(prefetch, "_current", early)

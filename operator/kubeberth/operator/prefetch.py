@@ -74,13 +74,15 @@ def parse_options(argv: Sequence[str]) -> Options | None:
 class Prefetch:
     """Lists `paths` on its own thread and event loop; `take(path)` is the pages of one, once.
 
-    The thread parses the arguments itself (importing the run command's parser, and the REST client,
-    alongside the main thread's imports); `options` is what it found (None: they do not parse)."""
+    `options` are the arguments' (None: they do not parse, and nothing is listed). They are read,
+    and what the thread needs imported, before the thread starts: two threads importing at once
+    slowed the main thread's imports more than the lists gained."""
 
     def __init__(self, argv: Sequence[str], paths: Sequence[str] = PATHS, page_size: int = PAGE_SIZE) -> None:
         self.argv = list(argv)
-        self.options: Options | None = None
-        self.parsed = threading.Event()
+        self.options: Options | None = parse_options(self.argv)
+        if self.options is not None:
+            from . import connection, rest  # noqa: F401 - imported here, not on the thread
         self.page_size = page_size
         self._lists: dict[str, concurrent.futures.Future[list[Page]]] = {p: concurrent.futures.Future()
                                                                           for p in paths}
@@ -93,10 +95,6 @@ class Prefetch:
 
     def _run(self) -> None:
         try:
-            try:
-                self.options = parse_options(self.argv)
-            finally:
-                self.parsed.set()
             if self.options is None:
                 raise _NoParse("the arguments do not parse")
             asyncio.run(self._list_all(self.options))
@@ -166,12 +164,11 @@ def current() -> Prefetch | None:
     return _current
 
 
-def taken_by(options: Options, wait: float = 5.0) -> Prefetch | None:
+def taken_by(options: Options) -> Prefetch | None:
     """The prefetch under way, handed over once (later calls get None), if it connects with
-    `options`; None otherwise. (Its thread has read the arguments long before the operator asks;
-    it is waited for up to `wait` seconds all the same.)"""
+    `options`; None otherwise."""
     global _current
     prefetch, _current = _current, None
-    if prefetch is None or not prefetch.parsed.wait(wait) or prefetch.options != options:
+    if prefetch is None or prefetch.options != options:
         return None
     return prefetch
