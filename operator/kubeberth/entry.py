@@ -4,8 +4,7 @@
 allocate objects that live as long as the process, and the collections they set off find nothing
 to free. The operator turns it back on, with what exists by then frozen, once the cache has
 synced (`operator/collector.py`). It also loads kubernetes_asyncio by the piece
-(`lazy_client.py`), and starts listing nodes and pods on a thread of their own while the rest is
-imported (`operator/prefetch.py`). Every other command runs as usual.
+(`lazy_client.py`). Every other command runs as usual.
 """
 
 from __future__ import annotations
@@ -16,11 +15,10 @@ import sys
 def main() -> int:
     if sys.argv[1:2] == ["run"]:
         from . import lazy_client
-        from .operator import collector, prefetch
+        from .operator import collector
 
         collector.pause_for_start_up()
         lazy_client.install()  # kubernetes_asyncio by the piece (lazy_client.py)
-        prefetch.start(sys.argv[2:])  # the big lists under way during the imports (prefetch.py)
     from .cli import main as cli_main
 
     return cli_main()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import socket
 import uuid
@@ -27,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import kopf
+from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -37,12 +39,11 @@ from ..metrics import SchedulerMetrics
 from ..plugins import plugin_registry
 from ..scheduler import Scheduler
 from ..scheduler.watched import WatchedKind, declared_kinds, watched_kinds
-from . import handlers, prefetch
+from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
 from .collector import collector_paused
-from .connection import load_configuration, load_credentials
-from .credentials import Credentials, Forbidden
+from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, Forbidden, kubeconfig_user
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
 from .leader import LeaderElector
@@ -53,8 +54,8 @@ from .run import OperatorConfig
 from .shadow import ShadowEvaluator
 
 if TYPE_CHECKING:
-    # The secure port (aiohttp's server, cryptography) is imported when it starts, after the
-    # initial lists have gone out: its import overlaps the API server's answers.
+    # The secure port (cryptography) is imported when it starts, after the initial lists have
+    # gone out: its import overlaps the API server's answers.
     from .secure_serving import ComponentServer, HealthCheck
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,40 @@ class RetryForever:
         while True:
             yield delay
             delay = min(delay * 2, self.maximum)
+
+
+async def load_configuration(config: OperatorConfig) -> Configuration:
+    """The kubernetes-asyncio configuration: --server, in-cluster, or a kubeconfig."""
+    cfg = Configuration()
+    if config.server:
+        cfg.host = config.server.rstrip("/")
+        return cfg
+    in_cluster = config.in_cluster
+    if in_cluster is None:
+        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    if in_cluster:
+        k8s_config.load_incluster_config(client_configuration=cfg)
+    else:
+        await k8s_config.load_kube_config(config_file=config.kubeconfig, context=config.context,
+                                          client_configuration=cfg)
+    return cfg
+
+
+def load_credentials(config: OperatorConfig, cfg: Configuration) -> Credentials:
+    """Where the token of `cfg` comes from: the ServiceAccount's token file in-cluster, a kubeconfig
+    user's tokenFile (both read again as client-go does), else what the configuration holds."""
+    if config.server:
+        return Credentials(cfg, description=f"no credentials (--server {cfg.host})")
+    in_cluster = config.in_cluster
+    if in_cluster is None:
+        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    if in_cluster:
+        return Credentials(cfg, token_file=SERVICE_ACCOUNT_TOKEN,
+                           description=f"the ServiceAccount token file {SERVICE_ACCOUNT_TOKEN}")
+    user = kubeconfig_user(config.kubeconfig, config.context)
+    if user is None:
+        return Credentials(cfg)
+    return Credentials(cfg, token_file=user.token_file, description=user.describe())
 
 
 class OperatorApp:
@@ -168,13 +203,8 @@ class OperatorApp:
         # The table's kinds, and those the plugins declare they read (a plugin's CRD): a kind that
         # cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
         kinds = [*watched_kinds(), *declared_kinds(self._profiles.registry)]
-        # The lists `kubeberth run` sent while it was importing (prefetch.py), if they were sent as
-        # this operator connects.
-        early = prefetch.taken_by(prefetch.Options(kubeconfig=cfg.kubeconfig, context=cfg.context,
-                                                   in_cluster=cfg.in_cluster, server=cfg.server))
         self._informers = Informers(rest=self._rest, kinds=kinds, sink=self._ingest, on_batch=self._after_batch,
-                                    on_problem=self._on_kind_problem,
-                                    prefetched=early.take if early is not None else None)
+                                    on_problem=self._on_kind_problem)
         if cfg.leader_elect:
             self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
             self._scheduler.may_write = self._client.may_write = lambda: (self._elector is not None

@@ -214,31 +214,19 @@ class Reflector:
             stubs[key] = _stub(obj)
         return events
 
-    async def list_into(self, deliver: Callable[[list[Event]], None],
-                        prefetched: Awaitable[list[dict[str, Any]]] | None = None) -> None:
+    async def list_into(self, deliver: Callable[[list[Event]], None]) -> None:
         """The initial list, each page's events handed to `deliver` as the page arrives (while the
         next one is on its way). Only while the sink has nothing of this kind: pages of a list that
         fails part-way stay applied, and a list that has to start over (an expired continue token,
         a failed page) is then taken whole and replaced into the sink (`relist`), deletions
-        first, so that what it applied early is made consistent with the rest.
-
-        `prefetched`: the pages of a list of this kind already sent (`prefetch.py`), taken as this
-        list when it went through; when it failed, the kind is listed here as usual."""
+        first, so that what it applied early is made consistent with the rest."""
         if self.known:
             deliver(await self.relist())
             return
-        pages: list[dict[str, Any]] = []
-        if prefetched is not None:
-            try:
-                pages = await prefetched
-            except Exception as exc:
-                logger.debug("The list of %s made at start-up failed (%s); listing again", self.kind.plural,
-                             describe_error(exc))
         query = {"limit": str(self.page_size)}
         while True:
             try:
-                page = pages.pop(0) if pages else await self.rest.request("GET", self.kind.path, query=query,
-                                                                          timeout=60.0)
+                page = await self.rest.request("GET", self.kind.path, query=query, timeout=60.0)
             except ApiException as exc:
                 if exc.status != 410:
                     raise
@@ -364,10 +352,7 @@ class Informers:
                  on_batch: Callable[[WatchedKind], Awaitable[None]] | None = None,
                  page_size: int = 500, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  on_problem: ProblemHook | None = None,
-                 idle_timeout: float = WATCH_IDLE_SECONDS,
-                 prefetched: Callable[[str], Awaitable[list[dict[str, Any]]] | None] | None = None) -> None:
-        # prefetched(path): the pages of a list of that path sent before the informers existed, or None
-        self.prefetched = prefetched
+                 idle_timeout: float = WATCH_IDLE_SECONDS) -> None:
         self.reflectors = [Reflector(rest=rest, kind=k, sink=sink, page_size=page_size, on_batch=on_batch,
                                      sleep=sleep, on_problem=on_problem, idle_timeout=idle_timeout)
                            for k in kinds]
@@ -381,15 +366,13 @@ class Informers:
     async def _initial(self, reflector: Reflector, deliver: Callable[[list[Event]], None]) -> None:
         """`reflector`'s initial list, page by page into `deliver`; retried until it goes through."""
         backoff = Backoff()
-        prefetched = self.prefetched(reflector.kind.path) if self.prefetched is not None else None
         while True:
             try:
-                await reflector.list_into(deliver, prefetched)
+                await reflector.list_into(deliver)
                 return
             except asyncio.CancelledError:
                 raise
             except ApiException as exc:
-                prefetched = None
                 if reflector.report("list", exc):  # a plugin's kind: its profiles are refused, the rest go on
                     logger.warning("Cannot list %s, which plugins read: %s", reflector.kind.path, reflector.problem)
                     reflector.missing = exc.status == 404
@@ -404,7 +387,6 @@ class Informers:
                                exc.status, exc.reason, delay)
                 await self.sleep(delay)
             except Exception as exc:
-                prefetched = None
                 delay = backoff.next()
                 logger.warning("Listing %s failed (%s: %s); retrying in %.1fs", reflector.kind.plural,
                                type(exc).__name__, exc, delay)
@@ -444,7 +426,6 @@ class Informers:
                 await task  # done by now; an exception of its own (not a list failure) is raised here
         finally:
             await cancel_and_wait(fetchers)
-            self.prefetched = None  # what it held is in the sink now (or was not wanted)
         self.sync_seconds = time.monotonic() - started
         logger.info("Scheduler cache synced in %.2fs: %d objects listed", self.sync_seconds, listed)
         self.synced.set()
