@@ -419,6 +419,9 @@ class Informers:
                     reflector.events += len(events)
                     listed += len(events)
                     self.sink.apply(reflector.kind, events)
+                    # Let the lists under way ask for their next pages before the next one is parsed
+                    # (a queue that is not empty does not yield).
+                    await asyncio.sleep(0)
                 self.sink.listed(reflector.kind)
                 if self.on_batch is not None:
                     await self.on_batch(reflector.kind)
