@@ -43,7 +43,6 @@ def test_the_initial_lists_go_in_dependency_order_with_bound_pods_first_then_eve
     ingest.apply(KINDS["PodDisruptionBudget"], [("ADDED", obj("pdb"))])
     ingest.apply(KINDS["Node"], [("ADDED", obj("n1"))])
     ingest.apply(KINDS["Pod"], [("ADDED", obj("pending")), ("ADDED", obj("running", spec={"nodeName": "n1"}))])
-    ingest.listed(KINDS["Pod"])
     assert rec.calls == [("on_object", "high"), ("on_object", "pdb"), ("on_node_add", "n1"),
                          ("on_pod_add", "running"), ("on_pod_add", "pending")]
     assert profiles == ["prof"]
@@ -58,48 +57,6 @@ def test_the_initial_lists_go_in_dependency_order_with_bound_pods_first_then_eve
     assert profiles == ["prof", "prof"]
 
 
-def bound(name: str, rv: str = "1") -> dict[str, Any]:
-    return obj(name, rv, spec={"nodeName": "n1"})
-
-
-@pytest.mark.parametrize("pages, want", [
-    pytest.param([[("ADDED", obj("p1")), ("ADDED", bound("b1"))], [("ADDED", bound("b2")), ("ADDED", obj("p2"))]],
-                 [("on_pod_add", "b1"), ("on_pod_add", "b2"), "listed", ("on_pod_add", "p1"), ("on_pod_add", "p2")],
-                 id="pending-pods-of-every-page-after-the-last-page"),
-    pytest.param([[("ADDED", obj("p1")), ("ADDED", obj("p2"))],
-                  [("DELETED", obj("p1")), ("MODIFIED", bound("p2", "5")), ("DELETED", bound("b0"))]],
-                 [("on_pod_add", "p2"), ("on_pod_delete", "b0"), "listed"],
-                 id="a-held-pod-seen-again-goes-in-as-it-is-now"),
-    pytest.param([[("ADDED", obj("p1"))], [("MODIFIED", obj("p1", "5"))]],
-                 ["listed", ("on_pod_add", "p1")],  # once, as a first sight
-                 id="a-held-pod-changed-is-held-once"),
-])
-def test_the_initial_pod_list_goes_in_page_by_page_with_the_pending_pods_held_until_it_is_listed(
-        pages: list[list[tuple[str, dict[str, Any]]]], want: list[Any]) -> None:
-    rec = Recorder()
-    ingest = Ingest(rec, lambda name, o: None)  # type: ignore[arg-type]
-    for page in pages:
-        ingest.apply(KINDS["Pod"], page)
-    rec.calls.append("listed")  # type: ignore[arg-type]
-    ingest.listed(KINDS["Pod"])
-    assert rec.calls == want
-
-
-def test_a_held_pod_goes_in_with_its_newest_version() -> None:
-    versions: list[str] = []
-
-    class Versions(Recorder):
-        def on_pod_add(self, raw: dict[str, Any]) -> None:
-            versions.append(raw["metadata"]["resourceVersion"])
-
-    ingest = Ingest(Versions(), lambda name, o: None)  # type: ignore[arg-type]
-    ingest.apply(KINDS["Pod"], [("ADDED", obj("p1", "1"))])
-    ingest.apply(KINDS["Pod"], [("MODIFIED", obj("p1", "5"))])
-    assert versions == []
-    ingest.listed(KINDS["Pod"])
-    assert versions == ["5"]
-
-
 def test_an_object_that_fails_to_ingest_does_not_stop_the_others():
     class Failing(Recorder):
         def on_pod_add(self, raw: Any) -> None:
@@ -110,7 +67,6 @@ def test_an_object_that_fails_to_ingest_does_not_stop_the_others():
     rec = Failing()
     ingest = Ingest(rec, lambda name, o: None)  # type: ignore[arg-type]
     ingest.apply(KINDS["Pod"], [("ADDED", obj("bad")), ("ADDED", obj("good"))])
-    ingest.listed(KINDS["Pod"])
     assert rec.calls == [("on_pod_add", "good")]
 
 

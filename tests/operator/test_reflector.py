@@ -66,14 +66,9 @@ class Server:
 class Sink:
     def __init__(self) -> None:
         self.applied: list[tuple[str, str, str]] = []
-        self.pages: list[tuple[str, list[str]]] = []  # (kind, names) per apply; ("-kind", []) when listed
 
     def apply(self, kind: WatchedKind, events: list[Event]) -> None:
         self.applied += [(kind.kind, etype, raw["metadata"]["name"]) for etype, raw in events]
-        self.pages.append((kind.kind, [raw["metadata"]["name"] for _, raw in events]))
-
-    def listed(self, kind: WatchedKind) -> None:
-        self.pages.append((f"-{kind.kind}", []))
 
 
 async def no_sleep(_: float) -> None:
@@ -154,87 +149,20 @@ async def test_other_watch_failures_back_off_and_never_end_the_reflector():
     assert sink.applied == [("Pod", ADDED, "x")] and r.backoff._delay > r.backoff.initial
 
 
-async def test_kinds_are_applied_in_dependency_order_each_page_as_it_arrives_and_synced_after_the_last():
-    server, sink = Server(), Sink()
-    server.objects = {"pods": {n: obj(n, 3) for n in "pq"}, "nodes": {n: obj(n, 2) for n in "abcde"},
-                      "priorityclasses": {"c": obj("c", 1)}}
-    server.list_gate["pods"] = asyncio.Event()  # the pods' list is slow
-    informers = Informers(rest=server, kinds=[PODS, NODES, CLASSES], sink=sink, page_size=2,  # type: ignore[arg-type]
-                          sleep=no_sleep)
-    sync = asyncio.get_running_loop().create_task(informers.sync())
-    await _until(lambda: ("-Node", []) in sink.pages)
-    for _ in range(20):
-        await asyncio.sleep(0)
-    # The classes, then the nodes page by page, while the pods' list is still on its way: not synced.
-    assert sink.pages == [("PriorityClass", ["c"]), ("-PriorityClass", []),
-                          ("Node", ["a", "b"]), ("Node", ["c", "d"]), ("Node", ["e"]), ("-Node", [])]
-    assert not informers.synced.is_set()
-    server.list_gate["pods"].set()
-    await sync
-    assert sink.pages[6:] == [("Pod", ["p", "q"]), ("-Pod", [])]
-    assert informers.synced.is_set()
-    await informers.stop()
-
-
-async def test_a_kind_waits_for_the_kinds_before_it_even_when_its_own_list_is_in_first():
+async def test_nothing_is_applied_before_every_kind_is_listed_then_in_dependency_order():
     server, sink = Server(), Sink()
     server.objects = {"pods": {"p": obj("p", 3)}, "nodes": {"n": obj("n", 2)}, "priorityclasses": {"c": obj("c", 1)}}
     server.list_gate["nodes"] = asyncio.Event()  # nodes are listed last
     informers = Informers(rest=server, kinds=[PODS, NODES, CLASSES], sink=sink, sleep=no_sleep)  # type: ignore[arg-type]
     sync = asyncio.get_running_loop().create_task(informers.sync())
-    await _until(lambda: ("-PriorityClass", []) in sink.pages)
     for _ in range(20):
         await asyncio.sleep(0)
-    assert sink.applied == [("PriorityClass", ADDED, "c")] and not informers.synced.is_set()
+    assert sink.applied == [] and not informers.synced.is_set()
     server.list_gate["nodes"].set()
     await sync
     assert sink.applied == [("PriorityClass", ADDED, "c"), ("Node", ADDED, "n"), ("Pod", ADDED, "p")]
     assert informers.synced.is_set()
     await informers.stop()
-
-
-async def test_a_list_started_over_after_pages_went_in_is_replaced_into_them():
-    """The continue token expires after the first page was applied: the list starts over, and what
-    the sink got early is made consistent with the new list (deletions, changes; the unchanged skipped)."""
-    server, sink = Server(), Sink()
-    server.objects["pods"] = {n: obj(n, i) for i, n in enumerate("abcd", 1)}
-    r = reflector(server, sink)
-    original = server.request
-
-    async def changing(method: str, path: str, **kw: Any) -> Any:
-        page = await original(method, path, **kw)
-        if not kw.get("query", {}).get("continue") and not server.expire_continue_once and r.known == {}:
-            # after the first page: a deleted, b changed, e created; the next page's token expires
-            server.objects["pods"] = {"b": obj("b", 7), "c": obj("c", 3), "d": obj("d", 4), "e": obj("e", 8)}
-            server.expire_continue_once = True
-        return page
-
-    server.request = changing  # type: ignore[method-assign]
-    delivered: list[list[tuple[str, str]]] = []
-    await r.list_into(lambda events: delivered.append([(t, o["metadata"]["name"]) for t, o in events]))
-    assert delivered == [[(ADDED, "a"), (ADDED, "b")],
-                         [(DELETED, "a"), (MODIFIED, "b"), (ADDED, "c"), (ADDED, "d"), (ADDED, "e")]]
-    assert sorted(r.known) == ["uid-b", "uid-c", "uid-d", "uid-e"] and r.resource_version == "10"
-
-
-async def test_a_list_whose_first_page_expires_starts_over_page_by_page():
-    server, sink = Server(), Sink()
-    server.objects["pods"] = {n: obj(n, i) for i, n in enumerate("abc", 1)}
-    r = reflector(server, sink)
-    original = server.request
-    failed = False
-
-    async def first_fails(method: str, path: str, **kw: Any) -> Any:
-        nonlocal failed
-        if not failed:
-            failed = True
-            raise api_exception(410, "Expired", b"")
-        return await original(method, path, **kw)
-
-    server.request = first_fails  # type: ignore[method-assign]
-    delivered: list[list[str]] = []
-    await r.list_into(lambda events: delivered.append([o["metadata"]["name"] for _, o in events]))
-    assert delivered == [["a", "b"], ["c"]]
 
 
 @pytest.mark.parametrize("status", [403, 500])

@@ -4,8 +4,8 @@ kube-scheduler does not schedule before its informers have listed every kind it
 watches; scheduling on a half-filled cache would overcommit nodes whose pods are not
 known yet. The reflectors (`reflector.Informers`) list every kind first and hand the
 lists over in dependency order (priority classes and namespaces, profiles, other
-objects, nodes, bound pods, pending pods), page by page as they arrive; `synced` is set
-after the last, and the scheduling loop waits for it. From then on watch events arrive in batches, already
+objects, nodes, bound pods, pending pods); `synced` is set after that, and the
+scheduling loop waits for it. From then on watch events arrive in batches, already
 deduplicated by resourceVersion and classified (a first sight is ADDED, a later one
 MODIFIED, relists replaced into deletions and updates).
 """
@@ -29,12 +29,8 @@ ProfileHook = Callable[[str, Mapping[str, Any] | None], None]
 PodHook = Callable[[Mapping[str, Any]], None]
 
 
-def _uid(raw: Mapping[str, Any]) -> str:
-    return str((raw.get("metadata") or {}).get("uid") or object_key(raw))
-
-
-def _bound(event: Event) -> bool:
-    return bool((event[1].get("spec") or {}).get("nodeName"))
+def _bound_first(event: Event) -> int:
+    return 0 if (event[1].get("spec") or {}).get("nodeName") else 1
 
 
 class Ingest:
@@ -48,42 +44,10 @@ class Ingest:
         self.on_pod_delete = on_pod_delete
         self.synced = asyncio.Event()
         self.applied_events = 0
-        # The initial list's pending pods, by uid, held until its last page: every bound pod goes in
-        # first.
-        self._held: dict[str, Event] = {}
 
     def apply(self, kind: WatchedKind, events: list[Event]) -> None:
         if not self.synced.is_set() and kind.kind == POD:
-            events = self._hold_pending(events)
-        self._apply_all(kind, events)
-
-    def _hold_pending(self, events: list[Event]) -> list[Event]:
-        """A page of the initial pod list: its bound pods (and deletions) go in now; its pending pods
-        once every bound pod of the list is in (`listed`), as when the whole list was sorted at once.
-        A held pod seen again (a list started over) is held or applied as what it is now, never as
-        what it was, and as a first sight: the scheduler has not seen it; deleted, it is dropped."""
-        now: list[Event] = []
-        held = self._held
-        for event in events:
-            key = _uid(event[1])
-            if key in held:
-                del held[key]
-                if event[0] == DELETED:
-                    continue
-                event = (ADDED, event[1])
-            if event[0] == DELETED or _bound(event):
-                now.append(event)
-            else:
-                held[key] = event
-        return now
-
-    def listed(self, kind: WatchedKind) -> None:
-        """The initial list of `kind` is in: for pods, the pending ones held back go in now."""
-        if kind.kind == POD and self._held:
-            held, self._held = list(self._held.values()), {}
-            self._apply_all(kind, held)
-
-    def _apply_all(self, kind: WatchedKind, events: list[Event]) -> None:
+            events = sorted(events, key=_bound_first)  # the initial list: bound pods before pending ones
         for etype, raw in events:
             try:
                 if etype == DELETED:

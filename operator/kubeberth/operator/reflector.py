@@ -9,9 +9,8 @@ at all. Failures of any kind are retried with backoff; a reflector never ends on
 
 Events reach the sink in batches (every complete line one read brought), on the event loop,
 so a batch is applied between two scheduling cycles. `Informers.sync()` lists every kind
-(concurrently) and hands the lists to the sink in dependency order, each kind page by page as its
-pages arrive once the kinds before it are in; it starts the watches only after the last: nothing
-is scheduled before every kind has been listed once.
+(concurrently), hands the lists to the sink in dependency order, and only then starts the
+watches: nothing is scheduled before every kind has been listed once.
 """
 
 from __future__ import annotations
@@ -39,9 +38,6 @@ Event = tuple[str, dict[str, Any]]
 
 class Sink(Protocol):
     def apply(self, kind: WatchedKind, events: list[Event]) -> None: ...
-
-    def listed(self, kind: WatchedKind) -> None:
-        """The initial list of `kind` has been applied in full (its pages came through `apply`)."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -190,62 +186,19 @@ class Reflector:
         for key in [k for k in self.known if k not in present]:
             del self.known[key]
             events.append((DELETED, self._stubs.pop(key)))
-        events += self.upsert(items)
-        self.resource_version = resource_version
-        return events
-
-    def upsert(self, items: list[dict[str, Any]]) -> list[Event]:
-        """The additions and changes of `items` (one page of a list) against what the sink has;
-        the unchanged are skipped. No deletion: that needs the whole list (`replace`)."""
-        events: list[Event] = []
-        api_version = f"{self.kind.group}/{self.kind.version}".lstrip("/")
-        kind = self.kind.kind
-        known, stubs = self.known, self._stubs
         for obj in items:
-            obj.setdefault("apiVersion", api_version)
-            obj.setdefault("kind", kind)
+            obj.setdefault("apiVersion", f"{self.kind.group}/{self.kind.version}".lstrip("/"))
+            obj.setdefault("kind", self.kind.kind)
             key = _key(obj)
             rv = str(_meta(obj).get("resourceVersion") or "")
-            was = known.get(key)
-            if was is not None and rv and was == rv:
+            known = self.known.get(key)
+            if known is not None and rv and known == rv:
                 continue
-            events.append((ADDED if was is None else MODIFIED, obj))
-            known[key] = rv
-            stubs[key] = _stub(obj)
+            events.append((ADDED if known is None else MODIFIED, obj))
+            self.known[key] = rv
+            self._stubs[key] = _stub(obj)
+        self.resource_version = resource_version
         return events
-
-    async def list_into(self, deliver: Callable[[list[Event]], None]) -> None:
-        """The initial list, each page's events handed to `deliver` as the page arrives (while the
-        next one is on its way). Only while the sink has nothing of this kind: pages of a list that
-        fails part-way stay applied, and a list that has to start over (an expired continue token,
-        a failed page) is then taken whole and replaced into the sink (`relist`), deletions
-        first, so that what it applied early is made consistent with the rest."""
-        if self.known:
-            deliver(await self.relist())
-            return
-        query = {"limit": str(self.page_size)}
-        while True:
-            try:
-                page = await self.rest.request("GET", self.kind.path, query=query, timeout=60.0)
-            except ApiException as exc:
-                if exc.status != 410:
-                    raise
-                logger.info("Listing %s: the continue token expired; listing again", self.kind.plural)
-                if not self.known:
-                    query = {"limit": str(self.page_size)}
-                    continue
-                deliver(await self.relist())
-                return
-            events = self.upsert(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            token = meta.get("continue")
-            if events:
-                deliver(events)
-            if not token:
-                self.lists += 1
-                self.resource_version = str(meta.get("resourceVersion") or "")
-                return
-            query = {"limit": str(self.page_size), "continue": token}
 
     async def relist(self) -> list[Event]:
         items, rv = await self.list_all()
@@ -363,25 +316,23 @@ class Informers:
         self.sync_seconds: float | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
-    async def _initial(self, reflector: Reflector, deliver: Callable[[list[Event]], None]) -> None:
-        """`reflector`'s initial list, page by page into `deliver`; retried until it goes through."""
+    async def _initial(self, reflector: Reflector) -> list[Event]:
         backoff = Backoff()
         while True:
             try:
-                await reflector.list_into(deliver)
-                return
+                return await reflector.relist()
             except asyncio.CancelledError:
                 raise
             except ApiException as exc:
                 if reflector.report("list", exc):  # a plugin's kind: its profiles are refused, the rest go on
                     logger.warning("Cannot list %s, which plugins read: %s", reflector.kind.path, reflector.problem)
                     reflector.missing = exc.status == 404
-                    return
+                    return []
                 if exc.status == 404:  # not served (a CRD not installed yet): empty until it is
                     logger.warning("The API server does not serve %s (404): taking it as empty, and watching "
                                    "for it to appear", reflector.kind.path)
                     reflector.missing = True
-                    return
+                    return []
                 delay = backoff.next()
                 logger.warning("Listing %s failed (HTTP %s %s); retrying in %.1fs", reflector.kind.plural,
                                exc.status, exc.reason, delay)
@@ -393,45 +344,19 @@ class Informers:
                 await self.sleep(delay)
 
     async def sync(self) -> None:
-        """List every kind (concurrently), apply the lists in dependency order, then start watching.
-
-        A kind's pages are applied as they arrive once every kind before it has been applied in full
-        (the pages of later kinds wait their turn): parsing one page overlaps the API server's work
-        on the next. The sink hears `listed(kind)` after a kind's last page; `synced` is set only
-        once every kind is in: nothing is scheduled before."""
+        """List every kind, apply the lists in dependency order, then start watching."""
         started = time.monotonic()
-        ordered = sorted(self.reflectors, key=lambda r: r.kind.order)
-        pages: list[asyncio.Queue[list[Event] | None]] = [asyncio.Queue() for _ in ordered]
-        loop = asyncio.get_running_loop()
-
-        async def fetch(reflector: Reflector, queue: asyncio.Queue[list[Event] | None]) -> None:
-            try:
-                await self._initial(reflector, queue.put_nowait)
-            finally:
-                queue.put_nowait(None)  # the end of this kind's list (or of the sync, when cancelled)
-
-        fetchers = [loop.create_task(fetch(r, q), name=f"kubeberth list {r.kind.plural}")
-                    for r, q in zip(ordered, pages, strict=True)]
-        listed = 0
-        try:
-            for reflector, queue in zip(ordered, pages, strict=True):
-                while (events := await queue.get()) is not None:
-                    reflector.events += len(events)
-                    listed += len(events)
-                    self.sink.apply(reflector.kind, events)
-                    # Let the lists under way ask for their next pages before the next one is parsed
-                    # (a queue that is not empty does not yield).
-                    await asyncio.sleep(0)
-                self.sink.listed(reflector.kind)
-                if self.on_batch is not None:
-                    await self.on_batch(reflector.kind)
-            for task in fetchers:
-                await task  # done by now; an exception of its own (not a list failure) is raised here
-        finally:
-            await cancel_and_wait(fetchers)
+        lists = await asyncio.gather(*(self._initial(r) for r in self.reflectors))
+        for reflector, events in sorted(zip(self.reflectors, lists), key=lambda rl: rl[0].kind.order):
+            reflector.events += len(events)
+            self.sink.apply(reflector.kind, events)
+            if self.on_batch is not None:
+                await self.on_batch(reflector.kind)
         self.sync_seconds = time.monotonic() - started
-        logger.info("Scheduler cache synced in %.2fs: %d objects listed", self.sync_seconds, listed)
+        logger.info("Scheduler cache synced in %.2fs: %d objects listed", self.sync_seconds,
+                    sum(len(events) for events in lists))
         self.synced.set()
+        loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(r.run(), name=f"kubeberth watch {r.kind.plural}") for r in self.reflectors]
 
     @property
