@@ -10,9 +10,11 @@ as deployed.
 from __future__ import annotations
 
 import compileall
+from pathlib import Path
 
 from tests.cluster.control_plane import ROOT
 
 
-def compile_sources() -> None:
-    compileall.compile_dir(str(ROOT / "operator" / "kubeberth"), quiet=1)
+def compile_sources(root: Path = ROOT) -> None:
+    """The bytecode of the checkout at `root` (this one by default)."""
+    compileall.compile_dir(str(root / "operator" / "kubeberth"), quiet=1)

@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from tests.cluster.control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, free_port
@@ -41,6 +42,17 @@ MARKS = (
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process `pid` has used so far; None where /proc cannot tell.
+    Taken when the watch has seen the first binding (a few milliseconds after it): the figure
+    that holds under load, where the wall-clock times swing with the other processes."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
+
+
 def timeline(log: str, started_wall: float) -> dict[str, float]:
     out: dict[str, float] = {}
     for line in log.splitlines():
@@ -54,7 +66,9 @@ def timeline(log: str, started_wall: float) -> dict[str, float]:
     return out
 
 
-async def one(peer: str, nodes: int, bound: int, pending: int, profile: str | None = None) -> dict[str, Any]:
+async def one(peer: str, nodes: int, bound: int, pending: int, profile: str | None = None,
+              root: Path = ROOT) -> dict[str, Any]:
+    """`peer`'s start on a fresh cluster; a kubeberth peer runs from the checkout at `root`."""
     profiled = [sys.executable, "-m", "cProfile", "-o", profile] if profile else []
     with ControlPlane() as plane:
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=CONNECTIONS + 5) as kube:
@@ -71,10 +85,10 @@ async def one(peer: str, nodes: int, bound: int, pending: int, profile: str | No
             watch = BindingWatch(kube)
             await watch.start()
             started, started_wall = time.monotonic(), time.time()
-            if peer == "kubeberth":
-                compile_sources()
+            if peer != "kube-scheduler":
+                compile_sources(root)
                 port = free_port()
-                argv = [*profiled, str(ROOT / ".venv" / "bin" / "kubeberth"), "run",
+                argv = [*profiled, str(root / ".venv" / "bin" / "kubeberth"), "run",
                         f"--kubeconfig={plane.dir / 'admin.kubeconfig'}", f"--metrics-port={port}",
                         "--metrics-host=127.0.0.1", "--seed=0", "--log-format=full"]
                 sched = Process.start(peer, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -83,8 +97,9 @@ async def one(peer: str, nodes: int, bound: int, pending: int, profile: str | No
             try:
                 if await watch.wait("init-", 1, timeout=300.0) < 1:
                     return {"error": f"nothing bound\n{sched.tail(20)}"}
-                out: dict[str, Any] = {"first bind (watch)": round(watch.times("init-")[0] - started, 3)}
-                if peer == "kubeberth":
+                out: dict[str, Any] = {"first bind (watch)": round(watch.times("init-")[0] - started, 3),
+                                       "CPU s at first bind": cpu_seconds(sched.popen.pid)}
+                if peer != "kube-scheduler":
                     out.update(timeline(sched.log_path.read_text(errors="replace"), started_wall))
                 return out
             finally:
@@ -101,13 +116,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--peer", action="store_true", help="kube-scheduler too, interleaved with kubeberth")
     p.add_argument("--cprofile", metavar="FILE", help="run kubeberth under cProfile, its stats written to FILE")
+    p.add_argument("--baseline", metavar="ROOT", type=Path, action="append", default=[],
+                   help="also the kubeberth of the checkout at ROOT (its own .venv), interleaved: an A/B run "
+                        "(repeatable: one more kubeberth each, named after its directory)")
     args = p.parse_args(argv)
     peers = ["kube-scheduler", "kubeberth"] if args.peer else ["kubeberth"]
+    roots = {"kubeberth": ROOT}
+    for root in args.baseline:
+        if not (root / ".venv" / "bin" / "kubeberth").exists():
+            p.error(f"--baseline: {root}/.venv/bin/kubeberth does not exist (run `make install` there)")
+        name = "baseline" if len(args.baseline) == 1 else f"baseline {root.name}"
+        peers.append(name)
+        roots[name] = root
     runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
+    kubeberths = [peer for peer in peers if peer != "kube-scheduler"]
     for i in range(args.repeat):
-        for peer in peers:
+        # kube-scheduler first; the kubeberths in turn, each round starting one further along
+        shift = i % len(kubeberths)
+        for peer in [*peers[:len(peers) - len(kubeberths)], *kubeberths[shift:], *kubeberths[:shift]]:
             r = asyncio.run(one(peer, args.nodes, args.bound, args.pending,
-                                args.cprofile if peer == "kubeberth" else None))
+                                args.cprofile if peer == "kubeberth" else None, roots.get(peer, ROOT)))
             runs[peer].append(r)
             sys.stderr.write(f"{peer} run {i + 1}: {json.dumps(r)}\n")
     print(f"{args.nodes} nodes, {args.bound} bound pods, {args.pending} pending; seconds from the process' start")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -133,6 +134,7 @@ class SchedulerMetrics:
         self.event_handling_duration_seconds = Histogram(
             "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
             ["event"], buckets=exponential_buckets(0.0001, 2, 12), registry=r)
+        self._event_handling: dict[str, Any] = {}  # event -> its series (labels() is slow: one per event)
         self.goroutines_gauge = Gauge(
             "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
             ["operation"], registry=r)
@@ -350,7 +352,10 @@ class SchedulerMetrics:
         self.preemption_victims_histogram.observe(n)
 
     def event_handling_duration(self, event: str, seconds: float) -> None:
-        self.event_handling_duration_seconds.labels(event).observe(seconds)
+        series = self._event_handling.get(event)
+        if series is None:
+            series = self._event_handling[event] = self.event_handling_duration_seconds.labels(event)
+        series.observe(seconds)
 
     def goroutines(self, operation: str, n: int) -> None:
         self.goroutines_gauge.labels(operation).set(n)

@@ -25,7 +25,7 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 from kubernetes_asyncio import config as k8s_config
@@ -52,8 +52,12 @@ from .profiles import ProfileManager
 from .reflector import Backoff, Informers
 from .rest import RestClient
 from .run import OperatorConfig
-from .secure_serving import PING, ComponentServer, HealthCheck, make_server
 from .shadow import ShadowEvaluator
+
+if TYPE_CHECKING:
+    # The secure port (cryptography) is imported when it starts, after the initial lists have
+    # gone out: its import overlaps the API server's answers.
+    from .secure_serving import ComponentServer, HealthCheck
 
 logger = logging.getLogger(__name__)
 
@@ -321,6 +325,8 @@ class OperatorApp:
         loop = asyncio.get_running_loop()
         self._loop_task = loop.create_task(self._schedule(), name="kubeberth scheduler")
         if self.config.metrics_port:
+            from .secure_serving import PING, make_server
+
             rest = self._rest
             assert rest is not None
 
@@ -434,6 +440,8 @@ class OperatorApp:
     def _health_checks(self) -> tuple[HealthCheck | None, HealthCheck, HealthCheck, HealthCheck]:
         """kube-scheduler's checks (leaderElection, shutdown, sched-handler-sync) and kubeberth's
         scheduling-loop (the loop task has not died)."""
+        from .secure_serving import HealthCheck
+
         leader = None
         elector = self._elector
         if elector is not None:

@@ -84,11 +84,11 @@ class ServingOptions:
             except ValueError as exc:
                 raise ServingOptionsError(f"--tls-cert-file {self.tls_cert_file} / --tls-private-key-file "
                                           f"{self.tls_private_key_file}: {exc}") from None
-        from .delegated_auth import load_pem_file
-
         for flag, path in (("--client-ca-file", self.client_ca_file),
                            ("--requestheader-client-ca-file", self.requestheader_client_ca_file)):
             if path:
+                from .delegated_auth import load_pem_file  # cryptography: only for a file to read
+
                 try:
                     load_pem_file(path, flag)
                 except ValueError as exc:
