@@ -300,11 +300,13 @@ ONGOING = "ongoing preemption on nominated nodes"
 
 def preemption_phase(who: str, story: str, snapshot: dict[str, Any]) -> None:
     """While its victims terminate, a group that preempted is retried or not, at random in both
-    schedulers: kube-scheduler v1.37.2 requeues it when its async preemption's API calls (victim
-    status patch, deletion) land before the group's cycle ends (a retry about 1 s later says
-    "ongoing preemption on nominated nodes"), otherwise it waits for the victims' removal (and
-    still says "found a placement for podgroup, preempting N victims"). Each group's message must
-    be one of the two, N the number of pods Preempted by it; the phase is then left out."""
+    schedulers: once its cycle ends, kube-scheduler v1.37.2 requeues it through PreEnqueue, where
+    DefaultPreemption holds it back ("waiting for the preemption for this pod group to be
+    finished") if the async preemption is still deleting victims; then it waits for their removal
+    and still says "found a placement for podgroup, preempting N victims". If the preemption had
+    finished first, it is retried after its backoff (about 1 s) and says "ongoing preemption on
+    nominated nodes". Each group's message must be one of the two, N the number of pods Preempted
+    by it; the phase is then left out of the comparison."""
     for name, condition in snapshot["groups"].items():
         if condition is None or PREEMPTING not in condition[2]:
             continue
