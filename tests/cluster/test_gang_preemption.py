@@ -374,8 +374,8 @@ async def test_group_preemption_as_kube_scheduler_does_it(plane: ControlPlane, k
             who[story]["pods"]["gang nodes"] = nodes
     for story in expected:
         if story.endswith("-waiting"):
-            for who, snapshots in (("kube-scheduler", expected), ("kubeberth", got)):
-                preemption_phase(who, story, snapshots[story])
+            for scheduler, snapshots in (("kube-scheduler", expected), ("kubeberth", got)):
+                preemption_phase(scheduler, story, snapshots[story])
     differing = _differences("", got, expected)
     assert not differing, "\n".join(differing)
 
