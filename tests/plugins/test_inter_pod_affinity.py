@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from kubeberth.cache.objects import ObjectStore
-from kubeberth.framework import Code, CycleState, NodeScore, Status
+from kubeberth.framework import AllNodes, Code, CycleState, NodeScore, Status
 from kubeberth.model import Node, Pod
 from kubeberth.plugins.inter_pod_affinity import (
     ERR_AFFINITY,
@@ -770,3 +771,44 @@ def test_parsed_terms_are_shared_by_replicas_only() -> None:
     assert pod_terms(r1) is not pod_terms(r2)
     sel = pod_terms(r1).required_anti[0].selector
     assert sel is not None and sel.matches({"app": "web", "rev": "1"}) and not sel.matches({"app": "web", "rev": "2"})
+
+
+# ---- the vectorised path: the statuses of the rejected rows ------------------------------------
+
+VECTOR_CASES = [(c[0], c[1], c[2], [("node1", N1.labels)]) for c in SINGLE_NODE] + [c[:4] for c in MULTI_NODE]
+
+
+@pytest.mark.parametrize(("incoming", "pods", "nodes"), [c[1:] for c in VECTOR_CASES],
+                         ids=[c[0] for c in VECTOR_CASES])
+def test_filter_statuses_of_rejected_rows_are_filters(incoming: Pod, pods: list[Pod],
+                                                      nodes: list[tuple[str, dict[str, str]]]) -> None:
+    """The mask and the statuses of the rows it rejects (filter_statuses, the reason `filter`
+    checks first), as `filter` gives them node by node."""
+    pl = plugin([node(n, **labels) for n, labels in nodes], pods)
+    snap = pl.handle.snapshot
+    per_node, vectorised = CycleState(), CycleState()
+    if pl.pre_filter(per_node, incoming, snap.node_infos)[1] is not None:
+        return
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    pl.pre_filter(vectorised, incoming, snap.node_infos)
+    arrays = snap.arrays()
+    mask = pl.filter_all(vectorised, incoming, AllNodes(snap.node_infos, arrays))
+    assert mask is not None
+    want = [pl.filter(per_node, incoming, ni) for ni in snap.node_infos]
+    assert mask.tolist() == [st is None for st in want]
+    got = pl.filter_statuses(vectorised, incoming, arrays, np.flatnonzero(~mask))
+    assert got is not None
+    assert [(st.code, st.reasons) for st in got] == [(st.code, st.reasons) for st in want if st is not None]
+
+
+def test_filter_statuses_leaves_rows_that_pass_to_filter() -> None:
+    pl = plugin([node("nA", zone="z1"), node("nB", zone="z2")], [pod(SEC, "nA")])
+    incoming = pod(SEC, aff=affinity(anti=[term("service", "In", ["securityscan"], topo="zone")]))
+    snap = pl.handle.snapshot
+    pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
+    cs = CycleState()
+    pl.pre_filter(cs, incoming, snap.node_infos)
+    arrays = snap.arrays()
+    assert pl.filter_statuses(cs, incoming, arrays, np.array([1])) is None  # nB passes
+    got = pl.filter_statuses(cs, incoming, arrays, np.array([0]))
+    assert got is not None and [st.reasons for st in got] == [[ERR_ANTI_AFFINITY]]

@@ -43,7 +43,15 @@ from .common import (
 )
 from .rules import existing_anti_keys, first_of_group, sigs_matching_all
 from .state import PreFilterState
-from .vector import AffinityVectors, filter_mask
+from .vector import (
+    AFFINITY_UNMET,
+    ANTI_AFFINITY_UNMET,
+    EXISTING_ANTI_AFFINITY_UNMET,
+    PASSES,
+    AffinityVectors,
+    filter_mask,
+    rejection_kinds,
+)
 
 
 class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
@@ -173,12 +181,25 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
             return None
         return nodes.take(filter_mask(nodes.arrays, s, vec))
 
+    def filter_statuses(self, state: CycleState, pod: Pod, arrays: Any, rows: np.ndarray) -> list[Status] | None:
+        """`filter`'s three rejections, one shared status each, for rows `filter_all` rejected."""
+        s = state.get(PRE_FILTER_KEY)
+        vec = state.get(VECTOR_KEY)
+        if s is None or vec is None or vec.state is not s or arrays.missing[rows].any():
+            return None
+        kinds = rejection_kinds(arrays, s, vec, rows)
+        if (kinds == PASSES).any():
+            return None  # the mask and this disagree: `filter` row by row tells
+        return [_BY_KIND[k] for k in kinds.tolist()]
+
 
 # One status per reason, shared by every node that fails it (a node's status is never changed
 # after Filter but for its plugin name, which is this plugin's in every case).
 _AFFINITY_UNMET = Status.unresolvable(ERR_AFFINITY, plugin=NAME)
 _ANTI_AFFINITY_UNMET = Status.unschedulable(ERR_ANTI_AFFINITY, plugin=NAME)
 _EXISTING_ANTI_AFFINITY_UNMET = Status.unschedulable(ERR_EXISTING_ANTI_AFFINITY, plugin=NAME)
+_BY_KIND = {AFFINITY_UNMET: _AFFINITY_UNMET, ANTI_AFFINITY_UNMET: _ANTI_AFFINITY_UNMET,
+            EXISTING_ANTI_AFFINITY_UNMET: _EXISTING_ANTI_AFFINITY_UNMET}
 
 
 def _satisfies_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:

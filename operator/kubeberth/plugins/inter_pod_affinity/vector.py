@@ -288,6 +288,44 @@ def filter_mask(arrays: NodeArrays, s: PreFilterState, vec: FilterVectors) -> np
     return ok
 
 
+# Why `filter` rejects a row, in the order it checks: the pod's affinity, its anti-affinity, the
+# existing pods' anti-affinity.
+PASSES, AFFINITY_UNMET, ANTI_AFFINITY_UNMET, EXISTING_ANTI_AFFINITY_UNMET = 0, 1, 2, 3
+
+
+def rejection_kinds(arrays: NodeArrays, s: PreFilterState, vec: FilterVectors, rows: np.ndarray) -> np.ndarray:
+    """For each of `rows`, the first check of `filter` that fails it (PASSES where none does)."""
+    kinds = np.zeros(len(rows), dtype=np.int8)
+    undecided = np.ones(len(rows), dtype=bool)
+    req = s.terms.required_affinity
+    if req:
+        all_present = np.ones(len(rows), dtype=bool)
+        pods_exist = np.ones(len(rows), dtype=bool)
+        for t in req:
+            codes = arrays.label_codes(t.topology_key)[rows]
+            all_present &= codes != 0
+            sums = vec.affinity.get(t.topology_key)
+            if sums is None:
+                pods_exist[:] = False
+            else:
+                pods_exist &= sums[codes] > 0
+        ok = all_present if first_of_group(s.affinity_counts, req, s.pod, s.ns_labels) else all_present & pods_exist
+        kinds[~ok] = AFFINITY_UNMET
+        undecided &= ok
+    if s.anti_affinity_counts:
+        for t in s.terms.required_anti:
+            sums = vec.anti.get(t.topology_key)
+            if sums is not None:
+                hit = undecided & (sums[arrays.label_codes(t.topology_key)[rows]] > 0)
+                kinds[hit] = ANTI_AFFINITY_UNMET
+                undecided &= ~hit
+    for key, sums in vec.existing.items():
+        hit = undecided & (sums[arrays.label_codes(key)[rows]] > 0)
+        kinds[hit] = EXISTING_ANTI_AFFINITY_UNMET
+        undecided &= ~hit
+    return kinds
+
+
 def score_values(arrays: NodeArrays, sums: Mapping[str, np.ndarray]) -> np.ndarray:
     """InterPodAffinity.score for every node: the sum of its values' topology scores."""
     total = np.zeros(arrays.n, dtype=np.int64)
