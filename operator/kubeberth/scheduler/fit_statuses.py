@@ -147,7 +147,9 @@ class SharedRejections:
                 statuses = p.filter_statuses(self._state, self._pod, self._arrays, rows[at])
                 if statuses is None:
                     continue
-                statuses = [filter_failure(p.name, st) for st in statuses]
+                wrapped: dict[int, Status] = {}  # a plugin shares one status among many rows
+                statuses = [wrapped.get(id(st)) or wrapped.setdefault(id(st), filter_failure(p.name, st))
+                            for st in statuses]
             for k, st in zip(at.tolist(), statuses):
                 out[k] = st
             if not undecided.any():
