@@ -101,7 +101,13 @@ async def test_gang_case_is_scheduled_by_each_scheduler_with_the_gate_on(peer: s
                     return groups if len(done) == 2 else None
 
                 await eventually(scheduled, timeout=60.0, what="2 PodGroups scheduled")
-                pods = await kube.list("pods", "gang-ns-0")
-                assert len(pods) == 6 and all(p["spec"].get("nodeName") for p in pods)
+
+                # The condition is written when the group's cycle ends; its bindings may still
+                # be in flight then (kube-scheduler's pods carry only nominatedNodeName a moment).
+                async def bound() -> int | None:
+                    pods = await kube.list("pods", "gang-ns-0")
+                    return len(pods) if len(pods) == 6 and all(p["spec"].get("nodeName") for p in pods) else None
+
+                assert await eventually(bound, timeout=30.0, what="the 6 pods bound") == 6
             finally:
                 sched.stop()
