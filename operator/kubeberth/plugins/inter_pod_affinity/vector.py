@@ -17,7 +17,7 @@ filter_all / score_all need no dict walk.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -259,70 +259,60 @@ class AffinityVectors:
         return counts, sums
 
 
-def filter_mask(arrays: NodeArrays, s: PreFilterState, vec: FilterVectors) -> np.ndarray:
-    """InterPodAffinity.filter for every node, from the sums PreFilter computed."""
-    ok = ~arrays.missing
+# Why `filter` rejects a row, in the order it checks: the pod's affinity, its anti-affinity, the
+# existing pods' anti-affinity.
+PASSES, AFFINITY_UNMET, ANTI_AFFINITY_UNMET, EXISTING_ANTI_AFFINITY_UNMET = 0, 1, 2, 3
+
+
+def _failing(arrays: NodeArrays, s: PreFilterState, vec: FilterVectors,
+             rows: np.ndarray | None) -> Iterator[tuple[int, np.ndarray]]:
+    """`filter`'s checks in its order, over every node (`rows` None) or over `rows`: each as
+    (the rejection kind, True where the check fails)."""
+    n = arrays.n if rows is None else len(rows)
+
+    def codes_of(key: str) -> np.ndarray:
+        codes = arrays.label_codes(key)
+        return codes if rows is None else codes[rows]
+
     req = s.terms.required_affinity
     if req:
-        all_present = np.ones(arrays.n, dtype=bool)
-        pods_exist = np.ones(arrays.n, dtype=bool)
+        all_present = np.ones(n, dtype=bool)
+        pods_exist = np.ones(n, dtype=bool)
         for t in req:
-            codes = arrays.label_codes(t.topology_key)
+            codes = codes_of(t.topology_key)
             all_present &= codes != 0
             sums = vec.affinity.get(t.topology_key)
             if sums is None:
                 pods_exist[:] = False
             else:
                 pods_exist &= sums[codes] > 0
-        if first_of_group(s.affinity_counts, req, s.pod, s.ns_labels):
-            ok &= all_present
-        else:
-            ok &= all_present & pods_exist
+        met = all_present if first_of_group(s.affinity_counts, req, s.pod, s.ns_labels) else all_present & pods_exist
+        yield AFFINITY_UNMET, ~met
     if s.anti_affinity_counts:
         for t in s.terms.required_anti:
             sums = vec.anti.get(t.topology_key)
             if sums is not None:
-                ok &= ~(sums[arrays.label_codes(t.topology_key)] > 0)
+                yield ANTI_AFFINITY_UNMET, sums[codes_of(t.topology_key)] > 0
     for key, sums in vec.existing.items():
-        ok &= ~(sums[arrays.label_codes(key)] > 0)
+        yield EXISTING_ANTI_AFFINITY_UNMET, sums[codes_of(key)] > 0
+
+
+def filter_mask(arrays: NodeArrays, s: PreFilterState, vec: FilterVectors) -> np.ndarray:
+    """InterPodAffinity.filter for every node, from the sums PreFilter computed."""
+    ok = ~arrays.missing
+    for _, fails in _failing(arrays, s, vec, None):
+        ok &= ~fails
     return ok
-
-
-# Why `filter` rejects a row, in the order it checks: the pod's affinity, its anti-affinity, the
-# existing pods' anti-affinity.
-PASSES, AFFINITY_UNMET, ANTI_AFFINITY_UNMET, EXISTING_ANTI_AFFINITY_UNMET = 0, 1, 2, 3
 
 
 def rejection_kinds(arrays: NodeArrays, s: PreFilterState, vec: FilterVectors, rows: np.ndarray) -> np.ndarray:
     """For each of `rows`, the first check of `filter` that fails it (PASSES where none does)."""
     kinds = np.zeros(len(rows), dtype=np.int8)
     undecided = np.ones(len(rows), dtype=bool)
-    req = s.terms.required_affinity
-    if req:
-        all_present = np.ones(len(rows), dtype=bool)
-        pods_exist = np.ones(len(rows), dtype=bool)
-        for t in req:
-            codes = arrays.label_codes(t.topology_key)[rows]
-            all_present &= codes != 0
-            sums = vec.affinity.get(t.topology_key)
-            if sums is None:
-                pods_exist[:] = False
-            else:
-                pods_exist &= sums[codes] > 0
-        ok = all_present if first_of_group(s.affinity_counts, req, s.pod, s.ns_labels) else all_present & pods_exist
-        kinds[~ok] = AFFINITY_UNMET
-        undecided &= ok
-    if s.anti_affinity_counts:
-        for t in s.terms.required_anti:
-            sums = vec.anti.get(t.topology_key)
-            if sums is not None:
-                hit = undecided & (sums[arrays.label_codes(t.topology_key)[rows]] > 0)
-                kinds[hit] = ANTI_AFFINITY_UNMET
-                undecided &= ~hit
-    for key, sums in vec.existing.items():
-        hit = undecided & (sums[arrays.label_codes(key)[rows]] > 0)
-        kinds[hit] = EXISTING_ANTI_AFFINITY_UNMET
-        undecided &= ~hit
+    for kind, fails in _failing(arrays, s, vec, rows):
+        first = undecided & fails
+        kinds[first] = kind
+        undecided &= ~first
     return kinds
 
 
