@@ -268,10 +268,7 @@ class Evaluator:
             if isinstance(outcome, Status):
                 failed.append((i, original, outcome))
                 continue
-            bucket = non_violating if outcome.victims.num_pdb_violations == 0 else violating
-            if len(bucket) < num_candidates:
-                bucket.append(outcome)
-            if non_violating and len(non_violating) + len(violating) >= num_candidates:
+            if _keep_candidate(outcome, non_violating, violating, num_candidates):
                 break
         node_statuses = NodeToStatus()
         errors: list[str] = []
@@ -311,10 +308,7 @@ class Evaluator:
                     errors.append(outcome.message())
                 node_statuses.set(original.name, outcome)
                 continue
-            bucket = non_violating if outcome.victims.num_pdb_violations == 0 else violating
-            if len(bucket) < num_candidates:
-                bucket.append(outcome)
-            if non_violating and len(non_violating) + len(violating) >= num_candidates:
+            if _keep_candidate(outcome, non_violating, violating, num_candidates):
                 break
         return non_violating + violating, node_statuses, errors
 
@@ -542,3 +536,12 @@ class Evaluator:
         if fw.record_victims is not None:  # the scheduler notes the victims on the preemptor's record
             fw.record_victims(pod, list(c.victims.pods))
         self.executor.prepare_candidate_async(c, pod)
+
+
+def _keep_candidate(candidate: Candidate, non_violating: list[Candidate], violating: list[Candidate],
+                    num_candidates: int) -> bool:
+    """Keep `candidate` in its bucket (while it has room); True once the dry run has enough."""
+    bucket = non_violating if candidate.victims.num_pdb_violations == 0 else violating
+    if len(bucket) < num_candidates:
+        bucket.append(candidate)
+    return bool(non_violating) and len(non_violating) + len(violating) >= num_candidates
