@@ -476,12 +476,15 @@ def print_sync_table(results: list[dict[str, Any]]) -> None:
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of median pods/s among those without an error (else the first), with every run's
-    pods/s beside it when there were several."""
+    pods/s (and event lag p99, events within 1 s, p99 attempt) beside it when there were several."""
     ok = sorted((r for r in runs if not r.get("error")), key=lambda r: r.get("pods_per_s") or 0.0)
     chosen = dict(ok[(len(ok) - 1) // 2] if ok else runs[0])
     if len(runs) > 1:
         chosen["runs_pods_per_s"] = [r.get("pods_per_s") for r in runs]
         chosen["runs_errors"] = sum(1 for r in runs if r.get("error"))
+        for key in ("event_lag_p99_ms", "events_within_1s", "p99_attempt_ms"):
+            if any(key in r for r in runs):
+                chosen[f"runs_{key}"] = [r.get(key) for r in runs]
     return chosen
 
 
@@ -552,6 +555,13 @@ def print_peer_table(results: list[dict[str, Any]]) -> None:
                 print(f"{'':<50} {'':<15} Scheduled event after its binding: p50 {p['event_lag_p50_ms']} ms, "
                       f"p99 {p['event_lag_p99_ms']} ms, max {p['event_lag_max_ms']} ms, "
                       f"{p['events_within_1s']} within 1 s, {p['event_lag_missing']} missing")
+                if p.get("runs_events_within_1s"):
+                    print(f"{'':<50} {'':<15} every run: within 1 s {p['runs_events_within_1s']}, "
+                          f"event p99 {p.get('runs_event_lag_p99_ms')} ms, "
+                          f"attempt p99 {p.get('runs_p99_attempt_ms')} ms")
+                if p.get("event_sent_ms"):
+                    print(f"{'':<50} {'':<15} of which sent after the binding (p50/p99/max) "
+                          f"{p['event_sent_ms']} ms, served {p['event_served_ms']} ms")
         if r.get("ratio") is not None:
             ceiling = ", ".join(f"{peer} {v}" for peer, v in (r.get("of_ceiling") or {}).items())
             print(f"{'':<50} {'ratio':<15} {r['ratio']:>8}"

@@ -8,9 +8,11 @@ import asyncio
 import itertools
 from typing import Any
 
+import orjson
 import pytest
 from benchmarks import dra
 from benchmarks import peer_cases as pc
+from benchmarks.event_lag import lag_summary
 from benchmarks.peer import median_run
 
 
@@ -162,6 +164,44 @@ def test_median_run_skips_failed_runs_and_lists_every_run() -> None:
     assert chosen["runs_pods_per_s"] == [300.0, None, 100.0, 200.0] and chosen["runs_errors"] == 1
     assert median_run([{"pods_per_s": 5.0}]) == {"pods_per_s": 5.0}
     assert median_run([{"error": "a"}, {"error": "b"}])["error"] == "a"
+
+
+def test_median_run_lists_every_runs_event_and_attempt_tails() -> None:
+    runs = [{"pods_per_s": 3.0, "events_within_1s": 10, "event_lag_p99_ms": 900.0, "p99_attempt_ms": 50.0},
+            {"pods_per_s": 1.0, "events_within_1s": 9, "event_lag_p99_ms": 1200.0}]
+    chosen = median_run(runs)
+    assert chosen["runs_events_within_1s"] == [10, 9] and chosen["runs_event_lag_p99_ms"] == [900.0, 1200.0]
+    assert chosen["runs_p99_attempt_ms"] == [50.0, None]
+    assert "runs_events_within_1s" not in median_run([{"pods_per_s": 1.0}, {"pods_per_s": 2.0}])
+
+
+def _audit(verb: str, resource: str, name: str, received: str, done: str, *, subresource: str = "",
+           code: int = 201) -> bytes:
+    ref = {"resource": resource, "namespace": "ns", "name": name}
+    if subresource:
+        ref["subresource"] = subresource
+    return orjson.dumps({"verb": verb, "objectRef": ref, "responseStatus": {"code": code},
+                         "requestReceivedTimestamp": f"2026-11-27T00:00:{received}Z",
+                         "stageTimestamp": f"2026-11-27T00:00:{done}Z"}) + b"\n"
+
+
+def test_event_lag_splits_into_the_schedulers_part_and_the_servers(tmp_path: Any) -> None:
+    log = tmp_path / "audit.log"
+    log.write_bytes(b"".join([
+        _audit("create", "pods", "pod-a", "00.000000", "00.100000", subresource="binding"),
+        _audit("create", "events", "pod-a.1", "00.300000", "00.400000"),
+        _audit("create", "events", "pod-a.2", "00.350000", "00.900000"),  # a later Event: not the first
+        _audit("create", "pods", "pod-b", "01.000000", "01.000000", subresource="binding"),
+        _audit("create", "events", "pod-b.1", "01.500000", "02.200000", code=409),  # refused: not written
+        _audit("create", "events", "pod-b.2", "02.000000", "02.500000"),
+        _audit("create", "pods", "pod-c", "03.000000", "03.000000", subresource="binding"),
+        b'{"verb": "create", "objectRef": {"res',  # a line the batch backend is still writing
+    ]))
+    out = lag_summary(log, "ns", "pod-")
+    assert out["event_lag_max_ms"] == 1500.0 and out["event_lag_p50_ms"] == 300.0
+    assert out["events_within_1s"] == 1 and out["event_lag_missing"] == 1
+    assert out["event_sent_ms"] == [200.0, 1000.0, 1000.0]
+    assert out["event_served_ms"] == [100.0, 500.0, 500.0]
 
 
 def test_gang_case_creates_the_pod_groups_before_the_pods_that_name_them_with_the_gate_on() -> None:
