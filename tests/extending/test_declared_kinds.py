@@ -20,7 +20,7 @@ from kubeberth.scheduler import Scheduler
 from kubeberth.scheduler.watched import WATCHED, declared_kinds
 from kubeberth.sim_config import prepare
 from kubeberth.simulate import run_simulation
-from kubeberth.snapshot import take
+from kubeberth.snapshot import SnapshotError, take
 
 from ..doubles import RecordingClient
 
@@ -133,14 +133,17 @@ def test_their_changes_reach_the_plugins_queueing_hints(gate_plugin: Path) -> No
 
 
 class FakeRest:
-    def __init__(self, served: dict[str, list[dict[str, Any]]]) -> None:
+    def __init__(self, served: dict[str, list[dict[str, Any]]], forbidden: tuple[str, ...] = ()) -> None:
         self.served = served
+        self.forbidden = forbidden
         self.paths: list[str] = []
 
     async def request(self, method: str, path: str, query: Any = None, **_: Any) -> dict[str, Any]:
         from kubernetes_asyncio.client.exceptions import ApiException
 
         self.paths.append(path)
+        if path in self.forbidden:
+            raise ApiException(status=403, reason="Forbidden")
         if path not in self.served:
             raise ApiException(status=404, reason="Not Found")
         return {"items": self.served[path], "metadata": {}}
@@ -156,6 +159,12 @@ def test_snapshot_lists_them(gate_plugin: Path) -> None:
     assert {"apiVersion": "example.com/v1", "kind": "Gate", "metadata": {"name": "n1"},
             "spec": {"open": True}} in got
     assert len(rest.paths) == len(WATCHED) + 1
+
+
+def test_snapshot_that_may_not_list_them_fails_naming_the_kind(gate_plugin: Path) -> None:
+    rest = FakeRest({"/api/v1/nodes": [node("n1")]}, forbidden=("/apis/example.com/v1/gates",))
+    with pytest.raises(SnapshotError, match="listing gates: HTTP 403 Forbidden"):
+        asyncio.run(take(rest, progress=io.StringIO()))
 
 
 def test_two_plugins_reading_one_kind_watch_it_once(write: Callable[[str, str], Path]) -> None:
