@@ -4,7 +4,11 @@ Node, victims and the FailedScheduling message are compared. When the nodes diff
 log (`schedule_one.go` at verbosity 10) says each feasible node's final score for the pod: the pick
 is a tie when kubeberth's node has upstream's best score. Without scores (a single feasible node,
 or preemption, whose node choice upstream breaks by map order), the pick counts as a tie only
-when kubeberth itself, under other seeds, chooses upstream's node and victims too.
+when kubeberth itself, under other seeds, chooses upstream's node and victims too. A pod of a
+PodGroup is logged with its group's keys before its own (`podGroupType=... podGroup=... pod=...`);
+when the group preempted, its pods' last scored attempt is group preemption's re-run of the
+group's algorithm (the next cycle takes each pod's nominated node without scoring), whose picks
+decide the victims: `judge_group_victims`.
 `tests/conformance/fuzz-known.yaml` lists the disagreements that are explained.
 """
 
@@ -22,8 +26,12 @@ from .control_plane import ROOT
 KNOWN = ROOT / "tests" / "conformance" / "fuzz-known.yaml"
 KINDS = {"not-run", "environment", "timing", "message-source", "wording"}
 FIELDS = {"status", "node", "victims", "message", "group"}
-FINAL_SCORE = re.compile(r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)')
-PLUGIN_SCORE = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
+# the logger's own key/values (a group's pods: podGroupType, podGroup) come between the message and the call's
+_CONTEXT = r'(?: [\w.-]+="[^"]*")*?'
+FINAL_SCORE = re.compile(r'"Calculated node\'s final score for pod"' + _CONTEXT
+                         + r' pod="([^"]+)" node="([^"]+)" score=(-?\d+)')
+PLUGIN_SCORE = re.compile(r'"Plugin scored node for pod"' + _CONTEXT
+                          + r' pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
 
 
 @dataclass
@@ -147,6 +155,51 @@ def judge_group(keys: list[str], up: dict[str, Decision], ours: dict[str, Decisi
                                             "another pod of the group tied elsewhere")
     return out
 
+
+
+def scored_tie(up: Decision, ours: Decision, scores: dict[str, int] | None) -> int | None:
+    """Upstream's best final score when both nodes have it in upstream's scores of the pod's last
+    scored attempt, else None."""
+    if not scores or up.node is None or ours.node is None:
+        return None
+    best = max(scores.values())
+    return best if scores.get(up.node) == best and scores.get(ours.node) == best else None
+
+
+def judge_group_victims(keys: list[str], up: dict[str, Decision], ours: dict[str, Decision],
+                        scores: dict[str, dict[str, int] | None], up_group: Decision, ours_group: Decision,
+                        other_seeds: list[tuple[dict[str, Decision], Decision]] | None = None) -> Verdict:
+    """The verdict on a group's condition and victims (on `up_group` and `ours_group`; the pods'
+    own victims are empty). Group preemption takes off every unit of lower priority, re-runs the
+    group's algorithm and preempts the units its placement needs (podgrouppreemption.go,
+    selectVictimsOnDomain): the victims follow the nodes the re-run gave the pods, and upstream
+    breaks a pod's equal best totals there by the order its parallel Filter found the nodes
+    (schedule_one.go: findNodesThatPassFilters fills the feasible list as its goroutines finish,
+    NewSortedScoredNodes pops the first of equal totals, every Randomizer 0 without extenders).
+    Different victims are a tie only when (1) the first pod, in the group's order, that kubeberth
+    placed elsewhere was put on a node with upstream's best score in upstream's last scored attempt
+    of that pod, and (2) kubeberth under another seed places every pod as upstream did, preempts
+    upstream's victims and writes upstream's condition: they then differ by that tie's pick."""
+    verdict = judge(up_group, ours_group, None)
+    if verdict.kind != "diff" or verdict.field != "victims":
+        return verdict
+    if any(up[k].status != ours[k].status for k in keys):
+        return verdict
+    moved = [k for k in keys if up[k].status == "Scheduled" and up[k].node != ours[k].node]
+    if not moved:
+        return verdict
+    first = moved[0]
+    best = scored_tie(up[first], ours[first], scores.get(first))
+    if best is None:
+        return verdict
+    for pods, group in other_seeds or []:
+        if all(k in pods and pods[k].status == up[k].status and pods[k].node == up[k].node for k in keys) and \
+                sorted(group.victims) == sorted(up_group.victims) and group.message == up_group.message:
+            return Verdict("tie", "victims", f"group preemption's re-run put {first} on {up[first].node} upstream, "
+                                             f"on {ours[first].node} in kubeberth: both score {best} upstream; "
+                                             "kubeberth under another seed places the group as upstream and "
+                                             "preempts upstream's victims")
+    return verdict
 
 # --- the list of explained disagreements ---
 

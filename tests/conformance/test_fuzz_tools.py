@@ -16,7 +16,17 @@ from kubeberth.simulate import simulate
 from tests.cluster import fuzz_groups
 from tests.cluster.fuzz_gen import generate
 from tests.cluster.fuzz_groups import Options
-from tests.cluster.fuzz_judge import Decision, attempts, explain, judge, judge_group, load_known, parse_known
+from tests.cluster.fuzz_judge import (
+    Decision,
+    attempts,
+    explain,
+    judge,
+    judge_group,
+    judge_group_victims,
+    load_known,
+    parse_known,
+    plugin_scores,
+)
 
 FEATURES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "profile": lambda o: o["kind"] == "SchedulingProfile",
@@ -353,3 +363,112 @@ def test_group_preemption_gives_some_groups_disruption_mode_all_and_changes_noth
     assert all(m in (None, {"all": {}}) for m in modes)
     assert all(o["spec"].get("disruptionMode") is None
                for i in range(5) for o in generate(1, i, WORKLOADS)["objects"] if o["kind"] == "PodGroup")
+
+
+GROUP_LOG_LINE = ('I1127 01:06:17.471022   11133 schedule_one.go:{line}] "{what}" podGroupType="podgroup" '
+                  'podGroup="default/g0" pod="default/g0-2" {rest}')
+
+
+def test_a_group_pods_scores_are_read_past_its_groups_keys() -> None:
+    """kube-scheduler logs a group's pods with the group's keys before the pod's own."""
+    log = "\n".join([
+        GROUP_LOG_LINE.format(line=984, what="Plugin scored node for pod",
+                              rest='plugin="NodeResourcesFit" node="n0" score=84'),
+        GROUP_LOG_LINE.format(line=1052, what="Calculated node's final score for pod", rest='node="n0" score=657'),
+        GROUP_LOG_LINE.format(line=1052, what="Calculated node's final score for pod", rest='node="n4" score=657'),
+    ])
+    assert attempts(log, "default/g0-2") == [{"n0": 657, "n4": 657}]
+    assert plugin_scores(log, "default/g0-2", {"n0"}) == {"n0": {"NodeResourcesFit": 84}}
+
+
+# seed 3 case 10 of `--flavour workloads --topology --group-preemption`: group preemption's re-run
+# scored default/g0-2's best nodes alike upstream (n0, n4, n5: 657) and each scheduler took one
+G0_KEYS = ["default/g0-0", "default/g0-1", "default/g0-2"]
+G0_UP = {"default/g0-0": Decision("Scheduled", "n2"), "default/g0-1": Decision("Scheduled", "n2"),
+         "default/g0-2": Decision("Scheduled", "n4")}
+G0_OURS = {**G0_UP, "default/g0-2": Decision("Scheduled", "n0")}
+G0_SCORES: dict[str, dict[str, int] | None] = {
+    "default/g0-0": {"n2": 642, "n0": 523}, "default/g0-1": {"n2": 619, "n0": 589},
+    "default/g0-2": {"n8": 627, "n0": 657, "n6": 642, "n5": 657, "n4": 657, "n1": 612}}
+ON_N2 = ["default/b5", "default/b6", "default/b7", "default/b8", "default/b9"]
+SCHEDULED = "True/Scheduled:  [3 of 3 pods bound]"
+
+
+def _group(victims: list[str], message: str = SCHEDULED) -> Decision:
+    return Decision("PodGroup", None, victims, message)
+
+
+def test_a_groups_victims_are_a_tie_only_on_upstreams_scores_and_another_seeds_reproduction() -> None:
+    up_group = _group(["default/b11", "default/b12", "default/b13", *ON_N2])
+    ours_group = _group(["default/b2", *ON_N2])
+    again = (dict(G0_UP), _group(list(up_group.victims)))
+
+    def verdict(ours: dict[str, Decision] = G0_OURS, scores: dict[str, dict[str, int] | None] = G0_SCORES,
+                others: list[tuple[dict[str, Decision], Decision]] | None = None) -> tuple[str, str]:
+        v = judge_group_victims(G0_KEYS, G0_UP, ours, scores, up_group, ours_group,
+                                [again] if others is None else others)
+        return v.kind, v.field
+
+    assert verdict() == ("tie", "victims")
+    # kubeberth's node below upstream's best, or no scores: not a tie, whatever another seed does
+    assert verdict(scores={**G0_SCORES, "default/g0-2": {**G0_SCORES["default/g0-2"], "n0": 642}}) == (
+        "diff", "victims")
+    assert verdict(scores={**G0_SCORES, "default/g0-2": None}) == ("diff", "victims")
+    # no seed of kubeberth preempting upstream's victims (or writing its condition) with upstream's nodes
+    assert verdict(others=[]) == ("diff", "victims")
+    assert verdict(others=[(dict(G0_UP), _group(["default/b12", *ON_N2]))]) == ("diff", "victims")
+    assert verdict(others=[(dict(G0_UP), _group(list(up_group.victims), "False/Unschedulable: x"))]) == (
+        "diff", "victims")
+    assert verdict(others=[(G0_OURS, _group(list(up_group.victims)))]) == ("diff", "victims")
+    # the same nodes and different victims are no tie of a node pick
+    assert verdict(ours=G0_UP) == ("diff", "victims")
+    # nor are different outcomes of a pod
+    unschedulable = {**G0_OURS, "default/g0-1": Decision("Unschedulable", None, [], "0/10 nodes")}
+    assert verdict(ours=unschedulable) == ("diff", "victims")
+    # and the same victims agree without evidence
+    assert judge_group_victims(G0_KEYS, G0_UP, G0_OURS, G0_SCORES, up_group, _group(list(up_group.victims))
+                               ).kind == "agree"
+
+
+def _group_preemption_cluster() -> list[dict[str, Any]]:
+    """Two alike nodes, each full with a low-priority pod; a group of one high-priority pod that
+    needs a whole node: group preemption's re-run finds both nodes empty and alike."""
+    def pc(name: str, value: int) -> dict[str, Any]:
+        return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                "value": value}
+
+    def node(name: str) -> dict[str, Any]:
+        cap = {"cpu": "2", "memory": "4Gi", "pods": "110"}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname":
+                                                                                           name}},
+                "spec": {}, "status": {"capacity": cap, "allocatable": cap,
+                                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+    def pod(name: str, priority: str, node_name: str | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"containers": [{"name": "app", "image": "pause",
+                                                "resources": {"requests": {"cpu": "2"}}}],
+                                "priorityClassName": priority, "priority": 1000 if priority == "high" else 100}
+        if node_name:
+            spec["nodeName"] = node_name
+        else:
+            spec["schedulingGroup"] = {"podGroupName": "g"}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec,
+                **({"status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}} if node_name else {})}
+
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "default"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}, "priorityClassName": "high", "priority": 1000}}
+    return [pc("low", 100), pc("high", 1000), node("n1"), node("n2"), pod("b1", "low", "n1"),
+            pod("b2", "low", "n2"), group, pod("g-0", "high")]
+
+
+def test_another_seeds_group_run_carries_the_groups_victims_on_its_condition() -> None:
+    """What the judge compares a group's step with under other seeds: the pods without victims,
+    the group's condition with them; kubeberth's re-run picks either alike node by its seed."""
+    from tests.cluster.fuzz_run import other_group_run
+
+    runs = {s: other_group_run(_group_preemption_cluster(), ["default/g-0"], s, "GenericWorkload=true", "default/g")
+            for s in range(1, 9)}
+    assert all(not r.pods["default/g-0"].victims for r in runs.values())
+    outcomes = {(r.pods["default/g-0"].node, tuple(r.group.victims)) for r in runs.values() if r.group}
+    assert outcomes == {("n1", ("default/b1",)), ("n2", ("default/b2",))}
