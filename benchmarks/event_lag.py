@@ -1,8 +1,10 @@
 """How long after its binding a pod's Scheduled event was written, from the API server's own audit
 log (tests/cluster/control_plane.py audits every request at the Metadata level, with microsecond
 timestamps): per pod, the time its `pods/binding` create completed and the time the first Event
-about it was created (both schedulers write events.k8s.io/v1 Events named `<pod name>.<hex>`,
-client-go's name). Measured on the server, so neither the
+about it sent after that was created (both schedulers write events.k8s.io/v1 Events named
+`<pod name>.<hex>`, client-go's name, and send the Scheduled event once the binding has answered;
+the audit log's Metadata level has no reason, so an earlier FailedScheduling event is told apart
+by having been received before the binding completed). Measured on the server, so neither the
 harness' own watches nor the load on this machine skew it.
 """
 
@@ -23,10 +25,10 @@ def _time(stamp: str) -> float:
 def audit_times(audit_log: Path, namespace: str, prefix: str,
                 received: dict[str, float] | None = None) -> tuple[dict[str, float], dict[str, float]]:
     """Per pod named `prefix*` in `namespace`: when its binding was created, and when the first
-    Event about it was (successful creates only). `received`, when given, gets when the server
-    received the request that created that first Event."""
+    Event about it received after that was (successful creates only). `received`, when given, gets
+    when the server received the request that created that Event."""
     bound: dict[str, float] = {}
-    evented: dict[str, float] = {}
+    events: dict[str, list[tuple[float, float]]] = {}  # per pod: (received, created)
     with open(audit_log, "rb") as f:
         for line in f:
             if b'"create"' not in line:
@@ -43,12 +45,16 @@ def audit_times(audit_log: Path, namespace: str, prefix: str,
             if ref.get("resource") == "pods" and ref.get("subresource") == "binding" and name.startswith(prefix):
                 bound.setdefault(name, _time(e["stageTimestamp"]))
             elif ref.get("resource") == "events" and not ref.get("subresource") and name.startswith(prefix):
-                pod = name.rsplit(".", 1)[0]
-                t = _time(e["stageTimestamp"])
-                if pod not in evented or t < evented[pod]:
-                    evented[pod] = t
-                    if received is not None:
-                        received[pod] = _time(e["requestReceivedTimestamp"])
+                events.setdefault(name.rsplit(".", 1)[0], []).append(
+                    (_time(e["requestReceivedTimestamp"]), _time(e["stageTimestamp"])))
+    evented: dict[str, float] = {}
+    for pod, t in bound.items():
+        after = [ev for ev in events.get(pod, ()) if ev[0] >= t]
+        if after:
+            first = min(after, key=lambda ev: ev[1])
+            evented[pod] = first[1]
+            if received is not None:
+                received[pod] = first[0]
     return bound, evented
 
 

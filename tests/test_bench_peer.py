@@ -185,10 +185,11 @@ def _audit(verb: str, resource: str, name: str, received: str, done: str, *, sub
                          "stageTimestamp": f"2026-11-27T00:00:{done}Z"}) + b"\n"
 
 
-def test_event_lag_splits_into_the_schedulers_part_and_the_servers(tmp_path: Any) -> None:
+def test_event_lag_takes_the_first_event_sent_after_the_binding_in_two_parts(tmp_path: Any) -> None:
     log = tmp_path / "audit.log"
     log.write_bytes(b"".join([
         _audit("create", "pods", "pod-a", "00.000000", "00.100000", subresource="binding"),
+        _audit("create", "events", "pod-a.0", "00.050000", "00.200000"),  # sent before the binding answered
         _audit("create", "events", "pod-a.1", "00.300000", "00.400000"),
         _audit("create", "events", "pod-a.2", "00.350000", "00.900000"),  # a later Event: not the first
         _audit("create", "pods", "pod-b", "01.000000", "01.000000", subresource="binding"),
