@@ -34,6 +34,15 @@ PLUGIN_SCORE = re.compile(r'"Plugin scored node for pod"' + _CONTEXT
                           + r' pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
 
 
+# kube-scheduler's queue (scheduling_queue.go at -v=3, active_queue.go and backoff_queue.go at -v=5)
+POD_PARKED = re.compile(r'"Pod moved to an internal scheduling queue"' + _CONTEXT
+                        + r' pod="([^"]+)" event="([^"]*)" queue="([^"]+)"')
+ENTITY_MOVED = re.compile(r'"Entity moved to an internal scheduling queue"' + _CONTEXT
+                          + r' type="pod" entity="([^"]+)" event="([^"]*)" queue="([^"]+)"')
+ATTEMPT = re.compile(r'"Attempting to schedule pod"' + _CONTEXT + r' pod="([^"]+)"')
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"  # flushUnschedulableEntitiesLeftover's event
+
+
 @dataclass
 class Decision:
     status: str  # Scheduled | Unschedulable
@@ -78,6 +87,31 @@ def attempts(log: str, pod: str) -> list[dict[str, int]]:
             new_attempt = False
         out[-1][final.group(2)] = int(final.group(3))
     return out
+
+
+def awaiting_flush(log: str, pod: str) -> bool:
+    """Whether upstream's queue left `pod` among its unschedulable pods with only its leftover flush
+    to retry it: the last the log says of it is its move to queue "Unschedulable" after a failed
+    attempt (every event since got QueueSkip from the QueueingHints of the plugins that rejected
+    it), and no flush (event UnschedulableTimeout) has moved it yet. Such a pod is certainly tried
+    again once it has spent podMaxInUnschedulablePodsDuration there (flushUnschedulableEntitiesLeftover,
+    every 30 s); simulate models that retry (its settle rounds). After one flush it is not awaited
+    again: the retry has happened, and another on an unchanged cluster repeats it."""
+    parked = flushed = False
+    for line in log.splitlines():
+        m = POD_PARKED.search(line)
+        if m is not None and m.group(1) == pod:
+            parked = m.group(3) == "Unschedulable"
+            continue
+        m = ENTITY_MOVED.search(line)
+        if m is not None and m.group(1) == pod:
+            parked = False
+            flushed = flushed or m.group(2) == UNSCHEDULABLE_TIMEOUT
+            continue
+        m = ATTEMPT.search(line)
+        if m is not None and m.group(1) == pod:
+            parked = False
+    return parked and not flushed
 
 
 def plugin_scores(log: str, pod: str, nodes: set[str]) -> dict[str, dict[str, int]]:

@@ -4,7 +4,9 @@ The case's objects but its pending pods are created (differential.py's machinery
 kube-scheduler starts with the case's profile and `schedule_one.go` logging at verbosity 10. Each
 pending pod is then, one at a time: created on the API server; given time until it is bound or
 found unschedulable (the runner plays the kubelet: it ends the graceful deletions of victims and
-starts the pods the scheduler bound); and given to `simulate` together with the cluster as the API
+starts the pods the scheduler bound; a preemptor that no event re-queued after its victims went is
+given until the queue's leftover flush has retried it, kube-scheduler running with
+--pod-max-in-unschedulable-pods-duration=1s); and given to `simulate` together with the cluster as the API
 server returned it just before, the pod as the API server returned it, and the case's profile.
 A pod upstream left unschedulable is deleted before the next one, so that each step decides one
 pod on a cluster both schedulers saw alike.
@@ -40,6 +42,7 @@ from .fuzz_judge import (
     Known,
     Verdict,
     attempts,
+    awaiting_flush,
     explain,
     judge,
     judge_group,
@@ -63,6 +66,12 @@ OTHER_SEEDS = range(1, 8)
 # missed by all of them with odds ((n-1)/n)**24: about 1 in 17000 for three nodes)
 GROUP_OTHER_SEEDS = range(1, 25)
 LOG_NAME = "kube-scheduler-fuzz"
+# kube-scheduler's queue retries a pod left among its unschedulable pods once it has been there
+# this long (--pod-max-in-unschedulable-pods-duration; 5 min by default, far past a step), at its
+# next leftover flush (every FLUSH_PERIOD seconds): settle waits for that retry of a preemptor no
+# event re-queued, which simulate makes too (its settle rounds)
+MAX_IN_UNSCHEDULABLE = 1.0
+FLUSH_PERIOD = 30.0
 
 
 @dataclass
@@ -116,13 +125,19 @@ async def create_group(kube: Kube, group: dict[str, Any]) -> dict[str, Any]:
 
 
 async def settle(kube: Kube, keys: list[str], sched: Process, terminating: set[str], *, timeout: float = 30.0,
-                 quiet: float = 1.0, quiet_nominated: float = 6.0, quiet_held: float = 3.0
+                 quiet: float = 1.0, quiet_nominated: float = 6.0, quiet_held: float = 3.0,
+                 log_offset: int | None = None, flush_timeout: float = FLUSH_PERIOD + MAX_IN_UNSCHEDULABLE + 8.0
                  ) -> dict[str, tuple[Any, ...]]:
     """Waits until the pods `keys` are bound with no deletion in flight, or each is bound or has
     stayed unschedulable (its condition written, nothing changing) for `quiet` seconds (longer while
     one is nominated: its victims are going and it will be retried after its backoff), or nothing
-    has changed for `quiet_held` seconds (pods a PreEnqueue plugin holds back get no condition)."""
-    deadline = time.monotonic() + timeout
+    has changed for `quiet_held` seconds (pods a PreEnqueue plugin holds back get no condition).
+    With `log_offset` (where kube-scheduler's log stood when the step began), a nominated pod that
+    upstream's queue left waiting for its leftover flush (fuzz_judge.awaiting_flush: no event
+    re-queued it after its victims went) is waited for until that flush has retried it, up to
+    `flush_timeout` seconds from the start."""
+    started = time.monotonic()
+    deadline = started + timeout
     last: dict[str, tuple[Any, ...]] = {}
     since = time.monotonic()
     while time.monotonic() < deadline:
@@ -140,13 +155,21 @@ async def settle(kube: Kube, keys: list[str], sched: Process, terminating: set[s
             return state
         waited = time.monotonic() - since
         nominated = any(nom for node, _, nom, _ in mine if not node)
-        if all(node or message for node, _, _, message in mine) and waited >= (quiet_nominated if nominated
-                                                                               else quiet):
-            return state
-        if waited >= max(quiet_held, quiet_nominated if nominated else 0.0):
-            return state
+        conditioned = all(node or message for node, _, _, message in mine)
+        if ((conditioned and waited >= (quiet_nominated if nominated else quiet))
+                or waited >= max(quiet_held, quiet_nominated if nominated else 0.0)):
+            if not (nominated and log_offset is not None and awaiting_any_flush(sched, log_offset, keys, state)):
+                return state
+            deadline = max(deadline, started + flush_timeout)
         await asyncio.sleep(0.05)
     return last
+
+
+def awaiting_any_flush(sched: Process, log_offset: int, keys: list[str], state: dict[str, tuple[Any, ...]]) -> bool:
+    """Whether a nominated, unbound pod of `keys` waits in upstream's queue for its leftover flush."""
+    log = read_log(sched, log_offset)
+    waiting = [k for k in keys if k in state and not state[k][0] and state[k][2]]
+    return any(awaiting_flush(log, k) for k in waiting)
 
 
 def upstream_decision(key: str, before: set[str], after: dict[str, tuple[Any, ...]]) -> Decision:
@@ -295,7 +318,10 @@ def start_scheduler(plane: ControlPlane, config: dict[str, Any], gates: str = ""
     path.write_text(json.dumps(config))
     return Process.start(LOG_NAME, [str(plane.bin / "kube-scheduler"), f"--config={path}", "--secure-port=0",
                                     *([f"--feature-gates={gates}"] if gates else []),
-                                    "-v=1", "--vmodule=schedule_one=10"], plane.dir)
+                                    "-v=1", f"--pod-max-in-unschedulable-pods-duration={MAX_IN_UNSCHEDULABLE:g}s",
+                                    # schedule_one: scores, attempts; the others: the queue's moves (awaiting_flush)
+                                    "--vmodule=schedule_one=10,scheduling_queue=3,active_queue=5,backoff_queue=5"],
+                         plane.dir)
 
 
 def read_log(sched: Process, offset: int) -> str:
@@ -385,7 +411,7 @@ async def run_pod(step: Step, pod: dict[str, Any]) -> PodReport:
     before = {_key(o) for o in snapshot if o["kind"] == "Pod"}
     offset = sched.log_path.stat().st_size
     as_returned = await create_pending(kube, pod)
-    after = await settle(kube, [key], sched, step.terminating)
+    after = await settle(kube, [key], sched, step.terminating, log_offset=offset)
     up = upstream_decision(key, before, after)
     log = read_log(sched, offset)
     tried = attempts(log, key)
@@ -446,7 +472,7 @@ async def run_group(step: Step, group: dict[str, Any], pods: list[dict[str, Any]
     # upstream's informer cache before the watch brought the condition the first wrote.
     as_returned = [await create_pending(kube, p) for p in pods]
     created_group = await create_group(kube, group)
-    after = await settle(kube, keys, sched, step.terminating)
+    after = await settle(kube, keys, sched, step.terminating, log_offset=offset)
     ns, name = gkey.split("/", 1)
     ups = {k: upstream_decision(k, before, after) for k in keys}
     up_group = group_condition(await settled_group(kube, name, ns, any(d.status != "Pending" for d in ups.values())),

@@ -19,6 +19,7 @@ from tests.cluster.fuzz_groups import Options
 from tests.cluster.fuzz_judge import (
     Decision,
     attempts,
+    awaiting_flush,
     explain,
     judge,
     judge_group,
@@ -110,6 +111,39 @@ def test_attempts_are_split_where_a_node_is_scored_again() -> None:
     assert attempts(LOG, "default/p1") == [{"n1": 300, "n2": 200}, {"n1": 100, "n2": 100}]
     assert attempts(LOG, "default/p2") == [{"n1": 7}]
     assert attempts(LOG, "default/p3") == []
+
+
+# kube-scheduler v1.37.2's own lines (seed 31, case 33): p7 preempted team-a/b9 on n4, and the
+# victim's deletion got QueueSkip from InterPodAffinity's hint (its namespaceSelector is not
+# resolved there), so p7 waited among the unschedulable pods until the leftover flush
+QUEUE_LOG = [
+    'I1127 02:09:37.71 1 active_queue.go:414] "Entity moved to an internal scheduling queue" type="pod" '
+    'entity="default/p7" event="UnscheduledPodAdd" queue="Active"',
+    'I1127 02:09:37.73 1 schedule_one.go:117] "Attempting to schedule pod" pod="default/p7"',
+    'I1127 02:09:37.73 1 scheduling_queue.go:1137] "Pod moved to an internal scheduling queue" pod="default/p7" '
+    'event="ScheduleAttemptFailure" queue="Unschedulable" schedulingCycle=5 hint=0 unschedulable plugins='
+    '{"InterPodAffinity":{},"NodeAffinity":{}}',
+    'I1127 02:09:37.79 1 plugin.go:237] "a scheduled pod was deleted but it doesn\'t match the target pod\'s '
+    'anti-affinity, nor vice versa" pod="default/p7" originalPod="team-a/b9"',
+    'I1127 02:10:05.90 1 active_queue.go:414] "Entity moved to an internal scheduling queue" type="pod" '
+    'entity="default/p7" event="UnschedulableTimeout" queue="Active"',
+    'I1127 02:10:05.90 1 schedule_one.go:117] "Attempting to schedule pod" pod="default/p7"',
+]
+
+
+@pytest.mark.parametrize("lines, pod, waits", [
+    (QUEUE_LOG[:4], "default/p7", True),  # parked; the victim's deletion moved it nowhere
+    (QUEUE_LOG[:4], "default/p1", False),  # another pod's lines
+    (QUEUE_LOG[:2], "default/p7", False),  # being tried
+    (QUEUE_LOG[:5], "default/p7", False),  # flushed
+    (QUEUE_LOG, "default/p7", False),  # flushed and tried
+    (QUEUE_LOG + QUEUE_LOG[2:3], "default/p7", False),  # parked again after its flush: not awaited twice
+    ([*QUEUE_LOG[:3], QUEUE_LOG[0].replace("UnscheduledPodAdd", "AssignedPodDelete").replace("Active", "Backoff")],
+     "default/p7", False),  # an event re-queued it: its backoff, not the flush, brings the retry
+    ([QUEUE_LOG[2].replace("Unschedulable", "Backoff")], "default/p7", False),
+])
+def test_a_preemptor_no_event_requeued_awaits_the_leftover_flush(lines: list[str], pod: str, waits: bool) -> None:
+    assert awaiting_flush("\n".join(lines), pod) is waits
 
 
 def test_attempts_are_split_where_plugin_scores_follow_final_ones() -> None:
