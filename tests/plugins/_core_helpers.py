@@ -4,9 +4,12 @@ upstream's (the plugin's handle comes from tests.doubles.handle)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from kubeberth.framework import (
+    AllNodes,
     CycleState,
     FilterPlugin,
     NodeScore,
@@ -16,6 +19,9 @@ from kubeberth.framework import (
     Status,
 )
 from kubeberth.model import NodeInfo, Pod
+
+if TYPE_CHECKING:
+    from kubeberth.cache.snapshot import Snapshot
 
 
 def run_filter(plugin: Any, pod: Pod, node_info: NodeInfo, *, state: CycleState | None = None,
@@ -44,3 +50,17 @@ def run_score(plugin: Any, pod: Pod, node_infos: Sequence[NodeInfo], *, pre_scor
     if normalize and plugin.has_normalize:
         assert plugin.normalize_score(state, pod, scores) is None
     return [s.score for s in scores]
+
+
+def assert_vectorised_filter_is_filters(plugin: Any, pod: Pod, snap: Snapshot, per_node: CycleState,
+                                        vectorised: CycleState) -> None:
+    """filter_all's mask over the snapshot, and filter_statuses of the rows it rejects, as `filter`
+    gives them node by node (PreFilter already run into `per_node` and, vectorised, `vectorised`)."""
+    arrays = snap.arrays()
+    mask = plugin.filter_all(vectorised, pod, AllNodes(snap.node_infos, arrays))
+    assert mask is not None
+    want = [plugin.filter(per_node, pod, ni) for ni in snap.node_infos]
+    assert mask.tolist() == [st is None for st in want]
+    got = plugin.filter_statuses(vectorised, pod, arrays, np.flatnonzero(~mask))
+    assert got is not None
+    assert [(st.code, st.reasons) for st in got] == [(st.code, st.reasons) for st in want if st is not None]

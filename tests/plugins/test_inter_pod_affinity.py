@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubeberth.cache.objects import ObjectStore
-from kubeberth.framework import AllNodes, Code, CycleState, NodeScore, Status
+from kubeberth.framework import Code, CycleState, NodeScore, Status
 from kubeberth.model import Node, Pod
 from kubeberth.plugins.inter_pod_affinity import (
     ERR_AFFINITY,
@@ -21,6 +21,7 @@ from kubeberth.plugins.inter_pod_affinity import (
 )
 from tests.builders import make_node, make_pod
 from tests.doubles import handle, store_of
+from tests.plugins._core_helpers import assert_vectorised_filter_is_filters
 
 # ---- builders -------------------------------------------------------------------
 
@@ -791,14 +792,7 @@ def test_filter_statuses_of_rejected_rows_are_filters(incoming: Pod, pods: list[
         return
     pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
     pl.pre_filter(vectorised, incoming, snap.node_infos)
-    arrays = snap.arrays()
-    mask = pl.filter_all(vectorised, incoming, AllNodes(snap.node_infos, arrays))
-    assert mask is not None
-    want = [pl.filter(per_node, incoming, ni) for ni in snap.node_infos]
-    assert mask.tolist() == [st is None for st in want]
-    got = pl.filter_statuses(vectorised, incoming, arrays, np.flatnonzero(~mask))
-    assert got is not None
-    assert [(st.code, st.reasons) for st in got] == [(st.code, st.reasons) for st in want if st is not None]
+    assert_vectorised_filter_is_filters(pl, incoming, snap, per_node, vectorised)
 
 
 def test_filter_statuses_leaves_rows_that_pass_to_filter() -> None:

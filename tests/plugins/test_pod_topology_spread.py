@@ -22,6 +22,7 @@ from kubeberth.plugins.pod_topology_spread import (
 )
 from tests.builders import make_node, pod_dict
 from tests.doubles import handle, store_of
+from tests.plugins._core_helpers import assert_vectorised_filter_is_filters
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -376,14 +377,7 @@ def test_vectorised_path_counts_and_decides_as_the_per_node_one(incoming: Pod, p
     pl.handle.vectorise, pl.handle.vector_min_nodes = True, 0
     assert pl.pre_filter(vectorised, incoming, snap.node_infos) == (None, None)
     assert vectorised.read(PRE_FILTER_KEY).counts == per_node.read(PRE_FILTER_KEY).counts
-    arrays = snap.arrays()
-    mask = pl.filter_all(vectorised, incoming, AllNodes(snap.node_infos, arrays))
-    assert mask is not None
-    want = [pl.filter(per_node, incoming, ni) for ni in snap.node_infos]
-    assert mask.tolist() == [st is None for st in want]
-    got = pl.filter_statuses(vectorised, incoming, arrays, np.flatnonzero(~mask))
-    assert got is not None
-    assert [(st.code, st.reasons) for st in got] == [(st.code, st.reasons) for st in want if st is not None]
+    assert_vectorised_filter_is_filters(pl, incoming, snap, per_node, vectorised)
 
 
 def test_vectorised_filter_after_add_pod_uses_the_updated_counts() -> None:
