@@ -222,6 +222,21 @@ class ControlPlane:
         path.write_text(json.dumps(config, indent=1))
         return path
 
+    def start_kube_scheduler(self, name: str = "kube-scheduler", *, profiles: list[dict[str, Any]] | None = None,
+                             args: Sequence[str] = ("-v=2",)) -> Process:
+        """Upstream kube-scheduler on this API server as admin, without leader election or secure
+        port; its config and kubeconfig are written as `<name>.yaml` and `<name>.kubeconfig`."""
+        kubeconfig = self.write_kubeconfig(self.dir / f"{name}.kubeconfig", token=ADMIN_TOKEN)
+        config: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                                  "clientConnection": {"kubeconfig": str(kubeconfig)},
+                                  "leaderElection": {"leaderElect": False}}
+        if profiles is not None:
+            config["profiles"] = profiles
+        path = self.dir / f"{name}.yaml"
+        path.write_text(json.dumps(config))
+        return Process.start(name, [str(self.bin / "kube-scheduler"), f"--config={path}", "--secure-port=0", *args],
+                             self.dir)
+
     def ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
             self._ssl = ssl.create_default_context(cafile=str(self.ca_path))

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from .conftest import Operators, reset
-from .control_plane import ADMIN_TOKEN, ControlPlane, Process
+from .control_plane import ControlPlane
 from .kube import EVENTS_V1, Kube, eventually, node, pod
 
 pytestmark = pytest.mark.cluster
@@ -131,19 +131,9 @@ async def _count(kube: Kube, reason: str, n: int) -> bool:
     return len([e for e in await events_of(kube) if e["reason"] == reason]) >= n
 
 
-def start_kube_scheduler(plane: ControlPlane) -> Process:
-    kubeconfig = plane.write_kubeconfig(plane.dir / "kube-scheduler-events.kubeconfig", token=ADMIN_TOKEN)
-    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-              "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False}}
-    path = plane.dir / "kube-scheduler-events.yaml"
-    path.write_text(json.dumps(config))
-    return Process.start("kube-scheduler-events", [str(plane.bin / "kube-scheduler"), f"--config={path}",
-                                                   "--secure-port=0", "-v=2"], plane.dir)
-
-
 async def test_failed_then_scheduled_events_are_kube_schedulers(kube: Kube, operators: Operators,
                                                                  control_plane: ControlPlane) -> None:
-    sched = start_kube_scheduler(control_plane)
+    sched = control_plane.start_kube_scheduler("kube-scheduler-events")
     try:
         upstream = await story(kube, control_plane)
     except AssertionError as exc:

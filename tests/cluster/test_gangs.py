@@ -216,13 +216,7 @@ def kubeberth_kubeconfig(plane: ControlPlane) -> Path:
 
 
 def start_kube_scheduler(plane: ControlPlane, gates: str = GATES, logging: tuple[str, ...] = ("-v=2",)) -> Process:
-    kubeconfig = plane.write_kubeconfig(plane.dir / "kube-scheduler.kubeconfig", token=ADMIN_TOKEN)
-    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-              "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False}}
-    (plane.dir / "kube-scheduler.yaml").write_text(json.dumps(config))
-    return Process.start("kube-scheduler", [str(plane.bin / "kube-scheduler"),
-                                            f"--config={plane.dir / 'kube-scheduler.yaml'}", "--secure-port=0",
-                                            f"--feature-gates={gates}", *logging], plane.dir)
+    return plane.start_kube_scheduler(args=(f"--feature-gates={gates}", *logging))
 
 
 async def test_gangs_as_kube_scheduler_places_them(gang_plane: ControlPlane, gang_kube: Kube) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from .conftest import Operators, reset
-from .control_plane import ADMIN_TOKEN, ControlPlane, Process
+from .control_plane import ControlPlane
 from .kube import Kube, eventually, node, pod
 
 pytestmark = pytest.mark.cluster
@@ -126,20 +126,9 @@ async def story(kube: Kube) -> dict[str, Any]:
     }, names)
 
 
-def start_kube_scheduler(plane: ControlPlane) -> Process:
-    kubeconfig = plane.write_kubeconfig(plane.dir / "kube-scheduler-preempted.kubeconfig", token=ADMIN_TOKEN)
-    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-              "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False},
-              "profiles": [{"schedulerName": PROFILE}]}
-    path = plane.dir / "kube-scheduler-preempted.yaml"
-    path.write_text(json.dumps(config))
-    return Process.start("kube-scheduler-preempted", [str(plane.bin / "kube-scheduler"), f"--config={path}",
-                                                      "--secure-port=0", "-v=2"], plane.dir)
-
-
 async def test_preemption_writes_what_kube_scheduler_writes(kube: Kube, operators: Operators,
                                                             control_plane: ControlPlane) -> None:
-    sched = start_kube_scheduler(control_plane)
+    sched = control_plane.start_kube_scheduler("kube-scheduler-preempted", profiles=[{"schedulerName": PROFILE}])
     try:
         upstream = await story(kube)
     except AssertionError as exc:
