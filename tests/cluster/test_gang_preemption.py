@@ -142,6 +142,14 @@ async def scenario(kube: Kube) -> dict[str, Any]:
         names[created["metadata"]["uid"]] = created["metadata"]["name"]
 
     out: dict[str, Any] = {}
+
+    async def preempt(story: str, *preemptors: str) -> None:
+        """The story's state while its preemptors wait for their victims to go, then after the
+        kubelet's part is played and they are bound."""
+        out[f"{story}-waiting"] = await settled(kube, names)
+        await play_kubelet(kube, *preemptors)
+        out[story] = await settled(kube, names)
+
     # gang: two 1500m pods of a high gang; n1 and n2 each hold a low 1500m pod
     for n in ("n1", "n2"):
         await kube.create("nodes", node(n, cpu="2", memory="4Gi"))
@@ -152,9 +160,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     await group(pod_group("gang", 2, "high"))
     for i in range(2):
         await kube.create("pods", member("gang", f"gang-{i}", "1500m", "high"), "default")
-    out["gang-waiting"] = await settled(kube, names)
-    await play_kubelet(kube, "gang-0", "gang-1")
-    out["gang"] = await settled(kube, names)
+    await preempt("gang", "gang-0", "gang-1")
     # all: n3 (2 CPU) holds vg-0 (1000m) and solo (400m), n4 (1 CPU) holds vg-1; the preemptor
     # (1500m) fits n3 only
     await kube.create("nodes", node("n3", cpu="2", memory="4Gi"))
@@ -166,9 +172,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
                       "default")
     await group(pod_group("taker", 1, "high"))
     await kube.create("pods", member("taker", "taker-0", "1500m", "high"), "default")
-    out["all-waiting"] = await settled(kube, names)
-    await play_kubelet(kube, "taker-0")
-    out["all"] = await settled(kube, names)
+    await preempt("all", "taker-0")
     # pdb: n5 (2 CPU) holds guarded (low, 900m, a PDB allowing no disruption) and free (mid, 900m);
     # the preemptor (1100m) fits n5 only, next to one of them
     await kube.create("nodes", node("n5", cpu="2", memory="4Gi"))
@@ -181,9 +185,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
                       "default")
     await group(pod_group("pdb", 1, "high"))
     await kube.create("pods", member("pdb", "pdb-0", "1100m", "high"), "default")
-    out["pdb-waiting"] = await settled(kube, names)
-    await play_kubelet(kube, "pdb-0")
-    out["pdb"] = await settled(kube, names)
+    await preempt("pdb", "pdb-0")
     # PodGroupPreemptionPolicy: the PodGroup's policy (PreemptLowerPriority, which the API server's
     # priority admission gives every PodGroup with the gate) is the group's, and its pod (Never from
     # its class, same priority 0) must agree with it. (A PodGroup cannot be made Never through the
@@ -203,9 +205,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
                       "default")
     hero = await kube.create("pods", pod("hero", cpu="1500m", memory="100Mi", priority_class="high"), "default")
     names[hero["metadata"]["uid"]] = "hero"
-    out["unit-waiting"] = await settled(kube, names)
-    await play_kubelet(kube, "hero")
-    out["unit"] = await settled(kube, names)
+    await preempt("unit", "hero")
     # prio: n8 (2 CPU) holds big-0 (1800m, own class top, in PodGroup bigg of class low); a lone high
     # pod (1500m) fits n8 only
     await kube.create("nodes", node("n8", cpu="2", memory="4Gi"))
@@ -213,9 +213,7 @@ async def scenario(kube: Kube) -> dict[str, Any]:
     await kube.create("pods", member("bigg", "big-0", "1800m", "top", node_name="n8"), "default")
     hero2 = await kube.create("pods", pod("hero2", cpu="1500m", memory="100Mi", priority_class="high"), "default")
     names[hero2["metadata"]["uid"]] = "hero2"
-    out["prio-waiting"] = await settled(kube, names)
-    await play_kubelet(kube, "hero2")
-    out["prio"] = await settled(kube, names)
+    await preempt("prio", "hero2")
     # dra: n9 has two devices; the gang dg's two pods each name a claim allocated on a node "gone"
     await kube.create("nodes", node("n9", cpu="2", memory="4Gi"))
     await kube.create("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
