@@ -51,6 +51,7 @@ from .pod_group import GroupVictim, domain_victims, pod_priority, split_by_pdb
 from .pod_group import more_important_key as more_important_unit_key
 from .potential import potential_rows
 from .prescreen import HOPELESS, NO_VICTIMS, Prescreen
+from .reprieve import reprieve_in_order
 
 MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -364,35 +365,8 @@ class Evaluator:
         key = more_important_key(self.handle.clock.now())
         potential.sort(key=key)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
-        victims: list[Pod] = []
-        num_violating = 0
-
-        def reprieve(p: Pod) -> tuple[bool, Status | None]:
-            s = add(p)
-            if s is not None and not s.is_success():
-                return False, s
-            fits = fw.run_filter_with_nominated_pods(state, pod, node_info)
-            if fits is None or fits.is_success():
-                return True, None
-            s = remove(p)
-            if s is not None and not s.is_success():
-                return False, s
-            victims.append(p)
-            return False, None
-
-        for p in violating:
-            fits, err = reprieve(p)
-            if err is not None:
-                return [], 0, err
-            if not fits:
-                num_violating += 1
-        for p in non_violating:
-            _, err = reprieve(p)
-            if err is not None:
-                return [], 0, err
-        if violating and non_violating:
-            victims.sort(key=key)
-        return victims, num_violating, None
+        return reprieve_in_order([(p, 1) for p in violating], non_violating, add=add, remove=remove,
+                                 fits=lambda: fw.run_filter_with_nominated_pods(state, pod, node_info), key=key)
 
     def _unit_eligible(self, pods: Sequence[tuple[NodeInfo, Pod]], preemptor: Pod) -> bool:
         """The eligibility hook for a unit: asked for each of its pods, on that pod's node. The
@@ -467,35 +441,10 @@ class Evaluator:
 
         potential.sort(key=more_important_unit_key)
         violating, non_violating = split_by_pdb(potential, pdbs)
-        victims: list[GroupVictim] = []
-
-        def reprieve(unit: GroupVictim) -> tuple[bool, Status | None]:
-            s = add(unit)
-            if s is not None:
-                return False, s
-            fits = fw.run_filter_with_nominated_pods(state, pod, node_info)
-            if fits is None or fits.is_success():
-                return True, None
-            s = remove(unit)
-            if s is not None:
-                return False, s
-            victims.append(unit)
-            return False, None
-
-        num_violating = 0
-        for unit, count in violating:
-            fits, err = reprieve(unit)
-            if err is not None:
-                return [], 0, err
-            if not fits:
-                num_violating += count
-        for unit in non_violating:
-            _, err = reprieve(unit)
-            if err is not None:
-                return [], 0, err
-        if violating and non_violating:
-            victims.sort(key=more_important_unit_key)
-        return [p for unit in victims for p in unit.pods], num_violating, None
+        units, num_violating, err = reprieve_in_order(
+            violating, non_violating, add=add, remove=remove,
+            fits=lambda: fw.run_filter_with_nominated_pods(state, pod, node_info), key=more_important_unit_key)
+        return [p for unit in units for p in unit.pods], num_violating, err
 
     # ---- extenders ------------------------------------------------------------
     async def call_extenders(self, pod: Pod, candidates: list[Candidate]
