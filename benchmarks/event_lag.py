@@ -22,11 +22,11 @@ def _time(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def audit_times(audit_log: Path, namespace: str, prefix: str,
-                received: dict[str, float] | None = None) -> tuple[dict[str, float], dict[str, float]]:
-    """Per pod named `prefix*` in `namespace`: when its binding was created, and when the first
-    Event about it received after that was (successful creates only). `received`, when given, gets
-    when the server received the request that created that Event."""
+def audit_times(audit_log: Path, namespace: str, prefix: str
+                ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """Per pod named `prefix*` in `namespace`: when its binding was created, and when the server
+    received and when it created the first Event about it received after that (successful creates
+    only)."""
     bound: dict[str, float] = {}
     events: dict[str, list[tuple[float, float]]] = {}  # per pod: (received, created)
     with open(audit_log, "rb") as f:
@@ -47,14 +47,11 @@ def audit_times(audit_log: Path, namespace: str, prefix: str,
             elif ref.get("resource") == "events" and not ref.get("subresource") and name.startswith(prefix):
                 events.setdefault(name.rsplit(".", 1)[0], []).append(
                     (_time(e["requestReceivedTimestamp"]), _time(e["stageTimestamp"])))
-    evented: dict[str, float] = {}
+    evented: dict[str, tuple[float, float]] = {}
     for pod, t in bound.items():
         after = [ev for ev in events.get(pod, ()) if ev[0] >= t]
         if after:
-            first = min(after, key=lambda ev: ev[1])
-            evented[pod] = first[1]
-            if received is not None:
-                received[pod] = first[0]
+            evented[pod] = min(after, key=lambda ev: ev[1])
     return bound, evented
 
 
@@ -68,10 +65,9 @@ def lag_summary(audit_log: Path, namespace: str, prefix: str) -> dict[str, Any]:
     were written within 1 s of their binding, and how many bound pods have none. The lag splits
     in two, each with its p50/p99/max: `event_sent` (the binding's answer to the event's request
     reaching the server: the scheduler's part) and `event_served` (the server's part)."""
-    received: dict[str, float] = {}
-    bound, evented = audit_times(audit_log, namespace, prefix, received)
+    bound, evented = audit_times(audit_log, namespace, prefix)
     names = [name for name in bound if name in evented]
-    lags = sorted(evented[name] - bound[name] for name in names)
+    lags = sorted(evented[name][1] - bound[name] for name in names)
     missing = sum(1 for name in bound if name not in evented)
     if not lags:
         return {"event_lag_missing": missing}
@@ -80,8 +76,8 @@ def lag_summary(audit_log: Path, namespace: str, prefix: str) -> dict[str, Any]:
                            "event_lag_max_ms": round(lags[-1] * 1000, 1),
                            "events_within_1s": sum(1 for lag in lags if lag <= 1.0),
                            "event_lag_missing": missing}
-    for part, values in (("event_sent", [received[n] - bound[n] for n in names]),
-                         ("event_served", [evented[n] - received[n] for n in names])):
+    for part, values in (("event_sent", [evented[n][0] - bound[n] for n in names]),
+                         ("event_served", [evented[n][1] - evented[n][0] for n in names])):
         values.sort()
         out[f"{part}_ms"] = [round(quantile(values, q) * 1000, 1) for q in (0.5, 0.99, 1.0)]
     return out
