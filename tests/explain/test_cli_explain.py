@@ -21,7 +21,7 @@ EXAMPLE = str(ROOT / "examples" / "cluster.yaml")
 
 # The README's contract for one explanation (simulate -o json, pods[].explanations[]).
 EXPLANATION_KEYS = {"attempt", "profile", "result", "nodes", "preFilter", "filter", "postFilter", "score", "selection"}
-NODE_KEYS = {"node", "verdict", "reason", "plugin", "plugins"}
+NODE_KEYS = {"node", "verdict", "reason", "plugin", "plugins", "detail", "details"}
 SCORE_LINE_KEYS = {"node", "total", "extenders", "plugins"}
 PLUGIN_SCORE_KEYS = {"raw", "normalized", "weight", "weighted"}
 

@@ -31,27 +31,37 @@ _NAMES = {
 
 
 class Status:
-    """A plugin's verdict. `None` stands for Success wherever a Status is returned."""
+    """A plugin's verdict. `None` stands for Success wherever a Status is returned.
 
-    __slots__ = ("code", "plugin", "reasons")
+    `reasons` are what upstream's Status carries: constant strings (`Insufficient cpu`,
+    `node(s) had untolerated taint(s)`), counted node by node into the FailedScheduling message
+    (`0/5 nodes are available: 3 Insufficient cpu, ...`). A value in a reason (`cost 2.00 exceeds
+    1.0`) would split that count into one group per value; put it in `detail` instead: it is not
+    part of the message, the events or equality, and `--explain` (and the in-cluster explanation)
+    shows it beside the node it concerns (API 1.3)."""
 
-    def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "") -> None:
+    __slots__ = ("code", "detail", "plugin", "reasons")
+
+    def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "", detail: str = "") -> None:
         self.code = code
         # Most statuses (Skip, above all) have no reasons: no comprehension to run then.
         self.reasons: list[str] = [r for r in reasons if r] if reasons else []
         self.plugin = plugin
+        self.detail = detail
 
     @classmethod
     def error(cls, message: str, plugin: str = "") -> Status:
         return cls(Code.ERROR, message, plugin=plugin)
 
     @classmethod
-    def unschedulable(cls, *reasons: str, plugin: str = "") -> Status:
-        return cls(Code.UNSCHEDULABLE, *reasons, plugin=plugin)
+    def unschedulable(cls, *reasons: str, plugin: str = "", detail: str = "") -> Status:
+        """Rejected here for now (upstream's Unschedulable): preemption may help."""
+        return cls(Code.UNSCHEDULABLE, *reasons, plugin=plugin, detail=detail)
 
     @classmethod
-    def unresolvable(cls, *reasons: str, plugin: str = "") -> Status:
-        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons, plugin=plugin)
+    def unresolvable(cls, *reasons: str, plugin: str = "", detail: str = "") -> Status:
+        """Rejected here whatever is evicted (upstream's UnschedulableAndUnresolvable)."""
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons, plugin=plugin, detail=detail)
 
     @classmethod
     def skip(cls) -> Status:

@@ -62,6 +62,13 @@ def render_attempt(key: str, x: Mapping[str, Any], top_nodes: int) -> list[str]:
                 lines.append(f"    {nodes} node(s): {group['reason']}")
             else:
                 lines.append(f"    {len(nodes)} node(s): {group['reason']}: {', '.join(nodes)}")
+    detailed = [nd for nd in flt.get("nodes", ()) if nd.get("detail")]
+    if detailed:
+        lines.append("  Details (Status.detail, not part of the reason):")
+        lines.extend(f"    {nd['node']}: {nd['detail']}" + (f" [{nd['plugin']}]" if nd["plugin"] else "")
+                     for nd in detailed[:top_nodes])
+        if len(detailed) > top_nodes:
+            lines.append(f"    (+{len(detailed) - top_nodes} more)")
     not_evaluated = [nd["node"] for nd in flt.get("nodes", ()) if nd["verdict"] == "NotEvaluated"]
     if not_evaluated:
         why = "the nominated node fits" if nominated_first else "enough feasible nodes found: percentageOfNodesToScore"

@@ -51,10 +51,12 @@ class NodeFilter:
     reason: str = ""      # the status the cycle recorded for a Filtered / Excluded node
     plugin: str = ""      # the plugin that status names
     plugins: dict[str, str] = field(default_factory=dict)  # every filter plugin: "pass" or its reason
+    detail: str = ""      # the recorded status's detail (Status.detail: not part of the reason)
+    details: dict[str, str] = field(default_factory=dict)  # a filter plugin's detail, where it gave one
 
     def to_dict(self) -> dict[str, Any]:
         return {"node": self.node, "verdict": self.verdict, "reason": self.reason, "plugin": self.plugin,
-                "plugins": dict(self.plugins)}
+                "plugins": dict(self.plugins), "detail": self.detail, "details": dict(self.details)}
 
 
 @dataclass
@@ -145,17 +147,18 @@ class Explanation:
             if rejected_all is not None or (allowed is not None and name not in allowed):
                 why = rejected_all if rejected_all is not None else absent
                 self.nodes.append(NodeFilter(name, EXCLUDED, why.message() if why is not None else "",
-                                             why.plugin if why is not None else ""))
+                                             why.plugin if why is not None else "",
+                                             detail=why.detail if why is not None else ""))
                 continue
-            verdicts = _plugin_verdicts(fw, plugins, state, pod, ni)
+            verdicts, details = _plugin_verdicts(fw, plugins, state, pod, ni)
             if name in fits:
-                self.nodes.append(NodeFilter(name, PASSED, plugins=verdicts))
+                self.nodes.append(NodeFilter(name, PASSED, plugins=verdicts, details=details))
             elif name in statuses:
                 st = statuses[name]
                 self.nodes.append(NodeFilter(name, FILTERED, st.message() or st.code.upstream_name, st.plugin,
-                                             verdicts))
+                                             verdicts, st.detail or details.get(st.plugin, ""), details))
             else:
-                self.nodes.append(NodeFilter(name, NOT_EVALUATED, plugins=verdicts))
+                self.nodes.append(NodeFilter(name, NOT_EVALUATED, plugins=verdicts, details=details))
         if len(feasible) == 1:
             self.tied = [feasible[0].name]
             self.selected = feasible[0].name
@@ -270,9 +273,9 @@ def explanation_of(state: CycleState) -> Explanation | None:
 
 
 def _plugin_verdicts(fw: Framework, plugins: Sequence[FilterPlugin], state: CycleState, pod: Pod,
-                     ni: NodeInfo) -> dict[str, str]:
-    """Each plugin's own verdict on `ni`; with the nominated pods of equal or higher priority
-    added first, as the cycle's first pass does."""
+                     ni: NodeInfo) -> tuple[dict[str, str], dict[str, str]]:
+    """Each plugin's own verdict on `ni`, and the details of those that gave one; with the
+    nominated pods of equal or higher priority added first, as the cycle's first pass does."""
     nominator = fw.nominator
     others = [p for p in nominator.nominated_pods_for_node(ni.name) if p.priority >= pod.priority
               and p.uid != pod.uid] if nominator is not None else []
@@ -282,6 +285,7 @@ def _plugin_verdicts(fw: Framework, plugins: Sequence[FilterPlugin], state: Cycl
             ni.add_pod(other)
             fw.run_pre_filter_add_pod(state, pod, other, ni)
     out: dict[str, str] = {}
+    details: dict[str, str] = {}
     for p in plugins:
         try:
             st = p.filter(state, pod, ni)
@@ -289,7 +293,9 @@ def _plugin_verdicts(fw: Framework, plugins: Sequence[FilterPlugin], state: Cycl
             out[p.name] = f"error: {exc}"
             continue
         out[p.name] = PLUGIN_PASS if st is None or st.code == Code.SUCCESS else (st.message() or st.code.upstream_name)
-    return out
+        if st is not None and st.detail:
+            details[p.name] = st.detail
+    return out, details
 
 
 def _raw_score(p: ScorePlugin, state: CycleState, pod: Pod, ni: NodeInfo) -> int | None:
