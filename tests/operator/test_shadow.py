@@ -110,6 +110,30 @@ async def test_profile_lifecycle_active_to_shadow_and_delete() -> None:
     assert refused.verdicts["s"].message == "spec.mode: Shadow profiles are not available here"
 
 
+async def test_a_new_version_decides_again_for_the_pods_still_pending() -> None:
+    """The choice counted when their own scheduler decides is that of the version in force: the
+    pods the previous version evaluated are evaluated again (a pod already decided is not)."""
+    sched, shadow, registry, manager = setup()
+    manager.apply("bin-pack", {"metadata": {"name": "bin-pack"}, "spec": SHADOW})
+    waiting, decided = pod_dict("waiting", cpu="1", scheduler="other"), pod_dict("decided", cpu="1", scheduler="other")
+    for raw in (waiting, decided):
+        sched.on_pod_add(raw)
+        shadow.on_pod(raw)
+    await shadow.evaluate_pending()
+    assert {k[1]: d.node for k, d in shadow.decisions.items()} == {
+        "uid-default-waiting": "small", "uid-default-decided": "small"}  # MostAllocated
+    shadow.on_pod(bound(decided, "small"))
+    sched.on_pod_update(bound(decided, "small"))
+    spreading = {**SHADOW, "pluginConfig": [{"name": "NodeResourcesFit",
+                                             "args": {"scoringStrategy": {"type": "LeastAllocated"}}}]}
+    manager.apply("bin-pack", {"metadata": {"name": "bin-pack"}, "spec": spreading})
+    assert manager.verdicts["bin-pack"].accepted and set(shadow.pending) == {"uid-default-waiting"}
+    await shadow.evaluate_pending()
+    assert {k[1]: d.node for k, d in shadow.decisions.items()} == {"uid-default-waiting": "large"}
+    shadow.on_pod(bound(waiting, "large"))
+    assert count(registry, "same_node") == 2
+
+
 async def test_shadow_frameworks_cannot_write() -> None:
     with pytest.raises(WriteRefused):
         await ReadOnlyClient().bind(Pod(pod_dict("p")), "n")

@@ -19,6 +19,13 @@ Matching is upstream's MatchClusterEvents: the registered resource equals the in
 is `*`; a registered `Pod` also matches `AssignedPod`, `UnscheduledPod` and `TargetPod`), and
 the action bits intersect. The queue moves every (non-gated) pod on a wildcard incoming event
 (`*`, All: UnschedulableTimeout, ForceActivate).
+
+A SchedulingProfile put in force in place of another version for the same schedulerName is an
+event too, `kubeberth.io/SchedulingProfileUpdate` (EVENT_SCHEDULING_PROFILE_UPDATE; kube-scheduler
+has no live profiles, so no upstream counterpart): the verdicts of the pods that version rejected
+came from a framework no longer in force, so for that profile's pods it acts as a wildcard does
+(every rejected pod is requeued after its backoff, gated pods are asked PreEnqueue again) without
+asking any hint, and the pods of other profiles do not see it (`profile_event_concerns`).
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
 DEVICE_CLASS = "resource.k8s.io/DeviceClass"
 NAMESPACE = "Namespace"
 POD_GROUP = "scheduling.k8s.io/PodGroup"
+SCHEDULING_PROFILE = "kubeberth.io/SchedulingProfile"
 
 _POD_RESOURCES = frozenset({POD, ASSIGNED_POD, UNSCHEDULED_POD, TARGET_POD})
 
@@ -188,6 +196,17 @@ EVENT_NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
 EVENT_NODE_DELETE = ClusterEvent(NODE, ActionType.DELETE)
 EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, UNSCHEDULABLE_TIMEOUT)
 EVENT_FORCE_ACTIVATE = ClusterEvent(WILDCARD, ActionType.ALL, FORCE_ACTIVATE)
+# A new version of a profile put in force: the event's `new` object is the profile (anything
+# with the `scheduler_name` it serves), which says whose pods it concerns.
+EVENT_SCHEDULING_PROFILE_UPDATE = ClusterEvent(SCHEDULING_PROFILE, ActionType.UPDATE)
+
+
+def profile_event_concerns(event: ClusterEvent, new: Any, pod: Pod) -> bool | None:
+    """For a SchedulingProfile event, whether it concerns `pod` (the pod's schedulerName is the
+    profile's); None for any other event."""
+    if event.resource != SCHEDULING_PROFILE:
+        return None
+    return getattr(new, "scheduler_name", None) == pod.scheduler_name
 
 
 def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent]:

@@ -3,12 +3,13 @@ schedulers (`spec.shadow.schedulerNames`) and never binds them.
 
 Each pending pod is evaluated once, soon after it is first seen, on a snapshot of the scheduler's
 cache taken for the batch of pods seen together (PreFilter, Filter, PreScore, Score, select host: no PostFilter, so no
-preemption, and no Reserve, Permit or Bind). When the pod's own scheduler decides (the pod is
-bound, or marked PodScheduled=False/Unschedulable), the two choices are compared and counted in
-kubeberth_shadow_decisions_total{profile, outcome}; a disagreement gets a log line. The shadow
-frameworks run on a SchedulerContext of their own whose cluster client refuses every write, so
-that nothing they do reaches the cluster; the only write is the opt-in annotation
-shadow.kubeberth.io/<profile>, made here.
+preemption, and no Reserve, Permit or Bind); a new version of the profile evaluates again the
+pods its previous version evaluated that their own scheduler has not decided yet. When the pod's
+own scheduler decides (the pod is bound, or marked PodScheduled=False/Unschedulable), the two
+choices are compared and counted in kubeberth_shadow_decisions_total{profile, outcome}; a
+disagreement gets a log line. The shadow frameworks run on a SchedulerContext of their own whose
+cluster client refuses every write, so that nothing they do reaches the cluster; the only write
+is the opt-in annotation shadow.kubeberth.io/<profile>, made here.
 """
 
 from __future__ import annotations
@@ -102,8 +103,23 @@ class ShadowEvaluator:
     def set_profile(self, name: str, spec: SchedulingProfileSpec, registry: Registry) -> None:
         """Raises ConfigError when the profile cannot run."""
         fw = build_framework(spec, registry, self.ctx, profile_name=f"shadow:{name}")
+        replaced = name in self.profiles
         self.profiles[name] = ShadowProfile(name, fw, spec.shadow or ShadowConfig())
         logger.info("Shadow profile %s watches pods of %s", name, ", ".join(self.profiles[name].config.schedulerNames))
+        if replaced:
+            self._decide_again(name)
+
+    def _decide_again(self, name: str) -> None:
+        """A new version of a shadow profile is in force: the choices its previous version made
+        for pods their own scheduler has not decided yet are made again, so that what is counted
+        (and annotated) is the choice of the version in force."""
+        for key in [k for k in self.decisions if k[0] == name]:
+            del self.decisions[key]
+            pod = self.scheduler.pending_pod(key[1])
+            if pod is not None and pod.deletion_timestamp is None:
+                self.pending[pod.uid] = pod.raw
+        if self.pending:
+            self._wake.set()
 
     def remove_profile(self, name: str) -> None:
         self.profiles.pop(name, None)

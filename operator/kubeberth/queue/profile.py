@@ -124,7 +124,12 @@ def worth_requeuing(prof: QueueProfile | None, q: QueuedPodInfo, event: ClusterE
                     target: str = "", observe: HintObserver | None = None) -> Strategy:
     """Upstream's isPodWorthRequeuing: the hints of the plugins that rejected the pod decide.
     A Queue from a plugin that left the pod Pending requeues it at once; from one that found it
-    unschedulable, after its backoff."""
+    unschedulable, after its backoff. A new version of the pod's own profile requeues it after
+    its backoff whoever rejected it (the rejection was that of a version no longer in force);
+    another profile's new version leaves it where it is."""
+    concerns = ev.profile_event_concerns(event, new, q.pod)
+    if concerns is not None:
+        return Strategy.AFTER_BACKOFF if concerns else Strategy.SKIP
     rejectors = q.unschedulable_plugins | q.pending_plugins
     if not rejectors:
         return Strategy.AFTER_BACKOFF

@@ -94,11 +94,20 @@ class PriorityQueue:
 
     # ---- profiles ---------------------------------------------------------------
     def set_profile(self, profile: Framework | QueueProfile) -> None:
-        """Add or replace a profile (between cycles); pods already queued are re-ordered."""
+        """Add or replace a profile (between cycles); pods already queued are re-ordered. A
+        profile that replaces another for its schedulerName is a SchedulingProfile Update event
+        for that profile's pods: its unschedulable and gated pods (and pod group entries) move
+        as on a wildcard event (activeQ, or backoffQ while backing off; PreEnqueue asked again,
+        of the new version), and its pods in flight that come back rejected are requeued the
+        same way."""
         qp = profile if isinstance(profile, QueueProfile) else QueueProfile.from_framework(profile)
+        old = self._profiles.get(qp.scheduler_name)
         self._profiles[qp.scheduler_name] = qp
         self._active.set_profile(qp)
         self._backoff.reorder()
+        if old is not None and old is not qp:
+            self.move_all_to_active_or_backoff(ev.EVENT_SCHEDULING_PROFILE_UPDATE, old, qp,
+                                               pre_check=lambda pod: pod.scheduler_name == qp.scheduler_name)
 
     def remove_profile(self, scheduler_name: str) -> list[QueuedPodInfo]:
         """Drop a profile; its queued pods leave the queue and are returned."""
@@ -251,6 +260,9 @@ class PriorityQueue:
     # ---- events -------------------------------------------------------------------
     def _worth_requeuing(self, q: QueuedPodInfo, event: ClusterEvent, old: Any = None, new: Any = None,
                          target: str = "") -> Strategy:
+        concerns = ev.profile_event_concerns(event, new, q.pod)
+        if concerns is not None:  # a new version of a profile: its pods (a group's, its first pod's) only
+            return Strategy.AFTER_BACKOFF if concerns else Strategy.SKIP
         if isinstance(q, QueuedPodGroupInfo):
             # The group moves when the event may help any of its pods (with the group's rejectors).
             if not q.unschedulable_plugins and not q.pending_plugins:
@@ -265,10 +277,14 @@ class PriorityQueue:
             return best
         return worth_requeuing(self._profiles.get(q.pod.scheduler_name), q, event, old, new, target, self.on_hint)
 
-    def _gate_allows(self, q: QueuedPodInfo, event: ClusterEvent) -> bool:
-        """A gated pod moves only on an event its gating plugin registered (or a wildcard)."""
+    def _gate_allows(self, q: QueuedPodInfo, event: ClusterEvent, new: Any = None) -> bool:
+        """A gated pod moves only on an event its gating plugin registered (or a wildcard, or a
+        new version of its profile: its PreEnqueue plugins may differ)."""
         if event.is_wildcard():
             return True
+        concerns = ev.profile_event_concerns(event, new, q.pod)
+        if concerns is not None:
+            return concerns
         plugin = self._gating.get(q.key)
         prof = self._profiles.get(q.pod.scheduler_name)
         if plugin is None or prof is None:
@@ -279,7 +295,7 @@ class PriorityQueue:
     def _move_pods(self, infos: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any = None,
                    new: Any = None, target: str = "") -> None:
         for q in infos:
-            if q.gated and not self._gate_allows(q, event):
+            if q.gated and not self._gate_allows(q, event, new):
                 continue
             strategy = self._worth_requeuing(q, event, old, new, target)
             if strategy == Strategy.SKIP:

@@ -76,7 +76,9 @@ class Scheduler(EventHandlers, PodGroupCycles):
 
     def set_profile(self, fw: Framework) -> None:
         """Use `fw` for pods with spec.schedulerName == fw.scheduler_name (added or replaced
-        between cycles; a binding in flight finishes with the framework it started with)."""
+        between cycles; a binding in flight finishes with the framework it started with).
+        Replacing a framework is a SchedulingProfile Update event for its pods: those the
+        previous version left unschedulable or gated are tried again (queue.set_profile)."""
         name = fw.scheduler_name
         if fw.ctx is not self.ctx:
             raise ValueError(f"framework for {name} was built on another SchedulerContext")
@@ -85,9 +87,10 @@ class Scheduler(EventHandlers, PodGroupCycles):
                 self.event_resources.setdefault(k.group_kind, k.group_kind)
         old = self.profiles.get(name)
         self.profiles[name] = fw
-        if old is not None and old is not fw:
-            self._retire(old)
-        self.queue.set_profile(fw)
+        if old is not fw:
+            if old is not None:
+                self._retire(old)
+            self.queue.set_profile(fw)
         for pod in list(self._pending.values()):
             if pod.scheduler_name == name and self.queue.get(pod.uid) is None \
                     and not self.queue.in_flight(pod.uid) and not self.cache.is_assumed(pod.uid):
