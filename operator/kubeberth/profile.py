@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .config.args import strict_args_model
 from .config.defaults import merge_with_defaults, merged_origins
 from .config.errors import ConfigError, from_validation_error
 from .config.models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
@@ -173,7 +174,10 @@ def _plugin_args(spec: SchedulingProfileSpec, registry: Registry, name: str,
         if raw and path:
             raise ConfigError(path, f"plugin {name!r} takes no args")
         return None
+    strict = strict_args_model(model)
     try:
+        if strict is not model:  # a field the plugin's model would drop or keep is refused
+            strict.model_validate(raw)
         return model.model_validate(raw)
     except ValidationError as exc:
         raise from_validation_error(exc, path or f"spec.pluginConfig[{name}].args") from None
