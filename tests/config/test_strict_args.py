@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+import kubeberth.config.args as args_module
 from kubeberth.config.args import strict_args_model
 
 
@@ -98,3 +99,16 @@ def test_a_model_strict_at_every_level_is_its_own_strict_model() -> None:
     assert strict_args_model(OuterOfLoose) is not OuterOfLoose  # a loose model further down
     with pytest.raises(ValidationError, match=r"loose\.0\.b"):
         strict_args_model(OuterOfLoose).model_validate({"loose": [{"b": 1}]})
+
+
+def test_a_model_that_cannot_be_subclassed_is_left_to_itself_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    class Odd(BaseModel):
+        a: int = 0
+
+    def fail(models: list[type[BaseModel]]) -> type[BaseModel]:
+        raise TypeError("no")
+
+    monkeypatch.setattr(args_module, "_strict_subclasses", fail)
+    assert strict_args_model(Odd) is Odd
+    assert f"args model {__name__}." in caplog.text and "cannot refuse undeclared fields (TypeError: no)" in caplog.text
