@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .config.defaults import merge_with_defaults
+from .config.args import strict_args_model
+from .config.defaults import merge_with_defaults, merged_origins
 from .config.errors import ConfigError, from_validation_error
 from .config.models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
 from .extender import build_extenders
@@ -86,17 +87,31 @@ def _resolve_aliases(plugins: Plugins, registry: Registry, alias_args: dict[str,
     return Plugins(**out)
 
 
-def expand_points(plugins: Plugins, registry: Registry) -> dict[str, list[PluginRef]]:
-    """Per extension point, the ordered plugins, with multiPoint expanded as upstream."""
+def _entry_path(point: str, i: int, origins: dict[str, list[int | None]]) -> str:
+    """The field of entry `i` of the merged enabled list of `point`: the user's own entry, as
+    `origins` (`merged_origins`) says; one of upstream's defaults is in no list of the spec."""
+    j = origins[point][i]
+    return f"spec.plugins.{point}" if j is None else f"spec.plugins.{point}.enabled[{j}].name"
+
+
+def _origin_rank(origin: int | None) -> int:
+    return -1 if origin is None else origin
+
+
+def expand_points(plugins: Plugins, registry: Registry,
+                  origins: dict[str, list[int | None]]) -> dict[str, list[PluginRef]]:
+    """Per extension point, the ordered plugins, with multiPoint expanded as upstream. `plugins` is
+    merged with the defaults; `origins` (`merged_origins` of the user's plugins) lets errors name
+    the user's entries rather than positions in the merged lists."""
     result: dict[str, list[PluginRef]] = {}
     for point, base in EXTENSION_POINTS.items():
         ps: PluginSet = getattr(plugins, point)
         for i, ref in enumerate(ps.enabled):
             spec = registry.get(ref.name)
             if spec is None:
-                raise _unknown(f"spec.plugins.{point}.enabled[{i}].name", registry, ref.name)
+                raise _unknown(_entry_path(point, i, origins), registry, ref.name)
             if not issubclass(spec.cls, base):
-                raise ConfigError(f"spec.plugins.{point}.enabled[{i}].name",
+                raise ConfigError(_entry_path(point, i, origins),
                                   f"plugin {ref.name!r} does not extend {point} plugin")
         explicit = [r.name for r in ps.enabled]
         if len(set(explicit)) != len(explicit):
@@ -108,18 +123,22 @@ def expand_points(plugins: Plugins, registry: Registry) -> dict[str, list[Plugin
             continue
         overrides: list[str] = []
         multi: list[PluginRef] = []
+        first: dict[str, int] = {}  # name -> its first entry in the merged multiPoint list
         for i, ref in enumerate(plugins.multiPoint.enabled):
             spec = registry.get(ref.name)
             if spec is None:
-                raise _unknown(f"spec.plugins.multiPoint.enabled[{i}].name", registry, ref.name)
+                raise _unknown(_entry_path("multiPoint", i, origins), registry, ref.name)
             if not issubclass(spec.cls, base) or ref.name in disabled:
                 continue
             if ref.name in explicit:
                 overrides.append(ref.name)
                 continue
-            if any(m.name == ref.name for m in multi):
-                raise ConfigError(f"spec.plugins.multiPoint.enabled[{i}].name",
+            if ref.name in first:
+                # the merge put the user's last entry of a default plugin in its place: name the later entry
+                later = max((first[ref.name], i), key=lambda k: _origin_rank(origins["multiPoint"][k]))
+                raise ConfigError(_entry_path("multiPoint", later, origins),
                                   f"plugin {ref.name!r} already registered as {point}")
+            first[ref.name] = i
             multi.append(ref)
         by_name = {r.name: r for r in ps.enabled}
         ordered = [by_name[n] for n in explicit if n in overrides]
@@ -155,7 +174,10 @@ def _plugin_args(spec: SchedulingProfileSpec, registry: Registry, name: str,
         if raw and path:
             raise ConfigError(path, f"plugin {name!r} takes no args")
         return None
+    strict = strict_args_model(model)
     try:
+        if strict is not model:  # a field the plugin's model would drop or keep is refused
+            strict.model_validate(raw)
         return model.model_validate(raw)
     except ValidationError as exc:
         raise from_validation_error(exc, path or f"spec.pluginConfig[{name}].args") from None
@@ -182,7 +204,7 @@ def enabled_plugins(spec: SchedulingProfileSpec, registry: Registry) -> list[str
     """The plugins a profile's spec runs (upstream's defaults merged, multiPoint expanded, aliases
     resolved). Raises ConfigError as build_framework would for the plugin sets."""
     custom = _resolve_aliases(spec.plugins, registry, {})
-    return _needed(expand_points(merge_with_defaults(custom), registry))
+    return _needed(expand_points(merge_with_defaults(custom), registry, merged_origins(custom)))
 
 
 def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: SchedulerContext,
@@ -199,7 +221,7 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
             spec = spec.model_copy(deep=True)
             spec.pluginConfig[i].name = alias.target
     merged = merge_with_defaults(custom)
-    points = expand_points(merged, registry)
+    points = expand_points(merged, registry, merged_origins(custom))
     needed = _needed(points)
     unsynced: list[str] = []
     for name in needed:

@@ -124,6 +124,22 @@ async def test_plugins_of_ones_own_in_the_operator(kube: Kube, operators: Operat
         await kube.create("pods", pod("web", scheduler="tiered"))
         assert await eventually(lambda: bound_node(kube, "web"), what="web bound") == "gold-1"
 
+        # A misspelt args field (PreferLabelArgs is a plain BaseModel, which would drop it): refused,
+        # naming the field, and the version in force keeps scheduling.
+        await kube.patch("schedulingprofiles", "tiered", {"spec": {"pluginConfig": [
+            {"name": "PreferLabel", "args": {"lable": "tier"}}]}})
+
+        async def refused_args() -> dict[str, Any] | None:
+            cond = await accepted(kube, "tiered")
+            return cond if cond and cond["status"] == "False" else None
+
+        cond = await eventually(refused_args, what="tiered refused")
+        assert (cond["reason"], cond["message"]) == (
+            "Invalid", "spec.pluginConfig[0].args.lable: Extra inputs are not permitted (the previous version stays "
+                       "in force)")
+        await kube.create("pods", pod("web-2", scheduler="tiered"))
+        assert await eventually(lambda: bound_node(kube, "web-2"), what="web-2 bound") == "gold-1"
+
         # The rule the README gives, still no CRD: refused for the CRD.
         await kube.request("POST", f"{RBAC}/clusterroles", body=ROLE)
         await kube.request("POST", f"{RBAC}/clusterrolebindings", body=BINDING)

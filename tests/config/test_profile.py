@@ -5,8 +5,10 @@ from typing import Any
 import pytest
 
 from kubeberth.config import ConfigError, merge_with_defaults, parse_profile_object, parse_spec
-from kubeberth.config.defaults import DEFAULT_MULTI_POINT
+from kubeberth.config.defaults import DEFAULT_MULTI_POINT, merged_origins
 from kubeberth.config.models import Plugins, parse_duration
+from kubeberth.plugins import in_tree_registry
+from kubeberth.profile import check_buildable, enabled_plugins
 
 
 def names(refs: list[Any]) -> list[str]:
@@ -96,3 +98,47 @@ class TestMergeWithDefaults:
             {"score": {"enabled": [{"name": "NodeResourcesFit", "weight": 2}], "disabled": [{"name": "*"}]}}))
         assert names(merged.score.enabled) == ["NodeResourcesFit"]
         assert names(merged.score.disabled) == ["*"]
+
+    def test_origins_name_the_users_entries(self) -> None:
+        custom = Plugins.model_validate({"multiPoint": {"enabled": [{"name": "Mine"}, {"name": "ImageLocality"}]},
+                                         "score": {"enabled": [{"name": "A"}, {"name": "B"}]}})
+        merged, origins = merge_with_defaults(custom), merged_origins(custom)
+        by_name = dict(zip(names(merged.multiPoint.enabled), origins["multiPoint"], strict=True))
+        assert (by_name["Mine"], by_name["ImageLocality"], by_name["NodeName"]) == (0, 1, None)
+        assert origins["score"] == [0, 1] and origins["filter"] == []
+
+
+# A plugin entry that cannot run is named by its index in the user's own list, at every extension
+# point, never by its place in the list merged with upstream's defaults (20 entries in multiPoint).
+class TestPluginEntryPaths:
+    @pytest.mark.parametrize(("plugins", "path", "text"), [
+        ({"multiPoint": {"enabled": [{"name": "ImageLocalty"}]}},
+         "spec.plugins.multiPoint.enabled[0].name", "plugin 'ImageLocalty' does not exist"),
+        ({"multiPoint": {"enabled": [{"name": "TaintToleration", "weight": 5}, {"name": "Nope"}]}},
+         "spec.plugins.multiPoint.enabled[1].name", "plugin 'Nope' does not exist"),
+        ({"multiPoint": {"enabled": [{"name": "Nope"}, {"name": "ImageLocality", "weight": 3}]}},
+         "spec.plugins.multiPoint.enabled[0].name", "plugin 'Nope' does not exist"),
+        ({"multiPoint": {"enabled": [{"name": "NodeName"}, {"name": "ImageLocality"}, {"name": "ImageLocality"}]}},
+         "spec.plugins.multiPoint.enabled[2].name", "plugin 'ImageLocality' already registered as score"),
+        ({"multiPoint": {"enabled": [{"name": "NodeName"}], "disabled": [{"name": "*"}]},
+          "queueSort": {"enabled": [{"name": "PrioritySort"}]}, "bind": {"enabled": [{"name": "Typo"}]}},
+         "spec.plugins.bind.enabled[0].name", "plugin 'Typo' does not exist"),
+        ({"filter": {"enabled": [{"name": "NodeName"}, {"name": "ImageLocality"}]}},
+         "spec.plugins.filter.enabled[1].name", "plugin 'ImageLocality' does not extend filter plugin"),
+    ], ids=["multipoint-one-typo", "multipoint-after-a-default", "multipoint-before-a-default",
+            "multipoint-twice", "point-after-disable-all", "wrong-point"])
+    def test_the_users_index(self, plugins: dict[str, Any], path: str, text: str) -> None:
+        with pytest.raises(ConfigError) as err:
+            check_buildable(parse_spec({"plugins": plugins}), in_tree_registry())
+        assert (err.value.path, err.value.detail) == (path, text)
+
+    def test_the_enabled_plugins_say_the_same(self) -> None:
+        with pytest.raises(ConfigError) as err:
+            enabled_plugins(parse_spec({"plugins": {"multiPoint": {"enabled": [{"name": "Nope"}]}}}),
+                            in_tree_registry())
+        assert err.value.path == "spec.plugins.multiPoint.enabled[0].name"
+
+    def test_disabling_a_name_no_plugin_has_is_no_error(self) -> None:
+        """As upstream: only enabled entries are looked up (the disabled lists just filter)."""
+        check_buildable(parse_spec({"plugins": {"multiPoint": {"disabled": [{"name": "Nope"}]},
+                                                "filter": {"disabled": [{"name": "Nope"}]}}}), in_tree_registry())

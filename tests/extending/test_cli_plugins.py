@@ -124,3 +124,29 @@ def test_profile_export_takes_plugins(write: Callable[[str, str], Path], tmp_pat
     assert main(["profile", "export", str(files), "--plugins", str(path)]) == 0
     exported = yaml.safe_load(capsys.readouterr().out)
     assert exported["profiles"][0]["plugins"]["score"]["enabled"] == [{"name": "PreferGold", "weight": 50}]
+
+
+def _with_args(spec: dict, args: dict) -> dict:  # type: ignore[type-arg]
+    return {**spec, "pluginConfig": [{"name": "PreferGold", "args": args}]}
+
+
+def test_an_undeclared_args_field_is_an_error_in_simulate_and_test(
+        write: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PreferGold's args model is a plain BaseModel, which would drop `colour` silently."""
+    path = write("gold.py", score_plugin("PreferGold"))
+    prof = profile("PreferGold")
+    prof["spec"] = _with_args(prof["spec"], {"label": "tier", "colour": "gold"})
+    files = cluster(tmp_path, prof)
+    assert main(["simulate", files, "--plugins", str(path), "-o", "json"]) == 2
+    out, err = capsys.readouterr()
+    document = len(NODES) + 2
+    assert out == "" and err.splitlines() == [
+        f"kubeberth simulate: {files}, document {document}: SchedulingProfile default: "
+        "spec.pluginConfig[0].args.colour: Extra inputs are not permitted"]
+    case = tmp_path / "case.yaml"
+    case.write_text(yaml.safe_dump({"name": "gold wins", "objects": [*NODES, POD],
+                                    "profile": _with_args(profile("PreferGold")["spec"], {"colour": "gold"}),
+                                    "expect": [{"pod": "default/web", "node": "b-gold"}]}))
+    assert main(["test", str(case), "--plugins", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert f"kubeberth test: {case}.profile.pluginConfig[0].args.colour: Extra inputs are not permitted" in err

@@ -98,6 +98,18 @@ def test_a_valid_profile_runs_and_an_invalid_edit_keeps_it():
     assert pm.verdicts["p"].accepted and s.profiles["default-scheduler"] is running
 
 
+def test_a_typo_in_multipoint_is_named_by_the_users_index():
+    pm, s = make_manager()
+    pm.apply("p", profile("p", {"podMaxBackoffSeconds": 5}))
+    running = s.profiles["default-scheduler"]
+    pm.apply("p", profile("p", {"plugins": {"multiPoint": {"enabled": [{"name": "ImageLocalty"}]}}}, generation=2))
+    verdict = pm.verdicts["p"]
+    assert (verdict.accepted, verdict.reason) == (False, "Invalid")
+    assert verdict.message == ("spec.plugins.multiPoint.enabled[0].name: plugin 'ImageLocalty' does not exist "
+                               "(the previous version stays in force)")
+    assert s.profiles["default-scheduler"] is running
+
+
 def test_deleting_the_default_scheduler_profile_restores_the_default():
     pm, s = make_manager()
     pm.apply("p", profile("p", {"podMaxBackoffSeconds": 5}))

@@ -60,6 +60,9 @@ REFUSED = {
                               "plugins.filter.enabled[0].name", "plugin 'ImageLocality' does not extend filter"),
     "args-for-unknown-plugin": ({"pluginConfig": [{"name": "Nope", "args": {}}]},
                                 "pluginConfig[0].name", "plugin 'Nope' does not exist"),
+    # the user's index, not the entry's place among upstream's defaults merged in (issue 37)
+    "multipoint-typo": ({"plugins": {"multiPoint": {"enabled": [{"name": "ImageLocalty"}]}}},
+                        "plugins.multiPoint.enabled[0].name", "plugin 'ImageLocalty' does not exist"),
 }
 
 

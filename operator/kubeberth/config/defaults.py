@@ -58,26 +58,32 @@ def default_spec(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulingProf
     return SchedulingProfileSpec(schedulerName=scheduler_name)
 
 
-def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
-    """Upstream's mergePluginSet: custom disables drop defaults ("*" all of them);
-    a custom entry naming a default plugin replaces it in place; the rest append."""
-    disabled = [PluginRef(name=p.name) for p in custom.disabled] + [
-        PluginRef(name=p.name) for p in default.disabled]
-    disabled_names = {p.name for p in disabled}
+def _merge_enabled(default: PluginSet, custom: PluginSet) -> list[tuple[PluginRef, int | None]]:
+    """The merged enabled list, each entry with its index in `custom.enabled` (None: a default's)."""
+    disabled_names = {p.name for p in custom.disabled} | {p.name for p in default.disabled}
     custom_index = {p.name: i for i, p in enumerate(custom.enabled)}
     replaced: set[int] = set()
-    enabled: list[PluginRef] = []
+    enabled: list[tuple[PluginRef, int | None]] = []
     if "*" not in disabled_names:
         for p in default.enabled:
             if p.name in disabled_names:
                 continue
             if p.name in custom_index:
                 i = custom_index[p.name]
-                p = custom.enabled[i]
                 replaced.add(i)
-            enabled.append(p)
-    enabled += [p for i, p in enumerate(custom.enabled) if i not in replaced]
-    return PluginSet(enabled=enabled, disabled=disabled)
+                enabled.append((custom.enabled[i], i))
+            else:
+                enabled.append((p, None))
+    enabled += [(p, i) for i, p in enumerate(custom.enabled) if i not in replaced]
+    return enabled
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """Upstream's mergePluginSet: custom disables drop defaults ("*" all of them);
+    a custom entry naming a default plugin replaces it in place; the rest append."""
+    disabled = [PluginRef(name=p.name) for p in custom.disabled] + [
+        PluginRef(name=p.name) for p in default.disabled]
+    return PluginSet(enabled=[p for p, _ in _merge_enabled(default, custom)], disabled=disabled)
 
 
 def merge_with_defaults(custom: Plugins) -> Plugins:
@@ -87,3 +93,12 @@ def merge_with_defaults(custom: Plugins) -> Plugins:
         for point in Plugins.model_fields
     }
     return Plugins(**merged)
+
+
+def merged_origins(custom: Plugins) -> dict[str, list[int | None]]:
+    """Per extension point, where each entry of `merge_with_defaults(custom)`'s enabled list comes
+    from: its index in `custom`'s list of that point (what a user's error names), or None for one
+    of upstream's defaults."""
+    defaults = default_plugins()
+    return {point: [i for _, i in _merge_enabled(getattr(defaults, point), getattr(custom, point))]
+            for point in Plugins.model_fields}
