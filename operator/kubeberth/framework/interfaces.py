@@ -12,7 +12,7 @@ decide exactly as the per-node methods do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -35,20 +35,31 @@ from .vector import AllNodes, NodeView
 
 if TYPE_CHECKING:
     from ..cache.node_arrays import NodeArrays
+    from .handle import Handle
     from .types import NodeToStatus
 
 
 class Plugin:
     """The base of every plugin. `name` is how profiles name it; `args_model` (a pydantic model,
     or None: the plugin takes no args) validates its `pluginConfig[].args` and is what its
-    `__init__(self, args, handle)` receives; `reads` declares the kinds it reads besides pods
-    and nodes (the operator lists and watches them); `requires_api` is a PEP 440 specifier of
-    the `kubeberth.framework.API_VERSION`s it works with (None: any)."""
+    constructor receives; `reads` declares the kinds it reads besides pods and nodes (the
+    operator lists and watches them); `requires_api` is a PEP 440 specifier of the
+    `kubeberth.framework.API_VERSION`s it works with (None: any).
+
+    The framework builds a plugin as `cls(args, handle)`. This base's constructor keeps them as
+    `self.args` and `self.handle`, so a plugin that needs nothing else at construction writes
+    no `__init__`; one that does writes `__init__(self, args, handle)` (a constructor that cannot
+    be called so is refused when the plugin is loaded)."""
 
     name: ClassVar[str] = ""
     args_model: ClassVar[type[BaseModel] | None] = None
     reads: ClassVar[tuple[ObjectKind, ...]] = ()
     requires_api: ClassVar[str | None] = None
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        # Typed Any: a plugin's own __init__ narrows them (`self.handle: Handle`, its args model).
+        self.args: Any = args
+        self.handle: Any = handle
 
     def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
         """Cluster events that may make a pod this plugin rejected schedulable, each with an

@@ -16,6 +16,7 @@ import ast
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ def check_plugin_class(cls: Any) -> str | None:
     reads = cls.reads
     if not isinstance(reads, tuple) or not all(isinstance(k, ObjectKind) for k in reads):
         return f"plugin {name!r}: reads must be a tuple of kubeberth.framework.ObjectKind"
+    why = _constructor_problem(cls, name)
+    if why is not None:
+        return why
     wanted = cls.requires_api
     if wanted is not None:
         try:
@@ -85,6 +89,21 @@ def check_plugin_class(cls: Any) -> str | None:
         if not fits:
             return (f"plugin {name!r} requires kubeberth.framework API {wanted} but this kubeberth "
                     f"has API {API_VERSION}")
+    return None
+
+
+def _constructor_problem(cls: type, name: str) -> str | None:
+    """Why the framework could not build `cls` as `cls(args, handle)` (None: it can)."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return None  # no signature to read (a constructor in C): building it will tell
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        return (f"plugin {name!r}: its constructor {cls.__qualname__}{signature} cannot be called as "
+                f"{cls.__qualname__}(args, handle) ({exc}): write __init__(self, args, handle), or no "
+                f"__init__ at all (kubeberth.framework.Plugin's keeps them as self.args and self.handle)")
     return None
 
 
