@@ -4,22 +4,239 @@ directory, and a broken entry point of another distribution spoiling the listing
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import numpy as np
 import pytest
+import yaml
 
+from kubeberth import features
+from kubeberth.cli import main
 from kubeberth.config import parse_spec
 from kubeberth.framework import (
+    CycleState,
+    NodeScore,
+    PlacementScorePlugin,
     SchedulerContext,
+    ScorePlugin,
+    Status,
 )
+from kubeberth.framework.types import PlacementScore, PodGroupAssignments
+from kubeberth.model import Pod, PodGroup
 from kubeberth.plugins import in_tree_registry, register, use_plugins
 from kubeberth.plugins._loading import load
 from kubeberth.profile import build_framework
+from kubeberth.scheduler.algorithm import schedule_pod
+from tests.builders import make_node, make_pod
+from tests.doubles import handle
 
 from .conftest import score_plugin
+
+# --- 1. a plugin that defines normalize_score normalises ------------------------------------------
+
+COSTS = {"n1": 200, "n2": 50, "n3": 120}
+
+
+class CostAware(ScorePlugin):
+    """The newcomer's Score: the node's cost (out of range), normalised so the cheapest gets 100."""
+
+    name = "CostAware"
+
+    def score(self, state: CycleState, pod: Pod, node_info: Any) -> int:
+        return int(node_info.node.labels["cost"])
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        top = max(s.score for s in scores) or 1
+        for s in scores:
+            s.score = 100 - s.score * 100 // top
+        return None
+
+
+class CostAwareVectorised(CostAware):
+    """Only the vectorised hook besides the per-node one it inherits."""
+
+    name = "CostAwareVectorised"
+    calls: ClassVar[list[int]] = []
+
+    def normalize_all(self, state: CycleState, pod: Pod, nodes: Any, scores: np.ndarray) -> np.ndarray | None:
+        self.calls.append(len(scores))
+        return np.asarray(100 - scores * 100 // max(int(scores.max()), 1), dtype=np.int64)
+
+
+class RawCost(CostAware):
+    """Says explicitly that it keeps its raw scores (they are in range here)."""
+
+    name = "RawCost"
+    has_normalize = False
+
+    def score(self, state: CycleState, pod: Pod, node_info: Any) -> int:
+        return int(node_info.node.labels["cost"]) // 2
+
+
+class RawCostNormalisedAgain(RawCost):
+    """Its parent said False; defining normalize_score again is nearer, so it normalises."""
+
+    name = "RawCostNormalisedAgain"
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        for s in scores:
+            s.score = 7
+        return None
+
+
+def score_framework(plugin: type[ScorePlugin], vectorise: bool) -> Any:
+    reg = in_tree_registry()
+    reg.register(plugin)
+    nodes = [make_node(n, labels={"cost": str(c)}) for n, c in COSTS.items()]
+    spec = {"plugins": {"multiPoint": {"disabled": [{"name": "*"}]},
+                        "queueSort": {"enabled": [{"name": "PrioritySort"}]},
+                        "filter": {"enabled": [{"name": "NodeUnschedulable"}]},  # (the vectorised walk)
+                        "bind": {"enabled": [{"name": "DefaultBinder"}]},
+                        "score": {"enabled": [{"name": plugin.name, "weight": 2}]}}}
+    return handle(nodes, profile=spec, registry=reg, vectorise=vectorise)
+
+
+def totals(plugin: type[ScorePlugin], vectorise: bool) -> dict[str, int]:
+    fw = score_framework(plugin, vectorise)
+    result = asyncio_run(schedule_pod(fw, CycleState(), make_pod()))
+    return {s.name: s.total for s in result.scores}
+
+
+def asyncio_run(coro: Any) -> Any:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize("vectorise", [False, True], ids=["per-node", "vectorised"])
+def test_defining_normalize_score_is_enough(vectorise: bool) -> None:
+    assert CostAware.has_normalize is True
+    # 100 - cost * 100 // 200, times the weight 2.
+    assert totals(CostAware, vectorise) == {"n1": 0, "n2": 150, "n3": 80}
+
+
+def test_defining_normalize_all_is_enough_too() -> None:
+    class OnlyVector(ScorePlugin):
+        name = "OnlyVector"
+
+        def normalize_all(self, state: CycleState, pod: Pod, nodes: Any, scores: np.ndarray) -> np.ndarray | None:
+            return scores
+
+    assert OnlyVector.has_normalize is True
+    assert CostAwareVectorised.has_normalize is True
+    CostAwareVectorised.calls.clear()
+    assert totals(CostAwareVectorised, True) == {"n1": 0, "n2": 150, "n3": 80}
+    assert CostAwareVectorised.calls == [3]
+
+
+@pytest.mark.parametrize("vectorise", [False, True], ids=["per-node", "vectorised"])
+def test_an_explicit_flag_is_honoured(vectorise: bool) -> None:
+    assert RawCost.has_normalize is False
+    assert totals(RawCost, vectorise) == {"n1": 200, "n2": 50, "n3": 120}  # raw (cost // 2) times 2
+    assert RawCostNormalisedAgain.has_normalize is True
+    assert totals(RawCostNormalisedAgain, vectorise) == {"n1": 14, "n2": 14, "n3": 14}
+
+
+def test_a_plugin_without_normalize_score_keeps_its_raw_scores() -> None:
+    class Plain(ScorePlugin):
+        name = "Plain"
+
+    class PlainChild(Plain):
+        name = "PlainChild"
+
+    assert Plain.has_normalize is False and PlainChild.has_normalize is False
+
+
+def test_in_tree_plugins_normalise_as_before() -> None:
+    """Upstream's plugins whose ScoreExtensions() is not nil (and PlacementScore's normalisers)."""
+    reg = in_tree_registry()
+    scores = {s.name: s.cls.has_normalize for s in reg.specs() if issubclass(s.cls, ScorePlugin)}
+    assert {n for n, v in scores.items() if v} == {
+        "DynamicResources", "InterPodAffinity", "NodeAffinity", "PodTopologySpread", "SelectorSpread",
+        "TaintToleration"}
+    assert {n for n, v in scores.items() if not v} == {
+        "ImageLocality", "NodeResourcesBalancedAllocation", "NodeResourcesFit", "VolumeBinding"}
+    placement = {s.name: s.cls.has_normalize_placement_score for s in reg.specs()
+                 if issubclass(s.cls, PlacementScorePlugin)}
+    assert placement == {"NodeResourcesFit": False, "PodGroupPodsCount": True}
+
+
+class ByCount(PlacementScorePlugin):
+    """A placement's pod count times 60 (out of range for two), normalised against the largest."""
+
+    name = "ByCount"
+
+    def score_placement(self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments) -> int:
+        return len(assignments.placement.nodes) * 60
+
+    def normalize_placement_scores(self, state: CycleState, pod_group: PodGroup,
+                                   scores: list[PlacementScore]) -> Status | None:
+        best = max(s.score for s in scores)
+        for s in scores:
+            s.score = s.score * 100 // best
+        return None
+
+
+def test_defining_normalize_placement_scores_is_enough() -> None:
+    from kubeberth.features import FeatureGates
+    from kubeberth.framework.types import Placement
+
+    assert ByCount.has_normalize_placement_score is True
+    reg = in_tree_registry()
+    reg.register(ByCount)
+    gates = FeatureGates.parse("GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
+    with features.override(gates):
+        fw = handle([make_node(f"n{i}") for i in range(3)], registry=reg, profile={"plugins": {
+            point: {"disabled": [{"name": "*"}]} for point in ("placementGenerate", "placementScore")} | {
+            "placementScore": {"disabled": [{"name": "*"}], "enabled": [{"name": "ByCount"}]}}})
+    nodes = list(fw.snapshot.node_infos)
+    group = PodGroup({"metadata": {"name": "g", "namespace": "default"}, "spec": {"schedulingPolicy": {"basic": {}}}})
+    scores, status = fw.run_placement_score(CycleState(), group, [
+        PodGroupAssignments(Placement("one", nodes[:1]), []), PodGroupAssignments(Placement("two", nodes[1:]), [])])
+    assert status is None
+    assert [(s.placement.name, s.total) for s in scores] == [("one", 50), ("two", 100)]
+
+
+NODES = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"cost": cost}},
+          "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+         for name, cost, cpu in (("a-dear", "200", "8"), ("b-cheap", "50", "2"), ("c-dear", "120", "8"))]
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+       "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]}}
+COST_AWARE = '''
+from kubeberth.framework import ScorePlugin
+
+
+class CostAware(ScorePlugin):
+    name = "CostAware"
+
+    def score(self, state, pod, node_info):
+        return int(node_info.node.labels["cost"])
+
+    def normalize_score(self, state, pod, scores):
+        top = max(s.score for s in scores) or 1
+        for s in scores:
+            s.score = 100 - s.score * 100 // top
+'''
+
+
+def test_the_newcomers_plugin_through_simulate(write: Callable[[str, str], Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """No __init__, no has_normalize: the pod goes to the cheapest node (NodeResourcesFit alone
+    would send it elsewhere: it is the smallest)."""
+    path = write("cost.py", COST_AWARE)
+    prof = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "default"},
+            "spec": {"schedulerName": "default-scheduler",
+                     "plugins": {"score": {"enabled": [{"name": "CostAware", "weight": 50}]}}}}
+    files = tmp_path / "cluster.yaml"
+    files.write_text(yaml.safe_dump_all([*NODES, POD, prof]))
+    assert main(["simulate", str(files), "--plugins", str(path), "-o", "json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["pods"][0]["node"] == "b-cheap", out.err
+
 
 # --- 3. __init__ is optional; a constructor the framework cannot call is refused at load ---------
 
