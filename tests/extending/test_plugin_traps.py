@@ -5,6 +5,9 @@ directory, and a broken entry point of another distribution spoiling the listing
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
+import kubeberth
 from kubeberth import features
 from kubeberth.cli import main
 from kubeberth.config import parse_spec
@@ -27,7 +31,8 @@ from kubeberth.framework import (
 )
 from kubeberth.framework.types import PlacementScore, PodGroupAssignments
 from kubeberth.model import Pod, PodGroup
-from kubeberth.plugins import in_tree_registry, register, use_plugins
+from kubeberth.plugins import PluginLoadError, in_tree_registry, register, use_plugins
+from kubeberth.plugins._listing import listing
 from kubeberth.plugins._loading import load
 from kubeberth.profile import build_framework
 from kubeberth.scheduler.algorithm import schedule_pod
@@ -327,3 +332,72 @@ def test_register_refuses_such_a_constructor_naming_where_it_came_from() -> None
     with pytest.raises(ValueError) as err:
         register(namespace["Bad"], origin="my program")
     assert str(err.value) == f"my program: {refusal('Bad()', 'too many positional arguments')}"
+
+
+# --- 8a. --plugins MODULE from the module's own directory ----------------------------------------
+
+def kubeberth_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The console script (not `python -m`, which would put the current directory on the path),
+    with this tree's kubeberth first and nothing else on PYTHONPATH."""
+    script = Path(sys.executable).parent / "kubeberth"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(Path(kubeberth.__file__).resolve().parent.parent)
+    return subprocess.run([str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_module_in_the_current_directory_loads_as_python_m_would(tmp_path: Path) -> None:
+    (tmp_path / "cost_aware.py").write_text(COST_AWARE)
+    pkg = tmp_path / "costpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugin.py").write_text(COST_AWARE.replace('"CostAware"', '"CostAwarePkg"'))
+    done = kubeberth_cli(tmp_path, "plugins", "-o", "json", "--plugins", "cost_aware", "--plugins", "costpkg.plugin")
+    assert done.returncode == 0, done.stderr
+    found = {p["name"]: p["origin"] for p in json.loads(done.stdout)["plugins"]}
+    assert found["CostAware"] == "module cost_aware"
+    assert found["CostAwarePkg"] == "module costpkg.plugin"
+
+
+def test_a_module_found_nowhere_says_where_it_was_looked_for(tmp_path: Path) -> None:
+    with pytest.raises(PluginLoadError) as err:
+        load(in_tree_registry(), ["no_such_plugin_module_anywhere"], entry_points=False)
+    assert str(err.value) == ("--plugins no_such_plugin_module_anywhere: no such file, directory or module (looked "
+                              f"on the Python path and in the current directory, {os.getcwd()})")
+
+
+# --- 8b. a broken entry point of another distribution affects its own entries only ---------------
+
+BROKEN_ENTRIES = {
+    "its entry's name": ({"otherplug": "import no_such_dependency\n"}, {"CostAware": "otherplug:Thing"}),
+    "its module's names": ({"otherplug": "import no_such_dependency\n" + score_plugin("CostAware")},
+                           {"Other": "otherplug:CostAware"}),
+    "a malformed value": ({}, {"Other": "other-plug:Thing"}),
+    "a package that raises": ({"otherpkg.__init__": "raise RuntimeError('boom')\n", "otherpkg.sub": ""},
+                              {"Other": "otherpkg.sub:Thing"}),
+}
+
+
+@pytest.mark.parametrize("modules, entries", list(BROKEN_ENTRIES.values()), ids=list(BROKEN_ENTRIES))
+def test_a_broken_entry_point_leaves_another_distributions_plugin_available(
+        install: Callable[..., Path], modules: dict[str, str], entries: dict[str, str]) -> None:
+    install("costaware", "1.0", {"costaware": score_plugin("CostAware")}, {"CostAware": "costaware:CostAware"})
+    install("other", "2.0", modules, entries)
+    got = load(in_tree_registry(), [])
+    assert got.registry.get("CostAware") is not None
+    data = listing(got)
+    assert "CostAware" in [p["name"] for p in data["plugins"]]
+    broken = [f for f in data["unavailable"] if f["origin"].startswith("distribution other 2.0")]
+    assert len(broken) == 1  # the broken entry is still told
+    assert all("CostAware" not in f["names"] for f in data["unavailable"])
+    build_framework(parse_spec({"schedulerName": "mine", "plugins": {"score": {"enabled": [{"name": "CostAware"}]}}}),
+                    got.registry, SchedulerContext())
+
+
+def test_a_distribution_whose_entry_points_cannot_be_read_fails_alone(install: Callable[..., Path]) -> None:
+    install("costaware", "1.0", {"costaware": score_plugin("CostAware")}, {"CostAware": "costaware:CostAware"})
+    site = install("other", "2.0", {}, {})
+    (site / "other-2.0.dist-info" / "entry_points.txt").write_text("[kubeberth.plugins]\nno equals sign here\n")
+    got = load(in_tree_registry(), [])
+    assert got.registry.get("CostAware") is not None
+    [failure] = [str(f) for f in got.failures if "other" in f.origin]
+    assert failure.startswith("distribution other 2.0: its entry_points.txt cannot be read: ")
