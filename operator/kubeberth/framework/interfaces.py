@@ -12,7 +12,7 @@ decide exactly as the per-node methods do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -35,20 +35,31 @@ from .vector import AllNodes, NodeView
 
 if TYPE_CHECKING:
     from ..cache.node_arrays import NodeArrays
+    from .handle import Handle
     from .types import NodeToStatus
 
 
 class Plugin:
     """The base of every plugin. `name` is how profiles name it; `args_model` (a pydantic model,
     or None: the plugin takes no args) validates its `pluginConfig[].args` and is what its
-    `__init__(self, args, handle)` receives; `reads` declares the kinds it reads besides pods
-    and nodes (the operator lists and watches them); `requires_api` is a PEP 440 specifier of
-    the `kubeberth.framework.API_VERSION`s it works with (None: any)."""
+    constructor receives; `reads` declares the kinds it reads besides pods and nodes (the
+    operator lists and watches them); `requires_api` is a PEP 440 specifier of the
+    `kubeberth.framework.API_VERSION`s it works with (None: any).
+
+    The framework builds a plugin as `cls(args, handle)`. This base's constructor keeps them as
+    `self.args` and `self.handle`, so a plugin that needs nothing else at construction writes
+    no `__init__`; one that does writes `__init__(self, args, handle)` (a constructor that cannot
+    be called so is refused when the plugin is loaded)."""
 
     name: ClassVar[str] = ""
     args_model: ClassVar[type[BaseModel] | None] = None
     reads: ClassVar[tuple[ObjectKind, ...]] = ()
     requires_api: ClassVar[str | None] = None
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        # Typed Any: a plugin's own __init__ narrows them (`self.handle: Handle`, its args model).
+        self.args: Any = args
+        self.handle: Any = handle
 
     def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
         """Cluster events that may make a pod this plugin rejected schedulable, each with an
@@ -128,17 +139,42 @@ class PreScorePlugin(Plugin):
         raise NotImplementedError
 
 
+def _normalizes(cls: type, base: type, flag: str, methods: tuple[str, ...]) -> bool:
+    """Whether `cls` (a subclass of `base`) normalizes its scores: the nearest class of its MRO
+    that sets `flag` or defines one of `methods` decides (its flag; True for a method)."""
+    for klass in cls.__mro__:
+        if klass is base:
+            break
+        found = vars(klass)
+        if flag in found:
+            return bool(found[flag])
+        if any(m in found for m in methods):
+            return True
+    return False
+
+
 class ScorePlugin(Plugin):
-    """score() returns 0..MAX_NODE_SCORE after normalize; raise PluginError on failure."""
+    """score() returns 0..MAX_NODE_SCORE after normalize; raise PluginError on failure.
+
+    A plugin that defines `normalize_score` (or `normalize_all`) normalizes (upstream's
+    ScoreExtensions): `has_normalize` is set to True for its class. Setting `has_normalize`
+    in the class body (or on the instance) overrides that: `has_normalize = False` keeps the
+    raw scores although the class defines `normalize_score`. The nearest class of the MRO that
+    sets the flag or defines one of the methods decides."""
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         raise NotImplementedError
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
-        """Override to rescale the raw scores in place. The default leaves them."""
+        """Override to rescale the raw scores in place (overriding it is enough: see the class
+        docstring about `has_normalize`). The default leaves them."""
         return None
 
     has_normalize: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.has_normalize = _normalizes(cls, ScorePlugin, "has_normalize", ("normalize_score", "normalize_all"))
 
     def score_all(self, state: CycleState, pod: Pod, nodes: NodeView) -> np.ndarray | None:
         """`score` of every node of `nodes` (int64) at once; None: per node."""
@@ -198,10 +234,19 @@ class PlacementGeneratePlugin(Plugin):
 
 class PlacementScorePlugin(Plugin):
     """The pod-group cycle's PlacementScore: score a feasible placement of `pod_group` with the
-    pods its attempt placed; 0..MAX_NODE_SCORE after `normalize_placement_scores` (set
-    `has_normalize_placement_score`), then times the plugin's weight. Raise PluginError on failure."""
+    pods its attempt placed; 0..MAX_NODE_SCORE after `normalize_placement_scores`, then times the
+    plugin's weight. Raise PluginError on failure.
+
+    A plugin that defines `normalize_placement_scores` normalizes: `has_normalize_placement_score`
+    is set to True for its class, unless the class body (or the instance) sets it explicitly
+    (False keeps the raw scores); the nearest class of the MRO that does either decides."""
 
     has_normalize_placement_score: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.has_normalize_placement_score = _normalizes(
+            cls, PlacementScorePlugin, "has_normalize_placement_score", ("normalize_placement_scores",))
 
     def score_placement(self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments) -> int:
         raise NotImplementedError

@@ -39,7 +39,7 @@ class PluginSpec:
     def build(self, args: Any, handle: Any) -> Plugin:
         if self.factory is not None:
             return self.factory(args, handle)
-        return self.cls(args, handle)  # type: ignore[call-arg]
+        return self.cls(args, handle)
 
     def points(self) -> list[str]:
         from .interfaces import EXTENSION_POINTS

@@ -85,10 +85,10 @@ def register(cls: type[Plugin], origin: str | None = None) -> None:
     """Add a plugin class to the process's registry (for programs that drive kubeberth from
     Python: call it before `kubeberth.cli.main(...)`). Raises ValueError if the class cannot be a
     plugin, PluginLoadError if its name is taken."""
+    origin = origin or f"registered by {getattr(cls, '__module__', '?')}"
     why = check_plugin_class(cls)
     if why is not None:
-        raise ValueError(why)
-    origin = origin or f"registered by {cls.__module__}"
+        raise ValueError(f"{origin}: {why}")
     current = loaded()
     loader = Loader(current.registry)
     loader.add([cls], origin, module=cls.__module__)

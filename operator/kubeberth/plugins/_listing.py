@@ -37,9 +37,12 @@ def plugin_entry(spec: PluginSpec) -> dict[str, Any]:
 
 
 def listing(loaded: Loaded) -> dict[str, Any]:
+    """The plugins, and the load failures with the names they leave unavailable (a name that
+    another source brings is not: a broken entry point affects only its own entries)."""
     return {
         "plugins": [plugin_entry(s) for s in sorted(loaded.registry.specs(), key=lambda s: s.name)],
-        "unavailable": [{"origin": f.origin, "error": f.error, "names": list(f.names)} for f in loaded.failures],
+        "unavailable": [{"origin": f.origin, "error": f.error, "names": loaded.unavailable_names(f)}
+                        for f in loaded.failures],
     }
 
 

@@ -3,19 +3,25 @@
 in-tree registry by upstream's Merge rule (a name is taken once; a second one is an error
 naming both origins).
 
-A plugin that cannot be loaded (its import raised, its class is malformed, or it wants another
-API version) is not fatal: it is recorded as unavailable with its origin and the error, and a
-profile naming it is refused with that reason. A clash of names, or a `--plugins` argument that
-names no file, directory or module, is fatal (`PluginLoadError`), as upstream's Merge error
-stops kube-scheduler.
+A plugin that cannot be loaded (its import raised, its class is malformed, its constructor cannot
+be called as `cls(args, handle)`, or it wants another API version) is not fatal: it is recorded
+as unavailable with its origin and the error, and a profile naming it is refused with that
+reason. A broken entry point (or a distribution whose entry points cannot be read) fails alone:
+the names it leaves unavailable are only those no other source brings. A clash of names, or a
+`--plugins` argument that names no file, directory or module, is fatal (`PluginLoadError`), as
+upstream's Merge error stops kube-scheduler. A `--plugins` module is looked for on the Python path
+and then, as `python -m` would find it, in the current directory.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
+import inspect
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 from pydantic import BaseModel
 
@@ -55,6 +62,11 @@ class Loaded:
     # not): kopf handlers defined in that package belong to those plugins (operator/handlers.py).
     provides: dict[str, frozenset[str]] = field(default_factory=dict)
 
+    def unavailable_names(self, failure: LoadFailure) -> list[str]:
+        """The names `failure` would have brought that no other source brings (a failure's names
+        are partly guesses: its entry point's name, the names its module's source declares)."""
+        return [n for n in failure.names if n not in self.registry]
+
 
 def _error_text(exc: BaseException) -> str:
     text = str(exc)
@@ -76,6 +88,9 @@ def check_plugin_class(cls: Any) -> str | None:
     reads = cls.reads
     if not isinstance(reads, tuple) or not all(isinstance(k, ObjectKind) for k in reads):
         return f"plugin {name!r}: reads must be a tuple of kubeberth.framework.ObjectKind"
+    why = _constructor_problem(cls, name)
+    if why is not None:
+        return why
     wanted = cls.requires_api
     if wanted is not None:
         try:
@@ -85,6 +100,21 @@ def check_plugin_class(cls: Any) -> str | None:
         if not fits:
             return (f"plugin {name!r} requires kubeberth.framework API {wanted} but this kubeberth "
                     f"has API {API_VERSION}")
+    return None
+
+
+def _constructor_problem(cls: type, name: str) -> str | None:
+    """Why the framework could not build `cls` as `cls(args, handle)` (None: it can)."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return None  # no signature to read (a constructor in C): building it will tell
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        return (f"plugin {name!r}: its constructor {cls.__qualname__}{signature} cannot be called as "
+                f"{cls.__qualname__}(args, handle) ({exc}): write __init__(self, args, handle), or no "
+                f"__init__ at all (kubeberth.framework.Plugin's keeps them as self.args and self.handle)")
     return None
 
 
@@ -114,7 +144,7 @@ def _declared_names(source: str) -> tuple[str, ...]:
 def _module_source(module: str) -> str:
     try:
         spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
+    except Exception:  # finding a submodule imports its package, which may raise anything
         return ""
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return ""
@@ -192,22 +222,48 @@ class Loader:
     # --- the sources ---
 
     def entry_points(self) -> None:
-        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            dist = ep.dist
-            where = f"distribution {dist.name} {dist.version}" if dist is not None else "an installed distribution"
-            origin = f"{where} (entry point {ep.name} = {ep.value})"
+        """Each installed distribution's `kubeberth.plugins` entry points. A distribution whose
+        entry points cannot be read, or an entry point that is malformed or cannot be loaded,
+        fails alone: the other distributions' plugins load as if it were not there."""
+        found: list[tuple[importlib.metadata.EntryPoint, str]] = []
+        seen: set[str] = set()
+        for dist in importlib.metadata.distributions():
             try:
-                obj = ep.load()
-            except Exception as exc:
-                names = {ep.name, *_declared_names(_module_source(ep.module))}
-                self.fail(origin, f"import failed: {_error_text(exc)}", sorted(names), module=ep.module)
+                name, version = dist.metadata["Name"], dist.metadata["Version"]
+            except Exception:  # unreadable metadata: not a distribution we can name
                 continue
-            if isinstance(obj, ModuleType):
-                self.modules.append(obj.__name__)
-                self.add(plugins_of_module(obj), origin, module=obj.__name__)
-            else:
-                self.modules.append(ep.module)
-                self.add([obj], origin, module=ep.module)
+            key = canonicalize_name(name) if isinstance(name, str) else ""
+            if not key or key in seen:
+                continue  # as importlib.metadata.entry_points: the first one found on sys.path
+            seen.add(key)
+            where = f"distribution {name} {version}"
+            try:
+                entries = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+            except Exception as exc:  # a malformed entry_points.txt
+                text = dist.read_text("entry_points.txt") or ""
+                if f"[{ENTRY_POINT_GROUP}]" in text:
+                    self.fail(where, f"its entry_points.txt cannot be read: {_error_text(exc)}")
+                continue
+            found += [(ep, where) for ep in entries]
+        for ep, where in sorted(found, key=lambda f: f[0].name):
+            self._entry_point(ep, f"{where} (entry point {ep.name} = {ep.value})")
+
+    def _entry_point(self, ep: importlib.metadata.EntryPoint, origin: str) -> None:
+        if ep.pattern.match(ep.value) is None:
+            self.fail(origin, "not an entry point: the value must be module or module:attribute", [ep.name])
+            return
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            names = {ep.name, *_declared_names(_module_source(ep.module))}
+            self.fail(origin, f"import failed: {_error_text(exc)}", sorted(names), module=ep.module)
+            return
+        if isinstance(obj, ModuleType):
+            self.modules.append(obj.__name__)
+            self.add(plugins_of_module(obj), origin, module=obj.__name__)
+        else:
+            self.modules.append(ep.module)
+            self.add([obj], origin, module=ep.module)
 
     def source(self, text: str) -> None:
         path = Path(text)
@@ -256,13 +312,22 @@ class Loader:
         self.add(plugins_of_module(module), origin, module=name)
 
     def module(self, name: str) -> None:
+        """A dotted module name, found on the Python path or, as `python -m` finds modules, in the
+        current directory (appended to the path, so that it shadows nothing installed)."""
         origin = f"module {name}"
         try:
-            found = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            found = None
+            found = _find_module(name)
+            if found is None and _in_current_directory(name):
+                sys.path.append(os.getcwd())
+                importlib.invalidate_caches()
+                found = _find_module(name)
+        except Exception as exc:
+            self.fail(origin, f"import failed: {_error_text(exc)}", _declared_names(_module_source(name)),
+                      module=name)
+            return
         if found is None:
-            raise PluginLoadError(f"--plugins {name}: no such file, directory or module")
+            raise PluginLoadError(f"--plugins {name}: no such file, directory or module (looked on the Python "
+                                  f"path and in the current directory, {os.getcwd()})")
         try:
             module = importlib.import_module(name)
         except Exception as exc:
@@ -271,6 +336,30 @@ class Loader:
             return
         self.modules.append(name)
         self.add(plugins_of_module(module), origin, module=name)
+
+
+def _find_module(name: str) -> importlib.machinery.ModuleSpec | None:
+    """`name`'s spec; None when it or one of its packages does not exist. Raises what importing
+    one of its packages raises otherwise."""
+    try:
+        return importlib.util.find_spec(name)
+    except ValueError:
+        return None
+    except ModuleNotFoundError as exc:
+        parts = name.split(".")
+        if exc.name in {".".join(parts[:i]) for i in range(1, len(parts) + 1)}:
+            return None
+        raise
+
+
+def _in_current_directory(name: str) -> bool:
+    """Whether the top-level package of module `name` is in the current directory, which is not
+    on the path (as it is for `python -m`, not for a console script)."""
+    cwd = os.getcwd()
+    if any(os.path.abspath(p or ".") == cwd for p in sys.path):
+        return False
+    top = name.partition(".")[0]
+    return bool(top) and importlib.machinery.PathFinder.find_spec(top, [cwd]) is not None
 
 
 def load(base: Registry, sources: Sequence[str] = (), *, entry_points: bool = True,
