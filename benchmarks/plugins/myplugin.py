@@ -16,6 +16,7 @@ class PreferLabel(ScorePlugin):
     requires_api = ">=1.0,<2"
 
     def __init__(self, args: PreferLabelArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
         self.label, self.value = args.label, args.value
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
