@@ -21,15 +21,26 @@ PREEMPT_NEVER = "Never"
 # upstream's scheduling.DefaultPriorityWhenNoDefaultClassExists
 DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS_EXISTS = 0
 POD_GROUPS_RESOURCE = "podgroups.scheduling.k8s.io"
+POD_GROUP_GROUP_KIND = "PodGroup.scheduling.k8s.io"
 
 
-class Forbidden(ModelError):
-    """Admission refused the object: the API server's Forbidden error, word for word
-    (`<resource> "<name>" is forbidden: <reason>`)."""
+class Refused(ModelError):
+    """The API server would not create the object: its error, word for word."""
+
+
+class Forbidden(Refused):
+    """Admission refused it (`<resource> "<name>" is forbidden: <reason>`)."""
 
     def __init__(self, resource: str, name: str, reason: str) -> None:
         self.resource, self.name, self.reason = resource, name, reason
         super().__init__(f"{resource} {_go_quote(name)} is forbidden: {reason}" if name else f"forbidden: {reason}")
+
+
+class Invalid(Refused):
+    """Validation refused it (`<Kind.group> "<name>" is invalid: <field>: Invalid value: ...`)."""
+
+    def __init__(self, group_kind: str, name: str, field_path: str, value: int, detail: str) -> None:
+        super().__init__(f"{group_kind} {_go_quote(name)} is invalid: {field_path}: Invalid value: {value}: {detail}")
 
 
 def _go_quote(text: str) -> str:
@@ -114,7 +125,8 @@ class PriorityResolver:
         (GenericWorkload): Priority admission's admitPodGroup fills spec.priority and
         spec.priorityClassName from its class (none named: the globalDefault class, else priority
         0), and with `preemption_policy_gate` (PodGroupPreemptionPolicy) spec.preemptionPolicy,
-        defaulted to PreemptLowerPriority first as the API's defaulting does. Raises Forbidden
+        defaulted to PreemptLowerPriority first as the API's defaulting does (without the gate the
+        field is dropped). Raises Forbidden
         with admission's message for an unknown class, or a spec.priority or preemptionPolicy
         other than the class's.
 
@@ -128,9 +140,10 @@ class PriorityResolver:
         given = spec.get("priority")
         if not isinstance(name, str) or (given is not None and (isinstance(given, bool) or not isinstance(given, int))):
             return raw
-        if given is not None and (not name or self.named(name) is None):
-            return raw
         obj_name = str((raw.get("metadata") or {}).get("name") or "")
+        if given is not None and (not name or self.named(name) is None):
+            _check_highest(obj_name, given)
+            return raw
         admitted = self.establish(name, POD_GROUPS_RESOURCE, obj_name)
         if given is not None and given != admitted.priority:
             raise Forbidden(POD_GROUPS_RESOURCE, obj_name,
@@ -153,6 +166,16 @@ class PriorityResolver:
                                 f"spec; priority admission controller computed {policy} from the given "
                                 "PriorityClass name")
             out["preemptionPolicy"] = policy
+        elif not preemption_policy_gate:
+            out.pop("preemptionPolicy", None)  # a field of a disabled gate is dropped on create
+        _check_highest(obj_name, admitted.priority)
         if out == spec:
             return raw
         return {**raw, "spec": out}
+
+
+def _check_highest(name: str, priority: int) -> None:
+    """v1beta1 PodGroup's spec.priority: at most HighestUserDefinablePriority."""
+    if priority > HIGHEST_USER_PRIORITY:
+        raise Invalid(POD_GROUP_GROUP_KIND, name, "spec.priority", priority,
+                      f"must be less than or equal to {HIGHEST_USER_PRIORITY}")

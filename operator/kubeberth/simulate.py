@@ -24,7 +24,7 @@ from .model.pod import parse_time
 from .plugins import plugin_registry
 from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
 from .plugins.dynamic_resources.claims import claim_from_template
-from .priority import Forbidden
+from .priority import Refused
 from .profile import build_framework, check_buildable
 from .scheduler import (
     DELETED,
@@ -385,7 +385,7 @@ def admit_pod_group(sched: Scheduler, obj: Mapping[str, Any], origins: Origins |
     try:
         return sched.ctx.objects.priorities.admit_pod_group(
             obj, preemption_policy_gate=gates.enabled(features.POD_GROUP_PREEMPTION_POLICY))
-    except Forbidden as exc:
+    except Refused as exc:
         where = origins.of(obj) if origins is not None else None
         sched.pod_group_errors[_key(obj)] = f"{where}: {exc}" if where else str(exc)
         return None

@@ -19,11 +19,12 @@ import yaml
 from kubeberth import features
 from kubeberth.cli import main
 from kubeberth.features import FeatureGates
-from kubeberth.priority import Forbidden, PriorityResolver
+from kubeberth.priority import PriorityResolver, Refused
 from tests.builders import node_dict, pod_dict
 
 GATE = "GenericWorkload=true"
 FORBIDDEN = 'podgroups.scheduling.k8s.io "pg" is forbidden: '
+INVALID = 'PodGroup.scheduling.k8s.io "pg" is invalid: spec.priority: Invalid value: '
 
 
 @pytest.fixture(autouse=True)
@@ -49,11 +50,13 @@ def pod_group(name: str = "pg", min_count: int | None = 1, **spec: Any) -> dict[
 
 
 CLASSES = [pclass("low", 10), pclass("high", 1000), pclass("calm", 500, policy="Never"),
-           pclass("odd", 7, policy="Sometimes")]
+           pclass("odd", 7, policy="Sometimes"), pclass("top-user", 1_000_000_000)]
 ADMITTED = ("priorityClassName", "priority", "preemptionPolicy")
 
 
-@pytest.mark.parametrize(("classes", "spec", "policy_gate", "expected"), [
+# (classes, the PodGroup's spec, PodGroupPreemptionPolicy, what admission writes or its refusal);
+# tests/cluster/test_pod_group_admission.py runs them through kube-apiserver v1.37.2
+ADMISSION_CASES = [
     pytest.param(CLASSES, {"priorityClassName": "high"}, False, {"priorityClassName": "high", "priority": 1000},
                  id="named-class"),
     pytest.param(CLASSES, {"priorityClassName": "nope"}, False,
@@ -68,10 +71,16 @@ ADMITTED = ("priorityClassName", "priority", "preemptionPolicy")
     pytest.param(CLASSES, {"priorityClassName": "high", "priority": 5}, False,
                  "priority set in the pod group (5) must match the priority computed (1000) based on the priority "
                  "class set in the spec", id="explicit-priority-mismatching"),
+    # admitted with the system class's value, which v1beta1's validation then refuses (above
+    # HighestUserDefinablePriority)
     pytest.param([], {"priorityClassName": "system-cluster-critical"}, False,
-                 {"priorityClassName": "system-cluster-critical", "priority": 2_000_000_000}, id="system-cluster"),
+                 INVALID + "2000000000: must be less than or equal to 1000000000", id="system-cluster"),
     pytest.param([], {"priorityClassName": "system-node-critical"}, False,
-                 {"priorityClassName": "system-node-critical", "priority": 2_000_001_000}, id="system-node"),
+                 INVALID + "2000001000: must be less than or equal to 1000000000", id="system-node"),
+    pytest.param([], {"priority": 1_000_000_001}, False,
+                 INVALID + "1000000001: must be less than or equal to 1000000000", id="stored-above-highest"),
+    pytest.param(CLASSES, {"priorityClassName": "top-user"}, False,
+                 {"priorityClassName": "top-user", "priority": 1_000_000_000}, id="highest-user-priority"),
     pytest.param([], {"priorityClassName": "system-node-critical", "priority": 1}, False,
                  "priority set in the pod group (1) must match the priority computed (2000001000) based on the "
                  "priority class set in the spec", id="system-class-mismatching"),
@@ -99,7 +108,17 @@ ADMITTED = ("priorityClassName", "priority", "preemptionPolicy")
                  "of PreemptionPolicy type in pod group", id="policy-class-invalid"),
     pytest.param(CLASSES, {"priorityClassName": "calm"}, False, {"priorityClassName": "calm", "priority": 500},
                  id="policy-gate-off-left-alone"),
-])
+    pytest.param(CLASSES, {"priorityClassName": "calm", "preemptionPolicy": "Never"}, False,
+                 {"priorityClassName": "calm", "priority": 500}, id="policy-gate-off-field-dropped"),
+]
+
+
+def refusal(expected: str) -> str:
+    """The API server's whole message: admission's reason is Forbidden's."""
+    return expected if expected.startswith(INVALID) else FORBIDDEN + expected
+
+
+@pytest.mark.parametrize(("classes", "spec", "policy_gate", "expected"), ADMISSION_CASES)
 def test_admission_of_a_pod_group(classes: list[dict[str, Any]], spec: dict[str, Any], policy_gate: bool,
                                   expected: dict[str, Any] | str) -> None:
     resolver = PriorityResolver()
@@ -107,9 +126,9 @@ def test_admission_of_a_pod_group(classes: list[dict[str, Any]], spec: dict[str,
         resolver.put(c)
     raw = pod_group(**spec)
     if isinstance(expected, str):
-        with pytest.raises(Forbidden) as info:
+        with pytest.raises(Refused) as info:
             resolver.admit_pod_group(raw, preemption_policy_gate=policy_gate)
-        assert str(info.value) == FORBIDDEN + expected
+        assert str(info.value) == refusal(expected)
         return
     admitted = resolver.admit_pod_group(raw, preemption_policy_gate=policy_gate)
     assert {k: v for k, v in admitted["spec"].items() if k in ADMITTED} == expected
