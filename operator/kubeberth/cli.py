@@ -30,7 +30,8 @@ def _simulate(args: argparse.Namespace) -> int:
         sim_input = _sim_input(args)
         objects = sim_input.objects
         outcomes, sched = run_simulation(objects, seed=args.seed, explain=explain,
-                                         percentage_of_nodes_to_score=_percentage(args, sim_input))
+                                         percentage_of_nodes_to_score=_percentage(args, sim_input),
+                                         origins=sim_input.origins)
     except (sim_io.InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2

@@ -96,13 +96,18 @@ def _zones(objects: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 def compare(objects_a: list[dict[str, Any]], objects_b: list[dict[str, Any]], *, seed: int = 0,
             percentage: tuple[int, int] = (0, 0), labels: tuple[str, str] = ("A", "B"),
-            warn: TextIO = sys.stderr) -> dict[str, Any]:
+            warn: TextIO | None = None, origins: Origins | None = None) -> dict[str, Any]:
     """The comparison of one cluster under two sets of objects (the same cluster, other profiles):
-    {"seed", "a", "b" (label, counts, utilisation, report), "changes"}."""
+    {"seed", "a", "b" (label, counts, utilisation, report), "changes"}. `origins`: where each
+    object was read (for the errors about one)."""
+    if warn is None:
+        warn = sys.stderr  # the one of the call's time
     sides = []
     outcomes = []
-    for objects, pct, label in zip((objects_a, objects_b), percentage, labels, strict=True):
-        got, sched = run_simulation(objects, seed=seed, warn=warn, percentage_of_nodes_to_score=pct)
+    for i, (objects, pct, label) in enumerate(zip((objects_a, objects_b), percentage, labels, strict=True)):
+        # the input's warnings (a node skipped, a PodGroup refused) once: both sides read the same input
+        got, sched = run_simulation(objects, seed=seed, warn=warn if i == 0 else io.StringIO(),
+                                    percentage_of_nodes_to_score=pct, origins=origins)
         outcomes.append(got)
         data = report_data(objects, got, sched, seed)
         counts: dict[str, int] = {}
@@ -152,7 +157,7 @@ def compare_main(args: argparse.Namespace) -> int:
         return flag or side.percentage_of_nodes_to_score or 0
 
     result = compare(_cluster_only(a.objects), _cluster_only(b.objects), seed=args.seed,
-                     percentage=(pct(a), pct(b)), labels=(label_a, label_b))
+                     percentage=(pct(a), pct(b)), labels=(label_a, label_b), origins=a.origins)
     if args.output == "json":
         print(json.dumps({k: v for k, v in result.items()} | {
             "a": {k: v for k, v in result["a"].items() if k != "report"},

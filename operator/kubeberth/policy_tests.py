@@ -278,7 +278,8 @@ def run_case(case: Case) -> CaseResult:
     sim = prepare_case(case, warn)
     with features.override(case.gates):
         outcomes, sched = run_simulation(sim.objects, seed=case.seed, warn=warn,
-                                         percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+                                         percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0,
+                                         origins=case.origins)
     groups = group_outcomes(sched, outcomes)
     return CaseResult(case, problems(case.expect, outcomes, groups), warn.getvalue())
 

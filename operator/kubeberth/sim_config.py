@@ -29,6 +29,7 @@ class SimInput:
     """The objects to simulate, with the profiles of any configuration expanded."""
     objects: list[dict[str, Any]] = field(default_factory=list)
     percentage_of_nodes_to_score: int | None = None  # the configuration's scheduler-wide value
+    origins: Origins | None = None  # where each object was read (for the errors about one)
 
 
 def _import(doc: dict[str, Any], source: str, warn: TextIO) -> ImportedConfig:
@@ -174,7 +175,7 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     profile the operator would refuse. A Shadow profile is noted: it schedules nothing."""
     from .scheduler.watched import declared_kinds
 
-    out = SimInput()
+    out = SimInput(origins=origins)
     declared = {(k.api_version, k.kind) for k in declared_kinds(_registry(registry))}
     ignored: dict[str, int] = {}
     configs: list[ImportedConfig] = []

@@ -6,7 +6,8 @@ its policy, its pods, how many are scheduled, its status, and the reason:
 - `Scheduled` / `Unschedulable` / `SchedulerError`: the PodGroupInitiallyScheduled condition the
   scheduler wrote (its message: quorum not reached, which pods fit nowhere, preemption's word);
 - `Waiting`: never tried, a gang short of pods (`minCount` more than the pods that exist), or pods
-  naming a PodGroup that does not exist;
+  naming a PodGroup that does not exist (refused by the API server's admission, as an unknown
+  PriorityClass is: the message says where the input gave it and admission's error, or malformed);
 - `NotTried`: never tried for another reason (what the pods' PreEnqueue plugins say).
 
 `lastAttempt` is the group's latest attempt pod by pod (scheduler/group_explain.py): where each pod
@@ -45,17 +46,21 @@ def group_outcomes(sched: Scheduler, outcomes: list[PodOutcome]) -> list[GroupOu
     order = {o.pod: i for i, o in enumerate(outcomes)}
     by_pod = {o.pod: o for o in outcomes}
     keys = [str(k) for k in sched.pod_groups.keys()]
+    keys += [k for k in sched.pod_group_errors if k not in keys]
     out = []
     for key in sorted(keys, key=lambda k: _first(sched, k, order)):
         state = sched.pod_groups.get(key)
-        if state is None:
+        error = sched.pod_group_errors.get(key)
+        if state is None and error is None:
             continue
-        pods = sorted((p.key for p in state.pods.values()), key=lambda k: order.get(k, len(order)))
+        members = state.pods.values() if state is not None else ()
+        pods = sorted((p.key for p in members), key=lambda k: order.get(k, len(order)))
         scheduled = sum(1 for k in pods if k in by_pod and by_pod[k].status in (SCHEDULED, EXISTING))
-        pg = state.pod_group
+        pg = state.pod_group if state is not None else None
         if pg is None:
+            why = "does not exist" if error is None else f"was refused ({error})"
             out.append(GroupOutcome(key, WAITING, pods=pods, scheduled=scheduled,
-                                    message=f"PodGroup {key} does not exist: its pods wait for it"))
+                                    message=f"PodGroup {key} {why}: its pods wait for it"))
             continue
         attempt = sched.group_attempts.get(key)
         g = GroupOutcome(key, NOT_TRIED, "gang" if pg.is_gang else "basic", pg.min_count, pods, scheduled,

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
+from . import features
 from .client import BindConflict, UpdateRefused
 from .clock import FakeClock
 from .config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_profile_object
@@ -23,6 +24,7 @@ from .model.pod import parse_time
 from .plugins import plugin_registry
 from .plugins._volume_util import ANN_SELECTED_NODE, PV, PVC, annotations_of
 from .plugins.dynamic_resources.claims import claim_from_template
+from .priority import Refused
 from .profile import build_framework, check_buildable
 from .scheduler import (
     DELETED,
@@ -35,8 +37,8 @@ from .scheduler import (
     PodRecord,
     Scheduler,
 )
-from .scheduler.watched import OBJECT_KINDS, declared_kinds, table_kind
-from .sim_io import InputError, PodOutcome, outcome_dict
+from .scheduler.watched import OBJECT_KINDS, POD_GROUP, declared_kinds, table_kind
+from .sim_io import InputError, Origins, PodOutcome, outcome_dict
 from .sim_volumes import bind_claimed_volume, provision_claim
 
 
@@ -305,20 +307,22 @@ def with_template_claims(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
-             percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None) -> list[PodOutcome]:
+             percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None,
+             origins: Origins | None = None) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
     `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own).
     `explain`: pods to explain (NAMESPACE/NAME or NAME; empty: every pod; None: none); their
     outcomes carry the explanation of each attempt (the first and the latest ones,
     records.KEPT_EXPLANATIONS in all). Raises UnknownPods for a name that matches no pod, InputError
-    for a SchedulingProfile the operator would refuse."""
+    for a SchedulingProfile the operator would refuse. `origins`: where each object was read, for
+    the errors about one (a PodGroup admission refuses)."""
     return run_simulation(objects, seed=seed, warn=warn, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                          explain=explain)[0]
+                          explain=explain, origins=origins)[0]
 
 
 def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
-                   percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None
-                   ) -> tuple[list[PodOutcome], Scheduler]:
+                   percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None,
+                   origins: Origins | None = None) -> tuple[list[PodOutcome], Scheduler]:
     """simulate(), and the scheduler it ran (for the report). `warn`: sys.stderr when None (the
     one of the call's time)."""
     if warn is None:
@@ -339,12 +343,22 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     # The kinds plugins of one's own declare they read: documents of that apiVersion and kind,
     # stored under their GroupKind (a PodGroup of scheduling.x-k8s.io is not scheduling.k8s.io's).
     declared = {(k.api_version, k.kind): k.store_key for k in declared_kinds(registry)}
+    admitting = sched.pod_groups_enabled
+    pod_groups = []
     for obj in objects:
         store_key = declared.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
         if store_key is not None:
             sched.on_object(store_key, obj)
+        elif admitting and table_kind(obj) == POD_GROUP:
+            pod_groups.append(obj)  # once every PriorityClass is known
         elif table_kind(obj) in OBJECT_KINDS:
             sched.on_object(str(obj["kind"]), obj)
+    for obj in pod_groups:
+        admitted = admit_pod_group(sched, obj, origins)
+        if admitted is not None:
+            sched.on_object(POD_GROUP, admitted)
+        else:
+            warn.write(f"skipping podgroup: {sched.pod_group_errors[_key(obj)]}\n")
     for obj in objects:
         if obj.get("kind") == "Node" and sched.on_node_add(obj) is None:
             name = (obj.get("metadata") or {}).get("name")
@@ -359,6 +373,22 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
         sched.on_pod_add(obj)
     asyncio.run(_run_settled(sched, clock))
     return [_outcome(key, sched.outcomes.get(key), sched) for key in order], sched
+
+
+def admit_pod_group(sched: Scheduler, obj: Mapping[str, Any], origins: Origins | None = None
+                    ) -> Mapping[str, Any] | None:
+    """The PodGroup as the API server creates it (Priority admission fills its priority from its
+    PriorityClass: priority.PriorityResolver.admit_pod_group, the resolver pods' priorities come
+    from); None when admission refuses it: as in a cluster it does not exist, and its error (where
+    the input gave it, from `origins`) is the scheduler's `pod_group_errors[key]`."""
+    gates = features.current()
+    try:
+        return sched.ctx.objects.priorities.admit_pod_group(
+            obj, preemption_policy_gate=gates.enabled(features.POD_GROUP_PREEMPTION_POLICY))
+    except Refused as exc:
+        where = origins.of(obj) if origins is not None else None
+        sched.pod_group_errors[_key(obj)] = f"{where}: {exc}" if where else str(exc)
+        return None
 
 
 def end_terminating_victims_at_once(sched: Scheduler) -> None:

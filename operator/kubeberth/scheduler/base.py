@@ -68,6 +68,8 @@ class SchedulerBase:
         # simulate reports evicted pods; a long-running operator drops the records of deleted pods.
         self.keep_deleted_records = keep_deleted_records
         self.node_errors: dict[str, str] = {}
+        # PodGroup key -> why it is not in force (malformed; in simulate, refused by admission)
+        self.pod_group_errors: dict[str, str] = {}
         # kind -> the ClusterEvent resource its changes are (the table's, and the kinds the
         # profiles' plugins declare they read: set_profile adds them).
         self.event_resources: dict[str, str] = dict(EVENT_RESOURCES)

@@ -40,6 +40,13 @@ def _raw_assigned(raw: Mapping[str, Any]) -> bool:
     return bool(spec.get("nodeName")) if isinstance(spec, Mapping) else False
 
 
+def _group_key(obj: Mapping[str, Any]) -> str:
+    """A PodGroup's namespace/name as the model keys it (no namespace: default)."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
 class EventHandlers(SchedulerBase):
     """Watch events into the cache and the queue (upstream's eventhandlers.go)."""
 
@@ -334,7 +341,9 @@ class EventHandlers(SchedulerBase):
             pg = PodGroup(obj)
         except ModelError as exc:
             log.warning("ignoring podgroup %s: %s", object_key(obj), exc)
+            self.pod_group_errors[_group_key(obj)] = str(exc)
             return
+        self.pod_group_errors.pop(pg.key, None)
         self.pod_groups.set_pod_group(pg)
         if old is None:
             self.queue.add_pod_group(pg.key, pg.priority)
@@ -344,6 +353,7 @@ class EventHandlers(SchedulerBase):
         self.queue.move_all_to_active_or_backoff(ev.ClusterEvent(ev.POD_GROUP, action), old, obj)
 
     def _on_pod_group_delete(self, key: str) -> None:
+        self.pod_group_errors.pop(key, None)
         self.pod_groups.remove_pod_group(key)
         self.queue.delete_pod_group(key)
 
