@@ -66,13 +66,13 @@ class CostAware(FilterPlugin, ScorePlugin):
     def _wants(self, pod: Pod) -> tuple[Requirement | None, int | None]:
         """The pod's pools (as a Requirement on the node's pool annotation) and maximum cost,
         parsed once per pod."""
-        got = pod.cache.get(self.name)
+        got: tuple[Requirement | None, int | None] | None = pod.cache.get(self.name)
         if got is None:
             pools = [p for p in pod.annotations.get(POOLS, "").split(",") if p]
             req = Requirement(POOL, "In", pools) if pools else None
             raw = pod.annotations.get(MAX_COST, "")
             got = pod.cache[self.name] = (req, int(raw) if raw.isdigit() else None)
-        return got  # type: ignore[no-any-return]
+        return got
 
     # ---- per node ----------------------------------------------------------------------
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
