@@ -36,6 +36,11 @@ class UpdateRefused(Exception):
 
 
 class ClusterClient(Protocol):
+    """What the scheduler asks of the cluster (`handle.client`; None where there is none): bind
+    a pod (raising BindConflict), patch its nominatedNodeName and PodScheduled condition, delete
+    a victim, record an Event, write volumes' and DRA claims' changes, a PodGroup's condition.
+    The operator implements it against the API server, simulate in memory."""
+
     async def bind(self, pod: Pod, node_name: str) -> None: ...
 
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:

@@ -7,6 +7,9 @@ from typing import Protocol
 
 
 class Clock(Protocol):
+    """The time as the scheduler sees it: `now()` in epoch seconds (real time in the operator, a
+    fake clock in tests and simulate; a plugin reads `handle.clock`, never time.time())."""
+
     def now(self) -> float: ...
 
 

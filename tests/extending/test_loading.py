@@ -129,9 +129,10 @@ def test_a_failure_that_names_no_plugin_is_told_with_unknown_names(write: Callab
     (">=1.0,<2", None),
     (">=1.0", None),
     (">=1.1,<2", None),  # 1.1 added the names the in-tree plugins took from private modules
-    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.2"),
-    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.2"),
-    ("<1.1", "plugin 'Pinned' requires kubeberth.framework API <1.1 but this kubeberth has API 1.2"),
+    (">=1.3,<2", None),  # 1.3 added the annotations' masks and node_column
+    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.3"),
+    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.3"),
+    ("<1.1", "plugin 'Pinned' requires kubeberth.framework API <1.1 but this kubeberth has API 1.3"),
     ("one point oh", "plugin 'Pinned': requires_api 'one point oh' is not a version specifier (e.g. \">=1.0,<2\")"),
 ])
 def test_api_version_refusal(write: Callable[[str, str], Path], requires: str, refused: str | None) -> None:

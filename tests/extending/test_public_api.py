@@ -3,6 +3,7 @@ packaged), and it carries a version plugins can pin."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import tomllib
@@ -78,6 +79,59 @@ def test_the_untyped_check_finds_what_is_untyped() -> None:
 
     assert _untyped(f) == ["a", "return"]
     assert _untyped(C) == ["n: y", "n: return"]
+
+
+def _own_docstring(obj: object) -> str | None:
+    """The docstring an exported class or function carries itself (not one inherited, not the
+    signature a dataclass makes up); None for anything else (constants, type aliases)."""
+    if inspect.isclass(obj):
+        doc = vars(obj).get("__doc__")
+        if dataclasses.is_dataclass(obj) and isinstance(doc, str) and doc.startswith(f"{obj.__name__}("):
+            return ""
+        return (doc or "").strip()
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj):
+        return (obj.__doc__ or "").strip()
+    return None
+
+
+def test_every_exported_class_and_function_has_a_docstring() -> None:
+    undocumented = [name for name in api.__all__ if _own_docstring(getattr(api, name)) == ""]
+    assert undocumented == []
+
+
+def test_every_exported_constant_is_described_in_the_package_docstring() -> None:
+    # Constants and type aliases cannot carry a docstring: kubeberth.framework's own describes them.
+    constants = [name for name in api.__all__ if _own_docstring(getattr(api, name)) is None]
+    assert "COL_CPU" in constants and "API_VERSION" in constants
+    doc = api.__doc__ or ""
+    assert [name for name in constants if f"`{name}`" not in doc] == []
+
+
+def test_the_docstring_check_finds_what_is_undocumented() -> None:
+    def documented() -> None:
+        """Documented."""
+
+    def bare() -> None: ...
+
+    class Base:
+        """Documented."""
+
+    class Inherits(Base): ...
+
+    @dataclasses.dataclass
+    class Made:
+        x: int
+
+    assert [_own_docstring(o) for o in (documented, bare, Base, Inherits, Made, 3, "s")] == [
+        "Documented.", "", "Documented.", "", "", None, None]
+
+
+def test_api_1_3_exports_annotations_and_columns_of_ones_own() -> None:
+    assert {"annotations_mask", "annotation_requirement_mask", "node_column"} <= set(api.__all__)
+    assert Version(api.API_VERSION) >= Version("1.3")
+    assert "API 1.3" in (api.__doc__ or "")
+    for name in ("annotations", "raw"):
+        assert name in (api.Node.__doc__ or "") and name in (api.Pod.__doc__ or "")
 
 
 def test_the_readme_documents_every_exported_name() -> None:

@@ -16,7 +16,11 @@ Columns
   (some NoSchedule/NoExecute taint), `prefer_taints` (some PreferNoSchedule taint);
 - labels, per key on first use: `label_codes(key)` (value code + 1 per node, 0 = absent) with
   `label_values(key)` (code -> value); `label_version` changes whenever any node's labels
-  (or the node list) change, so matches cached under it stay valid while it does not.
+  (or the node list) change, so matches cached under it stay valid while it does not;
+- annotations, the same way: `annotation_codes(key)`, `annotation_values(key)`,
+  `annotation_code_of(key, value)`; `annotation_version` changes whenever the node list
+  changes or, once some annotation column was asked for, any node's annotations change;
+- `memo`: a dict the framework's helpers keep their own per-arrays caches in (`node_column`).
 """
 
 from __future__ import annotations
@@ -54,10 +58,14 @@ class _LabelColumn:
 
 
 class NodeArrays:
-    __slots__ = ("_exact", "_labels", "_taint_index", "alloc", "changes", "epoch", "generation",
-                 "hard_taints", "images", "infos", "label_version", "missing", "n", "names", "node_version",
-                 "nodes", "nz", "ports", "pos", "prefer_taints", "req", "scalar", "taint_id", "taint_sets",
-                 "unschedulable")
+    """The snapshot's node state as columns, one row per node (row i is `infos[i]`; `nodes[i]` its
+    Node or None, `names`, `pos` name -> row, `n` rows): see the module docstring for the columns.
+    Read-only for plugins; the snapshot keeps it current."""
+
+    __slots__ = ("_annotations", "_exact", "_labels", "_taint_index", "alloc", "annotation_version", "changes",
+                 "epoch", "generation", "hard_taints", "images", "infos", "label_version", "memo", "missing", "n",
+                 "names", "node_version", "nodes", "nz", "ports", "pos", "prefer_taints", "req", "scalar",
+                 "taint_id", "taint_sets", "unschedulable")
 
     _versions = 0
 
@@ -65,7 +73,10 @@ class NodeArrays:
         self._taint_index: dict[tuple[Any, ...], int] = {(): 0}
         self.taint_sets: list[tuple[Any, ...]] = [()]
         self._labels: dict[str, _LabelColumn] = {}
+        self._annotations: dict[str, _LabelColumn] = {}
+        self.memo: dict[Any, Any] = {}
         self.label_version = self._bump()
+        self.annotation_version = self.label_version
         self.node_version = self.label_version
         self.generation = 0  # bumped on every change (rows or order)
         # Rows updated since the node list was last (re)ordered; a new epoch starts with each
@@ -123,6 +134,7 @@ class NodeArrays:
             self.alloc, self.req, self.nz, self.scalar, self.ports, self.images, self.unschedulable,
             self.missing, self.taint_id, self.hard_taints, self.prefer_taints)
         old_labels = {k: col.codes for k, col in self._labels.items()}
+        old_annotations = {k: col.codes for k, col in self._annotations.items()}
         self._alloc_columns(n)
         new: tuple[np.ndarray, ...] = (
             self.alloc, self.req, self.nz, self.scalar, self.ports, self.images, self.unschedulable,
@@ -134,13 +146,15 @@ class NodeArrays:
         self.names = [ni.name for ni in infos]
         self.pos = {name: i for i, name in enumerate(self.names)}
         self.nodes = [old_nodes[j] if j >= 0 else None for j in perm.tolist()]
-        for key, col in self._labels.items():
-            codes = np.zeros(n, dtype=np.int32)
-            codes[keep] = old_labels[key][src]
-            col.codes = codes
+        for columns, old_codes in ((self._labels, old_labels), (self._annotations, old_annotations)):
+            for key, col in columns.items():
+                codes = np.zeros(n, dtype=np.int32)
+                codes[keep] = old_codes[key][src]
+                col.codes = codes
         for i in fresh:
             self._read(i, infos[i], force_node=True)
         self.label_version = self._bump()
+        self.annotation_version = self.label_version
         self.node_version = self.label_version
         self.generation += 1
         self.epoch = self._bump()
@@ -213,6 +227,13 @@ class NodeArrays:
             for key, col in self._labels.items():
                 col.codes[i] = col.code(labels.get(key))
             self.label_version = self._bump()
+        if self._annotations:
+            # Only once some plugin reads annotation columns: the annotations are parsed lazily.
+            annotations = node.annotations if node is not None else {}
+            if old is None or (node is None) != (old is None) or old.annotations != annotations:
+                for key, col in self._annotations.items():
+                    col.codes[i] = col.code(annotations.get(key))
+                self.annotation_version = self._bump()
 
     def small_values(self, limit: int) -> bool:
         """Every allocatable and requested amount is below `limit` (checked once per generation)."""
@@ -253,3 +274,29 @@ class NodeArrays:
     def label_code_of(self, key: str, value: str) -> int:
         """The code of `value` for `key`, 0 when no node has it."""
         return self._column(key).index.get(value, 0)
+
+    # ---- annotations -----------------------------------------------------------------------
+    def _annotation_column(self, key: str) -> _LabelColumn:
+        col = self._annotations.get(key)
+        if col is None:
+            col = _LabelColumn(self.n)
+            codes = col.codes
+            for i, node in enumerate(self.nodes):
+                if node is not None:
+                    v = node.annotations.get(key)
+                    if v is not None:
+                        codes[i] = col.code(v)
+            self._annotations[key] = col
+        return col
+
+    def annotation_codes(self, key: str) -> np.ndarray:
+        """Per node, the code of its annotation `key`'s value (0: no such annotation)."""
+        return self._annotation_column(key).codes
+
+    def annotation_values(self, key: str) -> list[str]:
+        """code -> value for annotation `key` (index 0 is the absent value)."""
+        return self._annotation_column(key).values
+
+    def annotation_code_of(self, key: str, value: str) -> int:
+        """The code of `value` for annotation `key`, 0 when no node has it."""
+        return self._annotation_column(key).index.get(value, 0)

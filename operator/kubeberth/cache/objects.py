@@ -11,6 +11,7 @@ LOG_MAX = 8192
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
+    """An object's key in the ObjectStore: "namespace/name", or "name" for a cluster-scoped one."""
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))

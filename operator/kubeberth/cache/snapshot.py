@@ -84,6 +84,11 @@ class _TrackedList(list):
 
 
 class Snapshot:
+    """The cycle's NodeInfos (`handle.snapshot`): `node_infos` in the scheduler's order,
+    `get(name)`, `len()`, the lists of nodes with pods that have (anti-)affinity, and
+    `arrays()`, the NodeArrays of the vectorised path. Read-only for plugins: the cache replaces
+    a changed NodeInfo instead of changing it."""
+
     __slots__ = ("_arrays", "_have_anti", "_have_pods_with_affinity", "_node_infos", "by_name", "generation",
                  "placement")
 

@@ -7,14 +7,46 @@ NodeInfos, the object store, the cluster client, waiting pods, the clock, metric
 Node views, cluster events and QueueingHints, the vectorised hooks' node views and helpers,
 the label-selector and resource helpers of the model, ObjectKind for the kinds a plugin reads,
 and the Registry. A plugin needs no other kubeberth module; nothing here changes meaning
-without the major number of API_VERSION changing.
+without the major number of API_VERSION changing. Every class and function exported carries
+its own docstring (`help(kubeberth.framework.Pod)`); the constants are described below.
 
 API 1.1 added what the in-tree plugins still took from private modules (they now import only
 this package too): the model's helpers (node selector terms, pod affinity terms, taint
 toleration, resource names, quantities, label validation), upstream's score normalisation,
 the remaining event resources, and the vectorised path's caches, keys, masks and columns.
-"""
 
+API 1.2 added `PreEnqueuePlugin.pre_enqueue_scope` (a method; no name was added).
+
+API 1.3 added the whole Node and Pod: `Node.annotations` and `Pod.annotations` (str -> str, as
+`labels`; read on first use) and `raw` documented as the read-only escape hatch (with `cache`
+for what a plugin parses of it); for the vectorised hooks, the nodes' annotations as columns
+(`NodeArrays.annotation_codes` / `annotation_values` / `annotation_code_of`, `annotation_version`)
+and masks (`annotations_mask`, `annotation_requirement_mask`), and `node_column(nodes, key, fn)`,
+a plugin's own per-node column computed once per Node object and kept with the snapshot
+(`MaskCache` now also follows annotation changes). Nothing changed meaning or went.
+
+Constants (names without a docstring of their own):
+
+- `API_VERSION`: this API's version, "major.minor" (a plugin pins it with `requires_api`).
+- `EXTENSION_POINTS`: the profile's extension point name (`filter`, `score`, ...) -> the base
+  class a plugin subclasses to be enabled there.
+- `MIN_NODE_SCORE`, `MAX_NODE_SCORE`: the range of a normalised score (0 and 100).
+- Event resources, the `resource` of a `ClusterEvent`: `POD` (any pod), `ASSIGNED_POD` (a pod
+  bound to a node), `UNSCHEDULED_POD` (a pod not bound yet, other than the one concerned),
+  `TARGET_POD` (the pending pod itself, when it is updated), `NODE`, `NAMESPACE`,
+  `PERSISTENT_VOLUME`, `PERSISTENT_VOLUME_CLAIM`, `STORAGE_CLASS`, `CSI_NODE`, `CSI_DRIVER`,
+  `CSI_STORAGE_CAPACITY`, `VOLUME_ATTACHMENT`, `RESOURCE_CLAIM`, `RESOURCE_SLICE`, `DEVICE_CLASS`,
+  `POD_GROUP` (upstream's resource strings), and `WILDCARD` ("*", every resource).
+- `NsLabels`: the type of a function giving a namespace's labels by its name
+  (`Callable[[str], Mapping[str, str]]`, for `AffinityTerm.matches`).
+- `POD_GROUP_STATES`: the key of the scheduler's `PodGroupStates` in the handle's shared indexes.
+- Resource names: `CPU`, `MEMORY`, `EPHEMERAL_STORAGE` ("cpu", "memory", "ephemeral-storage").
+- Taint effects: `NO_SCHEDULE`, `PREFER_NO_SCHEDULE`, `NO_EXECUTE`.
+- `OBJECT_NAME_FIELD`: "metadata.name", the one field a node selector term's matchFields names.
+- Resource columns of `NodeArrays.alloc` / `req` (int64, one row per node): `COL_CPU` (milli-CPU),
+  `COL_MEM` (bytes), `COL_EPH` (ephemeral storage, bytes), `COL_PODS` (allowed pods in `alloc`,
+  pods on the node in `req`); `nz[:, COL_CPU]`, `nz[:, COL_MEM]` are the non-zero requests.
+"""
 from ..cache.node_arrays import CPU as COL_CPU
 from ..cache.node_arrays import EPH as COL_EPH
 from ..cache.node_arrays import MEM as COL_MEM
@@ -127,12 +159,15 @@ from .vector import (
     MaskCache,
     NodeView,
     RowCache,
+    annotation_requirement_mask,
+    annotations_mask,
     arrays_for,
     default_normalize_all,
     is_zero_scores,
     label_selector_key,
     labels_mask,
     name_field_mask,
+    node_column,
     required_node_affinity_mask,
     requirement_key,
     requirement_mask,
@@ -179,3 +214,5 @@ __all__ += ["POD_GROUP", "POD_GROUP_STATES", "PodGroup", "PodGroupStates"]
 # The pod-group cycle's placements (TopologyAwareWorkloadScheduling), API 1.1.
 __all__ += ["Placement", "PlacementGeneratePlugin", "PlacementScore", "PlacementScorePlugin", "PodGroupAssignments",
             "ProposedAssignment"]
+# The whole Node and Pod, API 1.3: the nodes' annotations as masks, and columns of one's own.
+__all__ += ["annotation_requirement_mask", "annotations_mask", "node_column"]

@@ -6,6 +6,9 @@ from typing import Any, Protocol
 
 
 class StateData(Protocol):
+    """A value kept in a CycleState that preemption's dry runs copy with `clone()` (state that
+    AddPod/RemovePod change implements it)."""
+
     def clone(self) -> StateData: ...
 
 

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 
 
 class Handle(Protocol):
+    """What a plugin may ask of its framework, handed to `__init__(self, args, handle)`:
+    the cycle's `snapshot` of NodeInfos, the `objects` store (other kinds), the `client`,
+    `waiting_pods`, `nominator`, `clock`, `rng`, `metrics`, `shared_indexes`, `plugin(name)`,
+    `lookup_pod` / `list_pods` / `activate`, the extenders, whether the cycle `vectorise`s, and
+    the runners preemption uses (`run_filter`, ...)."""
+
     @property
     def scheduler_name(self) -> str: ...
 

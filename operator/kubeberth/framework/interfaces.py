@@ -68,6 +68,9 @@ class Plugin:
 
 
 class QueueSortPlugin(Plugin):
+    """Orders the scheduling queue: `less(a, b)` is whether `a` pops before `b`. A profile has
+    exactly one (PrioritySort by default)."""
+
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         raise NotImplementedError
 
@@ -105,6 +108,13 @@ class PreFilterExtensions:
 
 
 class PreFilterPlugin(Plugin):
+    """Runs once per pod before Filter: `pre_filter(state, pod, nodes)` returns (PreFilterResult
+    or None, Status or None). It computes what Filter reads (into the CycleState, under the
+    plugin's name), may narrow the nodes to consider (`PreFilterResult(node_names)`), rejects
+    the pod with an unschedulable Status, or returns `Status.skip()` when it has nothing to do
+    for the pod (its Filter is then not called). `pre_filter_extensions()`: the
+    PreFilterExtensions that keep that state right when preemption adds or removes pods."""
+
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
         raise NotImplementedError
@@ -114,6 +124,11 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
+    """Decides whether the pod fits a node: `filter(state, pod, node_info)` returns None (fits)
+    or `Status.unschedulable(reason)` / `Status.unresolvable(reason)` (no preemption can help).
+    `filter_all` and `filter_statuses` are the optional vectorised forms
+    (kubeberth.framework.vector's contract)."""
+
     def filter_all(self, state: CycleState, pod: Pod, nodes: NodeView | AllNodes) -> np.ndarray | None:
         """True where `filter` would pass, for every node of `nodes` at once; None: per node."""
         return None
@@ -129,12 +144,20 @@ class FilterPlugin(Plugin):
 
 
 class PostFilterPlugin(Plugin):
+    """Runs when no node fits the pod (DefaultPreemption): `post_filter(state, pod, statuses)`, a
+    coroutine given each node's Status, returns (PostFilterResult naming the node the pod is
+    nominated to, or None; Status)."""
+
     async def post_filter(self, state: CycleState, pod: Pod,
                           statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
         raise NotImplementedError
 
 
 class PreScorePlugin(Plugin):
+    """Runs once per pod before Score, over the nodes that passed Filter: `pre_score(state, pod,
+    nodes)` computes what Score reads into the CycleState; `Status.skip()` when the plugin has
+    nothing to score for the pod (its Score is then not called)."""
+
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         raise NotImplementedError
 
@@ -187,6 +210,10 @@ class ScorePlugin(Plugin):
 
 
 class ReservePlugin(Plugin):
+    """`reserve(state, pod, node_name)` when the pod is assumed on its chosen node;
+    `unreserve(state, pod, node_name)` when a later step fails (called for every Reserve plugin,
+    in reverse order, even those whose reserve did not run: it must be idempotent)."""
+
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         raise NotImplementedError
 
@@ -195,12 +222,20 @@ class ReservePlugin(Plugin):
 
 
 class PermitPlugin(Plugin):
+    """The last step of the scheduling cycle: `permit(state, pod, node_name)` returns (Status,
+    timeout seconds); a Wait status holds the pod (a WaitingPod in `handle.waiting_pods`) until
+    the plugin allows or rejects it, or the timeout rejects it."""
+
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
         """Returns (status, timeout seconds). A Wait status parks the pod until allowed."""
         raise NotImplementedError
 
 
 class PreBindPlugin(Plugin):
+    """Runs in the binding cycle before Bind: `pre_bind(state, pod, node_name)` (a coroutine)
+    does what the binding needs first (volumes, claims); `pre_bind_pre_flight` says beforehand
+    whether it will do anything."""
+
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Whether PreBind will do anything for the pod: Skip if not (its PreBind is then not
         called), success if it will (the scheduler then sets the pod's nominatedNodeName first,
@@ -212,11 +247,17 @@ class PreBindPlugin(Plugin):
 
 
 class BindPlugin(Plugin):
+    """Binds the pod to its node: `bind(state, pod, node_name)` (a coroutine); `Status.skip()`
+    leaves it to the next Bind plugin (DefaultBinder by default)."""
+
     async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         raise NotImplementedError
 
 
 class PostBindPlugin(Plugin):
+    """`post_bind(state, pod, node_name)` after the pod was bound (informational: nothing it
+    returns changes the outcome)."""
+
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         raise NotImplementedError
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 # The version of the public plugin surface (`kubeberth.framework.__all__`). The minor number
 # grows when names are added; the major number when a name changes or goes. A plugin pins the
 # versions it was written for with `requires_api = ">=1.0,<2"` (a PEP 440 specifier).
-API_VERSION = "1.2"
+API_VERSION = "1.3"
 
 
 @dataclass(frozen=True)

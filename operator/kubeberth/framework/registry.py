@@ -12,7 +12,8 @@ from .interfaces import Plugin
 
 
 class RegistryError(ValueError):
-    pass
+    """A plugin that cannot be registered or found: no name, a name already taken, an unknown
+    name or alias."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ IN_TREE = "in-tree"
 
 @dataclass(frozen=True)
 class PluginSpec:
+    """A registered plugin: its `name`, class `cls`, `args_model`, an optional `factory`
+    (args, handle) -> plugin used instead of the class, and `origin` (in-tree, a distribution,
+    a path, a module); `build(args, handle)` makes one, `points()` names its extension points."""
+
     name: str
     cls: type[Plugin]
     args_model: type[BaseModel] | None = None

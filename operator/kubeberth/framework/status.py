@@ -6,6 +6,12 @@ from enum import IntEnum
 
 
 class Code(IntEnum):
+    """A Status's code, upstream's framework.Code (`upstream_name` is its name there): SUCCESS,
+    ERROR, UNSCHEDULABLE, UNSCHEDULABLE_AND_UNRESOLVABLE (no preemption can help on that node),
+    WAIT (Permit holds the pod), SKIP (PreFilter / PreScore: the plugin has nothing to do for the
+    pod; Bind: another bind plugin decides), PENDING (the pod waits for something outside the
+    scheduler, and is retried only when an event says it came)."""
+
     SUCCESS = 0
     ERROR = 1
     UNSCHEDULABLE = 2
@@ -112,6 +118,7 @@ def filter_failure(plugin: str, status: Status) -> Status:
 
 
 def is_success(status: Status | None) -> bool:
+    """Whether `status` is a success (None is one)."""
     return status is None or status.code == Code.SUCCESS
 
 

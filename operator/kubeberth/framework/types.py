@@ -16,6 +16,9 @@ MAX_TOTAL_SCORE = 2**63 - 1
 
 
 class NodeScore:
+    """A node's score from one Score plugin (`name`, `score`); `normalize_score` rescales a list
+    of them in place."""
+
     __slots__ = ("name", "score")
 
     def __init__(self, name: str, score: int) -> None:
@@ -135,6 +138,9 @@ class PreFilterResult:
 
 
 class PostFilterResult:
+    """What a PostFilter plugin returns with a success: the node the pod is nominated to
+    (`nominated_node_name`, "" for none)."""
+
     __slots__ = ("nominated_node_name",)
 
     def __init__(self, nominated_node_name: str = "") -> None:
@@ -164,6 +170,10 @@ class NodeToStatus:
 
 
 class Diagnosis:
+    """Why no node fits a pod (upstream's framework.Diagnosis): each rejected node's Status
+    (`node_to_status`), the plugins that rejected it (`unschedulable_plugins`) or made it wait
+    (`pending_plugins`), and PreFilter's / PostFilter's messages."""
+
     __slots__ = ("node_to_status", "pending_plugins", "post_filter_msg", "pre_filter_msg",
                  "unschedulable_plugins")
 

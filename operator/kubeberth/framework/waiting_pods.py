@@ -10,6 +10,9 @@ from .status import Code, Status
 
 
 class WaitingPod:
+    """A pod a Permit plugin holds (Code.WAIT) until every plugin that waits on it `allow`s it,
+    one `reject`s it, or a plugin's timeout passes; `pending_plugins()` still wait."""
+
     def __init__(self, pod: Pod, plugin_timeouts: dict[str, float],
                  loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.pod = pod

@@ -40,6 +40,7 @@ def qualified_name_errors(key: str) -> list[str]:
 
 
 def label_value_errors(value: str) -> list[str]:
+    """Upstream's IsValidLabelValue: the problems of `value` as a label value ([] when valid)."""
     errs = []
     if len(value) > 63:
         errs.append("must be no more than 63 characters")

@@ -28,6 +28,11 @@ def parse_time(raw: Any) -> float | None:
         raise ModelError(f"invalid timestamp {raw!r}") from exc
 
 
+def string_map(raw: Mapping[Any, Any] | None) -> dict[str, str]:
+    """A metadata map (labels, annotations) as str -> str; {} for None."""
+    return {str(k): str(v) for k, v in raw.items()} if raw else {}
+
+
 _REQUESTS_MEMO: dict[str, tuple[Resource, Resource]] = {}
 _REQUESTS_MEMO_LIMIT = 4096
 
@@ -54,6 +59,9 @@ def _requests(spec: Mapping[str, Any]) -> tuple[Resource, Resource]:
 
 
 class HostPort:
+    """A host port a container of the pod uses: `host_ip` ("0.0.0.0" when none is given),
+    `protocol` ("TCP" by default) and `port`; `conflicts(other)` as upstream's HostPortInfo."""
+
     __slots__ = ("host_ip", "port", "protocol")
 
     def __init__(self, host_ip: str, protocol: str, port: int) -> None:
@@ -71,15 +79,24 @@ class HostPort:
 
 
 class Pod:
-    """Everything the scheduler reads from a Pod object.
+    """Everything the scheduler reads from a Pod object, parsed once and shared by every plugin
+    (read-only: nothing may change it).
 
-    `raw` is the object as received; plugins needing rarer fields read it and
-    may cache their parse in `cache` (keyed by plugin name).
+    Identity `name`, `namespace`, `key` ("namespace/name"), `uid`; `labels` and `annotations`
+    (metadata's, str -> str; the annotations are read on first use); `priority`, `requests` and
+    `non_zero_requests` (`Resource`), `tolerations`, `node_selector`, `required_node_selector`,
+    `preferred_node_terms`, `affinity`, `host_ports`, `images`, `node_name`, `phase`,
+    `scheduling_gates`, `pod_group_name`, and the rest of the slots below.
+
+    `raw` is the escape hatch: the object as received (a mapping, read-only: never change it, it
+    is shared with the cache and the other plugins), for fields no attribute carries. A plugin
+    that parses something of it keeps the result in `cache` (a dict, keyed by the plugin's name),
+    so that it is parsed once per pod, not once per node.
     """
 
     __slots__ = (
-        "affinity", "cache", "creation_timestamp", "deletion_timestamp", "generation", "host_ports", "images",
-        "key", "labels", "name", "namespace", "node_name", "node_selector", "nominated_node_name",
+        "_annotations", "affinity", "cache", "creation_timestamp", "deletion_timestamp", "generation", "host_ports",
+        "images", "key", "labels", "name", "namespace", "node_name", "node_selector", "nominated_node_name",
         "non_zero_requests", "owner_kinds", "phase", "pod_group_key", "pod_group_name", "preemption_policy",
         "preferred_node_terms", "priority", "priority_class_name", "raw", "requests", "required_node_selector",
         "scheduler_name", "scheduling_gates", "seq", "spec", "start_time", "tolerations", "uid",
@@ -111,6 +128,10 @@ class Pod:
             raise ModelError(f"metadata.generation {generation!r} is not a non-negative integer", obj=where)
         self.generation: int = generation
         self.labels: dict[str, str] = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        annotations = meta.get("annotations")
+        if annotations is not None and type(annotations) is not dict and not isinstance(annotations, Mapping):
+            raise ModelError("metadata.annotations must be a mapping", obj=where)
+        self._annotations: dict[str, str] | None = None
         self.owner_kinds = tuple(str(o.get("kind", "")) for o in meta.get("ownerReferences") or [])
         try:
             self.creation_timestamp = parse_time(meta.get("creationTimestamp"))
@@ -172,6 +193,15 @@ class Pod:
                 for t in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
         except ModelError as exc:
             raise ModelError(str(exc), field="spec.affinity.nodeAffinity") from exc
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        """metadata.annotations (str -> str; empty when none), parsed on first read: most pods'
+        annotations are never asked for. Read-only, as `labels`."""
+        parsed = self._annotations
+        if parsed is None:
+            parsed = self._annotations = string_map((self.raw.get("metadata") or {}).get("annotations"))
+        return parsed
 
     @property
     def is_assigned(self) -> bool:

@@ -33,7 +33,7 @@ _PATTERN = re.compile(
 
 
 class QuantityError(ModelError):
-    pass
+    """A resource quantity that cannot be parsed (parse_quantity, quantity_value, milli_value)."""
 
 
 @lru_cache(maxsize=4096)

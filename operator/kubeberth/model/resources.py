@@ -46,6 +46,10 @@ def is_scalar_resource(name: str) -> bool:
 
 
 class Resource:
+    """An amount of resources (upstream's framework.Resource): `milli_cpu`, `memory`,
+    `ephemeral_storage` (bytes), `allowed_pod_number`, and `scalar` (extended resources,
+    hugepages, ...: name -> integer amount); `get(name)`, `add`, `sub`, `from_list(dict)`."""
+
     __slots__ = ("allowed_pod_number", "ephemeral_storage", "memory", "milli_cpu", "scalar")
 
     def __init__(self, milli_cpu: int = 0, memory: int = 0, ephemeral_storage: int = 0,

@@ -191,6 +191,8 @@ class NodeSelector:
 
 
 class PreferredTerm:
+    """A preferred node affinity term: a NodeSelectorTerm `term` and its `weight` (1-100)."""
+
     __slots__ = ("term", "weight")
 
     def __init__(self, weight: int, term: NodeSelectorTerm) -> None:

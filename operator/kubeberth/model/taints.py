@@ -13,6 +13,8 @@ _EFFECTS = {NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE}
 
 
 class Taint:
+    """A node's taint: `key`, `value`, `effect` (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)."""
+
     __slots__ = ("effect", "key", "value")
 
     def __init__(self, key: str, value: str, effect: str) -> None:
@@ -41,6 +43,10 @@ class Taint:
 
 
 class Toleration:
+    """A pod's toleration: `key` ("" with Exists: every key), `operator` (Equal, Exists),
+    `value`, `effect` ("" : every effect), `toleration_seconds`; `tolerates(taint)` as upstream's
+    ToleratesTaint."""
+
     __slots__ = ("effect", "key", "operator", "toleration_seconds", "value")
 
     def __init__(self, key: str = "", operator: str = "Equal", value: str = "", effect: str = "",
@@ -75,6 +81,7 @@ class Toleration:
 
 
 def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
+    """Whether some toleration of `tolerations` tolerates `taint`."""
     return any(t.tolerates(taint) for t in tolerations)
 
 

@@ -14,11 +14,21 @@ A plugin may implement, next to its per-node methods:
 
 They must decide exactly as the per-node methods do; tests/framework/test_vectorised.py
 compares both paths on random clusters and pods.
+
+What they read: `nodes.arrays` (the snapshot's NodeArrays: resource columns, label and
+annotation columns, taints; `nodes.take(column)` restricts a whole-snapshot column to the view),
+masks built from those (`labels_mask`, `selector_mask`, `requirement_mask`, `annotations_mask`,
+`annotation_requirement_mask`, ...), and columns of one's own: `node_column(nodes, key, fn)`
+computes `fn(node)` once per Node object and keeps it with the snapshot across cycles;
+`RowCache` does the same for functions of a NodeInfo (its pods too), `MaskCache` keeps masks
+while no node's labels or annotations change.
 """
 
-from .caches import MaskCache, RowCache
+from .caches import MaskCache, RowCache, node_column
 from .masks import (
     OBJECT_NAME_FIELD,
+    annotation_requirement_mask,
+    annotations_mask,
     label_selector_key,
     labels_mask,
     name_field_mask,
@@ -41,12 +51,15 @@ __all__ = [
     "NodeView",
     "RowCache",
     "ScoreTable",
+    "annotation_requirement_mask",
+    "annotations_mask",
     "arrays_for",
     "default_normalize_all",
     "is_zero_scores",
     "label_selector_key",
     "labels_mask",
     "name_field_mask",
+    "node_column",
     "required_node_affinity_mask",
     "requirement_key",
     "requirement_mask",

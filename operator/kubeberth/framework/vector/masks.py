@@ -12,13 +12,27 @@ from ...model import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from ...model.selectors import _parse_int64
 from ...model.taints import find_untolerated
 
+# The one field a node selector term's matchFields may name.
 OBJECT_NAME_FIELD = "metadata.name"
 
 
-def _lut_mask(arrays: NodeArrays, key: str, when_absent: bool, pick: Any) -> np.ndarray:
+class _Columns:
+    """The label columns of a NodeArrays, or its annotation columns, under one interface."""
+
+    __slots__ = ("code_of", "codes", "values")
+
+    def __init__(self, arrays: NodeArrays, annotations: bool) -> None:
+        if annotations:
+            self.codes, self.values, self.code_of = (
+                arrays.annotation_codes, arrays.annotation_values, arrays.annotation_code_of)
+        else:
+            self.codes, self.values, self.code_of = arrays.label_codes, arrays.label_values, arrays.label_code_of
+
+
+def _lut_mask(cols: _Columns, key: str, when_absent: bool, pick: Any) -> np.ndarray:
     """A per-node mask from a per-value verdict: `pick(value) -> bool` for each known value."""
-    codes = arrays.label_codes(key)
-    values = arrays.label_values(key)
+    codes = cols.codes(key)
+    values = cols.values(key)
     lut = np.empty(len(values), dtype=bool)
     lut[0] = when_absent
     for c in range(1, len(values)):
@@ -27,21 +41,20 @@ def _lut_mask(arrays: NodeArrays, key: str, when_absent: bool, pick: Any) -> np.
     return result
 
 
-def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
-    """Requirement.matches(node labels) for every node."""
+def _requirement_mask(arrays: NodeArrays, r: Requirement, cols: _Columns) -> np.ndarray:
     n = arrays.n
     if r.invalid:
         return np.zeros(n, dtype=bool)
     op = r.operator
     if op == "Exists" or op == "DoesNotExist":
-        present: np.ndarray = arrays.label_codes(r.key) != 0
+        present: np.ndarray = cols.codes(r.key) != 0
         return present if op == "Exists" else ~present
     if op == "In" or op == "NotIn":
-        codes = arrays.label_codes(r.key)
-        size = len(arrays.label_values(r.key))
+        codes = cols.codes(r.key)
+        size = len(cols.values(r.key))
         lut = np.zeros(size, dtype=bool) if op == "In" else np.ones(size, dtype=bool)
         for v in r.values:
-            c = arrays.label_code_of(r.key, v)
+            c = cols.code_of(r.key, v)
             if c:
                 lut[c] = op == "In"
         matched: np.ndarray = lut[codes]
@@ -56,7 +69,17 @@ def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
         def pick(v: str) -> bool:
             have = _parse_int64(v)
             return have is not None and have < bound
-    return _lut_mask(arrays, r.key, False, pick)
+    return _lut_mask(cols, r.key, False, pick)
+
+
+def requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
+    """Requirement.matches(node labels) for every node."""
+    return _requirement_mask(arrays, r, _Columns(arrays, False))
+
+
+def annotation_requirement_mask(arrays: NodeArrays, r: Requirement) -> np.ndarray:
+    """Requirement.matches(node.annotations) for every node (a node-less row has none)."""
+    return _requirement_mask(arrays, r, _Columns(arrays, True))
 
 
 def name_field_mask(arrays: NodeArrays, f: Requirement) -> np.ndarray:
@@ -109,6 +132,17 @@ def labels_mask(arrays: NodeArrays, labels: Mapping[str, str]) -> np.ndarray:
     return mask
 
 
+def annotations_mask(arrays: NodeArrays, annotations: Mapping[str, str]) -> np.ndarray:
+    """Every node whose annotations include all of `annotations` (key and value)."""
+    mask = np.ones(arrays.n, dtype=bool)
+    for k, v in annotations.items():
+        c = arrays.annotation_code_of(k, v)
+        if not c:
+            return np.zeros(arrays.n, dtype=bool)
+        mask &= arrays.annotation_codes(k) == c
+    return mask
+
+
 def label_selector_key(selector: LabelSelector | None) -> tuple[Any, ...] | None:
     """A hashable form of a LabelSelector: equal keys, equal matches."""
     if selector is None:
@@ -140,14 +174,17 @@ def required_node_affinity_mask(arrays: NodeArrays, node_selector: Mapping[str, 
 
 
 def requirement_key(r: Requirement) -> tuple[Any, ...]:
+    """A hashable form of a Requirement (to key a MaskCache by): equal keys, equal matches."""
     return (r.key, r.operator, tuple(sorted(r.values)), r.int_value, r.invalid)
 
 
 def term_key(t: NodeSelectorTerm) -> tuple[Any, ...]:
+    """A hashable form of a NodeSelectorTerm: equal keys, equal matches."""
     return (tuple(requirement_key(r) for r in t.requirements), tuple(requirement_key(f) for f in t.fields))
 
 
 def selector_key(selector: NodeSelector | None) -> tuple[Any, ...] | None:
+    """A hashable form of a NodeSelector (None for None): equal keys, equal matches."""
     if selector is None:
         return None
     return tuple(term_key(t) for t in selector.terms)
