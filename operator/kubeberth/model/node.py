@@ -8,6 +8,7 @@ from typing import Any
 from .errors import ModelError
 from .pod import string_map
 from .resources import Resource
+from .shape import NODE_SHAPE, malformed_field
 from .taints import Taint
 
 
@@ -42,6 +43,18 @@ class Node:
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if not isinstance(raw, Mapping):
             raise ModelError(f"node {raw!r} is not a mapping")
+        try:
+            self._parse(raw)
+        except ModelError:
+            raise
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            # A field of an unexpected type (model/shape.py): named, the other nodes go on.
+            meta = raw.get("metadata")
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            raise ModelError(malformed_field(raw, NODE_SHAPE) or f"malformed ({type(exc).__name__}: {exc})",
+                             obj=f"node {name}") from exc
+
+    def _parse(self, raw: Mapping[str, Any]) -> None:
         meta = raw.get("metadata") or {}
         self.name = str(meta.get("name") or "")
         if not self.name:

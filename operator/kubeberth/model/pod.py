@@ -9,6 +9,7 @@ from typing import Any
 from .errors import ModelError
 from .resources import Resource, pod_requests
 from .selectors import NodeSelector, PreferredTerm
+from .shape import POD_SHAPE, malformed_field
 from .taints import Toleration
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -105,6 +106,20 @@ class Pod:
     def __init__(self, raw: Mapping[str, Any], *, seq: int = 0) -> None:
         if not isinstance(raw, Mapping):
             raise ModelError(f"pod {raw!r} is not a mapping")
+        try:
+            self._parse(raw, seq)
+        except ModelError:
+            raise
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            # A field of an unexpected type the parse does not check itself (the API server's
+            # schema would have refused it): named, so that this pod is skipped and the others go on.
+            meta = raw.get("metadata")
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            namespace = (meta.get("namespace") if isinstance(meta, Mapping) else None) or "default"
+            raise ModelError(malformed_field(raw, POD_SHAPE) or f"malformed ({type(exc).__name__}: {exc})",
+                             obj=f"pod {namespace}/{name}") from exc
+
+    def _parse(self, raw: Mapping[str, Any], seq: int) -> None:
         meta = raw.get("metadata") or {}
         self.name = str(meta.get("name") or "")
         self.namespace = str(meta.get("namespace") or "default")
