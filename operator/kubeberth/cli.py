@@ -286,6 +286,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; a reader of its output that goes away early ends it quietly (pipes.py)."""
+    from .pipes import guard_stdout
+
+    return guard_stdout(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["convert-policy"]:
         from .convert_policy import main as convert_main

@@ -15,10 +15,10 @@ import sys
 
 def main() -> int:
     if sys.argv[1:] == ["--version"]:
+        from .pipes import guard_stdout
         from .version import version_text
 
-        print(version_text())
-        return 0
+        return guard_stdout(lambda: print(version_text()) or 0)
     if sys.argv[1:2] == ["run"]:
         from . import lazy_client
         from .operator import collector
