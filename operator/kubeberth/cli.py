@@ -146,9 +146,11 @@ def _set_gates(args: argparse.Namespace, command: str) -> bool:
 
 
 def _add_feature_gates(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    from .features import KUBE_SCHEDULER_VERSION
+
     parser.add_argument("--feature-gates", dest="feature_gates", action="append", metavar="NAME=BOOL,...",
-                        help="kube-scheduler's feature gates (v1.37.2's names, defaults and dependencies), e.g. "
-                             "GenericWorkload=true; may be repeated")
+                        help=f"kube-scheduler's feature gates ({KUBE_SCHEDULER_VERSION}'s names, defaults and "
+                             "dependencies), e.g. GenericWorkload=true; may be repeated")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -191,8 +193,21 @@ def _plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """--version, its lines as version.py writes them (argparse's own action would join them)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from .version import version_text
+
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubeberth", description="A Kubernetes scheduler run as a kopf operator.")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print kubeberth's version, the plugin API's and the kube-scheduler release it follows")
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="run the scheduler offline on YAML dumps of a cluster",
                          description="Schedule the pending pods of one or more YAML files "
@@ -272,6 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; a reader of its output that goes away early ends it quietly (pipes.py)."""
+    from .pipes import guard_stdout
+
+    return guard_stdout(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["convert-policy"]:
         from .convert_policy import main as convert_main

@@ -19,6 +19,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 
+# The kube-scheduler release whose behaviour kubeberth reproduces (the one source of truth: its
+# gates are features_v1_37.json, tools/k8s/go.mod pins the same k8s.io/kubernetes, and
+# `kubeberth --version` prints it as kube-scheduler's own --version does).
+KUBE_SCHEDULER_VERSION = "v1.37.2"
+
 GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 POD_GROUP_PREEMPTION_POLICY = "PodGroupPreemptionPolicy"
@@ -148,15 +153,15 @@ class FeatureGates:
         if moved:
             listed = ", ".join(f"{n}={str(self._enabled[n]).lower()}" for n in moved)
             raise FeatureGateError(
-                f"kubeberth does not implement feature gate(s) {listed} (kube-scheduler v1.37.2 knows them; "
-                f"kubeberth can only leave them at their defaults); gates kubeberth implements: "
+                f"kubeberth does not implement feature gate(s) {listed} (kube-scheduler {KUBE_SCHEDULER_VERSION} "
+                f"knows them; kubeberth can only leave them at their defaults); gates kubeberth implements: "
                 f"{', '.join(sorted(IMPLEMENTED))}")
 
     def enabled(self, name: str) -> bool:
         try:
             return self._enabled[name]
         except KeyError:
-            raise KeyError(f"feature gate {name!r} is not known to kube-scheduler v1.37.2") from None
+            raise KeyError(f"feature gate {name!r} is not known to kube-scheduler {KUBE_SCHEDULER_VERSION}") from None
 
     @property
     def generic_workload(self) -> bool:

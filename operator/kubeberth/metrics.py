@@ -213,6 +213,13 @@ class SchedulerMetrics:
             "Number of API requests refused with 403 Forbidden, by RBAC verb and resource (as `kubectl auth "
             "can-i` names it, e.g. create pods/binding): a permission the scheduler's credentials lack.",
             ["verb", "resource"], registry=r)
+        # kubeberth's own: plugins' exceptions (framework/isolation.py logs one traceback per kind).
+        self.plugin_errors_total = Counter(
+            "kubeberth_plugin_errors_total",
+            "Number of exceptions raised by plugins, by plugin and extension point. Each fails the "
+            "attempt it was raised in (at Unreserve, PostBind and QueueSort it is logged and ignored).",
+            ["plugin", "extension_point"], registry=r)
+        self._plugin_errors: dict[tuple[str, str], Any] = {}  # (plugin, point) -> its series
         if features.current().generic_workload:  # registered with GenericWorkload only, as upstream
             self._pod_group_metrics(r)
         self.generated_placements_total: Counter | None = None
@@ -406,6 +413,14 @@ class SchedulerMetrics:
         """Calls of each (plugin, extension point) since the last report."""
         for (plugin, point), n in counts.items():
             self.plugin_evaluation_total.labels(plugin=plugin, extension_point=point, profile=profile).inc(n)
+
+    def plugin_error(self, plugin: str, point: str) -> None:
+        """A plugin raised at `point` (every time; the log has one traceback per kind)."""
+        series = self._plugin_errors.get((plugin, point))
+        if series is None:
+            series = self._plugin_errors[(plugin, point)] = self.plugin_errors_total.labels(
+                plugin=plugin, extension_point=point)
+        series.inc()
 
     def api_forbidden(self, verb: str, resource: str) -> None:
         self.api_forbidden_total.labels(verb=verb, resource=resource).inc()

@@ -77,6 +77,7 @@ async def test_the_operator_serves_metrics_and_liveness(cluster, start_operator)
     assert 'scheduler_framework_extension_point_duration_seconds_count{extension_point="PreFilter"' in body
     assert "scheduler_pod_scheduling_sli_duration_seconds_bucket" in body
     assert "scheduler_preemption_attempts_total" in body
+    assert "# TYPE kubeberth_plugin_errors_total counter" in body  # kubeberth's own, framework/isolation.py
     async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{liveness}/healthz") as r:
         assert r.status == 200
         health = await r.json()
@@ -240,6 +241,7 @@ def test_every_metric_has_upstreams_type_labels_and_buckets() -> None:
     m.inflight_events({"PodPopped": 1})
     m.queue_incoming_pod("active", "NodeAdd")
     m.plugin_evaluations("p", {("X", "Filter"): 1})
+    m.plugin_error("X", "Score")
     seen = {}
     for family in m.registry.collect():
         name = family.name + ("_total" if family.type == "counter" else "")
@@ -256,6 +258,7 @@ def test_every_metric_has_upstreams_type_labels_and_buckets() -> None:
     want = {name: (kind, sorted(labels), buckets) for name, (kind, labels, buckets) in UPSTREAM.items()}
     # kubeberth's own metrics (kubeberth_*) have no upstream counterpart; every other one must match.
     assert seen.pop("kubeberth_api_forbidden_total") == ("counter", [], None)  # no sample yet: no labels
+    assert seen.pop("kubeberth_plugin_errors_total") == ("counter", ["extension_point", "plugin"], None)
     assert set(seen) == set(want)
     for name, (kind, labels, buckets) in want.items():
         got_kind, got_labels, got_buckets = seen[name]

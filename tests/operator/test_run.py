@@ -92,3 +92,33 @@ async def test_the_command_schedules_and_stops_on_sigterm(cluster):
             proc.kill()
             await proc.wait()
     assert proc.returncode == 0, out.decode()
+
+
+async def test_each_profile_message_is_logged_once(cluster):
+    """The operator writes a profile's status, and the watch brings the object back (the relist
+    too): its verdict is announced once, not again on each return."""
+    api = cluster.api
+    api.create("nodes", make_node("n1"))
+    api.create("pods", make_pod("p"))
+    for name, spec in (("mine", {"schedulerName": "mine"}),
+                       ("bad", {"schedulerName": "bad", "plugins": {"score": {"enabled": [{"name": "Nope"}]}}})):
+        api.create("schedulingprofiles", {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile",
+                                          "metadata": {"name": name}, "spec": spec})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kubeberth.cli", "run", "--server", cluster.url,
+        "--metrics-port", str(free_port()), "--metrics-host", "127.0.0.1", "--metrics-insecure", "--seed", "1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        await wait_for(lambda: events_for(api, "p", "Scheduled"), timeout=30)
+        # Both statuses written (and so watched back) before the operator stops.
+        await wait_for(lambda: all((api.get("schedulingprofiles", n) or {}).get("status") for n in ("mine", "bad")),
+                       timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    lines = out.decode().splitlines()
+    assert sum("SchedulingProfile mine is in force for mine" in line for line in lines) == 1, lines
+    assert sum("SchedulingProfile bad refused: spec.plugins.score.enabled[0].name: " in line for line in lines) == 1

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from ..model import Pod
 from .cycle_state import CycleState
 from .interfaces import BindPlugin, PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
-from .isolation import raised
 from .plugin_metrics import PluginMetrics
 from .status import Code, Status
 from .waiting_pods import WaitingPod
@@ -42,7 +41,7 @@ class BindingCycleRunners:
             try:
                 s = p.reserve(state, pod, node_name)
             except Exception as exc:
-                return raised("Reserve", p.name, exc)
+                return self.ctx.plugin_errors.raised("Reserve", p.name, exc)
             if timed:
                 self.plugin_metrics.took(p.name, "Reserve", s, time.perf_counter() - t0)
             if s is not None and not s.is_success():
@@ -56,7 +55,7 @@ class BindingCycleRunners:
             try:
                 p.unreserve(state, pod, node_name)
             except Exception as exc:  # logged; the others still release what they hold
-                raised("Unreserve", p.name, exc)
+                self.ctx.plugin_errors.raised("Unreserve", p.name, exc)
 
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
@@ -66,7 +65,7 @@ class BindingCycleRunners:
             try:
                 s, timeout = p.permit(state, pod, node_name)
             except Exception as exc:
-                return raised("Permit", p.name, exc)
+                return self.ctx.plugin_errors.raised("Permit", p.name, exc)
             if timed:
                 self.plugin_metrics.took(p.name, "Permit", s, time.perf_counter() - t0)
             if s is None or s.is_success():
@@ -165,6 +164,6 @@ class BindingCycleRunners:
             try:
                 p.post_bind(state, pod, node_name)
             except Exception as exc:  # informational only, as upstream's PostBind: logged
-                raised("PostBind", p.name, exc)
+                self.ctx.plugin_errors.raised("PostBind", p.name, exc)
             if timed:
                 self.plugin_metrics.took(p.name, "PostBind", None, time.perf_counter() - t0)

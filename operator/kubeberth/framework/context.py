@@ -12,6 +12,7 @@ from ..cache.snapshot import Snapshot
 from ..client import ClusterClient
 from ..clock import Clock, FakeClock
 from ..model import Pod
+from .isolation import PluginErrors
 from .pods_in_pre_bind import PodsInPreBind
 from .waiting_pods import WaitingPods
 
@@ -91,6 +92,8 @@ class MetricsRecorder(Protocol):
     def placement_evaluation(self, result: str, profile: str, seconds: float) -> None: ...
 
     def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None: ...
+
+    def plugin_error(self, plugin: str, point: str) -> None: ...
 
 
 class NoMetrics:
@@ -177,6 +180,9 @@ class NoMetrics:
     def queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
         pass
 
+    def plugin_error(self, plugin: str, point: str) -> None:
+        pass
+
 
 NO_METRICS = NoMetrics()
 
@@ -197,6 +203,8 @@ class SchedulerContext:
         self.clock: Clock = clock or FakeClock()
         self.rng = rng or random.Random(0)
         self.metrics = metrics
+        # Plugins' exceptions: counted, each kind's traceback logged once (framework/isolation.py).
+        self.plugin_errors = PluginErrors(self.clock, lambda: self.metrics)
         self.waiting_pods = WaitingPods()
         self.pods_in_pre_bind = PodsInPreBind()
         # Preemptions acting in the background (their victims' API calls); simulate waits for them.

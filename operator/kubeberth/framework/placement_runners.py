@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from ..model import NodeInfo, PodGroup
 from .cycle_state import CycleState
-from .isolation import raised
 from .status import Code, PluginError, Status
 from .types import (
     MAX_NODE_SCORE,
@@ -22,6 +21,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .context import SchedulerContext
     from .interfaces import PlacementGeneratePlugin, PlacementScorePlugin
 
 NO_FEASIBLE_PLACEMENTS = "no feasible placements found"  # upstream's words when a generator returns none
@@ -30,6 +30,7 @@ NO_FEASIBLE_PLACEMENTS = "no feasible placements found"  # upstream's words when
 class PlacementRunners:
     """Mixed into Framework (which sets the plugin lists, the weights and `_observe`)."""
 
+    ctx: SchedulerContext
     placement_generate_plugins: list[PlacementGeneratePlugin]
     placement_score_plugins: list[PlacementScorePlugin]
     placement_score_weights: dict[str, int]
@@ -54,7 +55,7 @@ class PlacementRunners:
             except PluginError as exc:
                 placements, status = [], Status.error(str(exc))
             except Exception as exc:  # a plugin's own bug: the group's attempt fails with its Error
-                placements, status = [], raised("PlacementGenerate", plugin.name, exc)
+                placements, status = [], self.ctx.plugin_errors.raised("PlacementGenerate", plugin.name, exc)
             if status is not None and not status.is_success():
                 status.with_plugin(plugin.name)
                 return [], status

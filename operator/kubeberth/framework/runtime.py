@@ -32,7 +32,6 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from .isolation import raised
 from .placement_runners import PlacementRunners
 from .plugin_metrics import PluginMetrics, PrefixCounts
 from .status import Code, PluginError, Status, filter_failure
@@ -82,7 +81,6 @@ class Framework(BindingCycleRunners, PlacementRunners, ContextHandle):
         self.extenders: list[Extender] = []
         self.plugin_metrics = PluginMetrics()
         self._prefix_counts: dict[str, PrefixCounts] = {}
-        self._queue_sort_failed = False
 
     def plugin(self, name: str) -> Plugin | None:
         return self.plugins.get(name)
@@ -107,10 +105,8 @@ class Framework(BindingCycleRunners, PlacementRunners, ContextHandle):
         try:
             return self.queue_sort_plugins[0].less(a, b)
         except Exception as exc:
-            # The heap stays a heap: the two pods count as equals. Logged once per framework.
-            if not self._queue_sort_failed:
-                self._queue_sort_failed = True
-                raised("QueueSort", self.queue_sort_plugins[0].name, exc)
+            # The heap stays a heap: the two pods count as equals (counted; logged as PluginErrors do).
+            self.ctx.plugin_errors.raised("QueueSort", self.queue_sort_plugins[0].name, exc)
             return False
 
     def run_pre_enqueue(self, pod: Pod) -> Status | None:
@@ -120,13 +116,12 @@ class Framework(BindingCycleRunners, PlacementRunners, ContextHandle):
                 return s
         return None
 
-    @staticmethod
-    def run_pre_enqueue_plugin(p: PreEnqueuePlugin, pod: Pod) -> Status | None:
+    def run_pre_enqueue_plugin(self, p: PreEnqueuePlugin, pod: Pod) -> Status | None:
         """One PreEnqueue plugin: None when it lets the pod through, else its failure (named after it)."""
         try:
             s = p.pre_enqueue(pod)
         except Exception as exc:  # as upstream's unexpected PreEnqueue error: the pod is gated by it
-            return raised("PreEnqueue", p.name, exc)
+            return self.ctx.plugin_errors.raised("PreEnqueue", p.name, exc)
         if s is not None and not s.is_success():
             return s.with_plugin(p.name)
         return None
@@ -203,7 +198,7 @@ class Framework(BindingCycleRunners, PlacementRunners, ContextHandle):
             try:
                 s = call(state, pod, other, node_info)
             except Exception as exc:
-                return raised(which, p.name, exc)
+                return self.ctx.plugin_errors.raised(which, p.name, exc)
             if s is not None and not s.is_success():
                 return Status.error(f'running {which} on PreFilter plugin "{p.name}": {s.message()}', p.name)
         return None

@@ -73,6 +73,9 @@ class ProfileManager:
         self.owners: dict[str, str] = {}  # schedulerName -> resource name
         self.objects: dict[str, Mapping[str, Any]] = {}  # resource name -> latest object seen
         self.verdicts: dict[str, Verdict] = {}
+        # resource name -> (spec, verdict) last logged: the object comes back with each status
+        # write (and with each relist) unchanged, and is not announced again.
+        self.announced: dict[str, tuple[Any, Verdict]] = {}
         self.dirty: set[str] = set()  # resources whose status needs writing
         self.fixed: dict[str, Mapping[str, Any]] = {}  # --config profiles: name -> object
         self.enabled: dict[str, frozenset[str]] = {}  # resource name -> the plugins of its spec in force
@@ -162,6 +165,9 @@ class ProfileManager:
             return
         self.verdicts[name] = verdict
         self.dirty.add(name)
+        if self.announced.get(name) == (obj.get("spec"), verdict):
+            return
+        self.announced[name] = (obj.get("spec"), verdict)
         if verdict.accepted:
             logger.info("SchedulingProfile %s is in force for %s", name, self.running[name].schedulerName)
         else:
@@ -266,6 +272,7 @@ class ProfileManager:
     def _delete(self, name: str) -> None:
         self.objects.pop(name, None)
         self.verdicts.pop(name, None)
+        self.announced.pop(name, None)
         self.dirty.discard(name)
         self.enabled.pop(name, None)
         self.wanting.pop(name, None)

@@ -18,7 +18,6 @@ from ..framework import (
     Status,
 )
 from ..framework import events as ev
-from ..framework.isolation import failure_status
 from ..framework.status import Code
 from ..framework.types import QueuedPodInfo
 from ..model import Pod
@@ -100,7 +99,8 @@ class SchedulingCycles(SchedulerBase):
             await self._fail(fw, q, exc.status, nominating="", started=started)
             return
         except Exception as exc:  # a plugin raised: its Error, upstream's wording (framework/isolation.py)
-            await self._fail(fw, q, failure_status(fw.plugins, exc), nominating="", started=started)
+            failed = self.ctx.plugin_errors.failure_status(fw.plugins, exc)
+            await self._fail(fw, q, failed, nominating="", started=started)
             return
         host = result.suggested_host
         decision_log.attempt_placed(pod, q.attempts, fw.profile_name, len(self.snapshot), result)
@@ -173,7 +173,7 @@ class SchedulingCycles(SchedulerBase):
             try:
                 result, status = await fw.run_post_filter(state, q.pod, fit.diagnosis.node_to_status)
             except Exception as exc:
-                result, status = None, failure_status(fw.plugins, exc)
+                result, status = None, self.ctx.plugin_errors.failure_status(fw.plugins, exc)
             fit.diagnosis.post_filter_msg = status.message() if status is not None else ""
             if result is not None:
                 nominating = result.nominated_node_name
@@ -270,7 +270,8 @@ class SchedulingCycles(SchedulerBase):
             self._record(assumed).attempts = max(self._record(assumed).attempts, q.attempts)
             return
         except Exception as exc:
-            await self._binding_failed(fw, state, q, assumed, host, failure_status(fw.plugins, exc), None, started)
+            failed = self.ctx.plugin_errors.failure_status(fw.plugins, exc)
+            await self._binding_failed(fw, state, q, assumed, host, failed, None, started)
             return
         rec = self._record(assumed)
         if assumed.uid in self._pending or self.cache.get_pod(assumed.uid) is not None:
@@ -320,7 +321,7 @@ class SchedulingCycles(SchedulerBase):
                 raise
             status = Status.error(str(exc))
         except Exception as exc:
-            status = failure_status(fw.plugins, exc)
+            status = self.ctx.plugin_errors.failure_status(fw.plugins, exc)
         if status is not None and status.code == Code.SKIP:
             status = Status.error("no Bind plugin bound the pod")
         self.cache.finish_binding(assumed)

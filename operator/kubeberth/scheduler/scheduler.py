@@ -150,6 +150,7 @@ class Scheduler(EventHandlers, PodGroupCycles):
             await asyncio.sleep(interval)
             ticks += 1
             self.queue.flush_backoff_completed()
+            self.ctx.plugin_errors.summarise()  # the counts of plugins' exceptions due for their line
             if ticks % leftover_every == 0:
                 self.queue.flush_unschedulable_leftover()
             for pod in self.cache.cleanup_assumed_pods():
@@ -214,6 +215,7 @@ class Scheduler(EventHandlers, PodGroupCycles):
                     await asyncio.sleep(wait)
             self.queue.flush_backoff_completed()
         self.report_pending_pods()
+        self.ctx.plugin_errors.summarise(everything=True)  # what the plugins raised and was not logged yet
         return cycles
 
     def _give_up(self, q: QueuedPodInfo) -> None:
