@@ -49,6 +49,8 @@ WORDING: dict[str, str] = {
     "PreBind": 'running PreBind plugin "{plugin}": {error}',
     "Bind": 'running Bind plugin "{plugin}": {error}',
     "PostBind": 'running PostBind plugin "{plugin}": {error}',
+    # Upstream logs it ("error in QueueingHint function"); the pod is requeued, as there.
+    "QueueingHint": 'running QueueingHint of plugin "{plugin}": {error}; requeuing the pod',
     "": 'running plugin "{plugin}": {error}',
 }
 

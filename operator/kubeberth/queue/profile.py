@@ -17,6 +17,7 @@ from ..model import Pod
 from .group_gate import PreEnqueueStep, run_steps
 
 if TYPE_CHECKING:
+    from ..framework.isolation import PluginErrors
     from ..framework.runtime import Framework
 
 log = logging.getLogger("kubeberth.queue")
@@ -46,7 +47,7 @@ def fallback_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
 class QueueProfile:
     """One profile as the queue sees it."""
 
-    __slots__ = ("_hints", "initial_backoff", "less", "max_backoff", "plugins", "pre_enqueue",
+    __slots__ = ("_hints", "errors", "initial_backoff", "less", "max_backoff", "plugins", "pre_enqueue",
                  "pre_enqueue_steps", "queue_sort_name", "scheduler_name")
 
     def __init__(self, scheduler_name: str, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool], *,
@@ -54,12 +55,14 @@ class QueueProfile:
                  pre_enqueue_steps: Sequence[PreEnqueueStep] | None = None,
                  initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
                  max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
-                 plugins: Mapping[str, Any] | None = None) -> None:
+                 plugins: Mapping[str, Any] | None = None, errors: PluginErrors | None = None) -> None:
         """`pre_enqueue`: the profile's PreEnqueue for a pod (the first failure, None when every
         plugin lets it through); `pre_enqueue_steps`: the same plugin by plugin, which lets a pod
         group's entry keep the answers that cannot have changed (group_gate.py). Given the steps
         alone, `pre_enqueue` runs them; given `pre_enqueue` alone, a group's entry asks it for
-        every pod on every pass."""
+        every pod on every pass. `errors`: the scheduler's PluginErrors, through which a
+        QueueingHint's exception is counted and logged (one traceback per kind), else logged
+        every time."""
         self.scheduler_name = scheduler_name
         self.less = less
         self.queue_sort_name = queue_sort_name
@@ -76,6 +79,7 @@ class QueueProfile:
         self.max_backoff = float(max_backoff)
         self.plugins = dict(plugins or {})
         self._hints: dict[str, list[ClusterEventWithHint] | None] = {}
+        self.errors = errors
 
     @classmethod
     def from_framework(cls, fw: Framework) -> QueueProfile:
@@ -85,7 +89,7 @@ class QueueProfile:
         return cls(fw.scheduler_name, fw.queue_sort_less, queue_sort_name=sort.name if sort else "",
                    pre_enqueue=fw.run_pre_enqueue, pre_enqueue_steps=steps,
                    initial_backoff=fw.spec.podInitialBackoffSeconds,
-                   max_backoff=fw.spec.podMaxBackoffSeconds, plugins=fw.plugins)
+                   max_backoff=fw.spec.podMaxBackoffSeconds, plugins=fw.plugins, errors=fw.ctx.plugin_errors)
 
     def hints_for(self, plugin: str) -> list[ClusterEventWithHint] | None:
         """The events (with hints) the plugin registered; None: any event (no list, or an
@@ -147,7 +151,7 @@ def worth_requeuing(prof: QueueProfile | None, q: QueuedPodInfo, event: ClusterE
         else:
             hints = [h for h in registered if h.event.match(event)]
         for h in hints:
-            if _run_hint(plugin, h, q.pod, event, old, new, observe) == QueueingHint.QUEUE_SKIP:
+            if _run_hint(prof, plugin, h, q.pod, event, old, new, observe) == QueueingHint.QUEUE_SKIP:
                 continue
             if plugin in q.pending_plugins:
                 return Strategy.IMMEDIATELY
@@ -157,17 +161,20 @@ def worth_requeuing(prof: QueueProfile | None, q: QueuedPodInfo, event: ClusterE
     return strategy
 
 
-def _run_hint(plugin: str, h: ClusterEventWithHint, pod: Pod, event: ClusterEvent, old: Any, new: Any,
-              observe: HintObserver | None) -> QueueingHint:
+def _run_hint(prof: QueueProfile, plugin: str, h: ClusterEventWithHint, pod: Pod, event: ClusterEvent, old: Any,
+              new: Any, observe: HintObserver | None) -> QueueingHint:
     if h.hint is None:
         return QueueingHint.QUEUE
     started = time.perf_counter()
     try:
         hint = QueueingHint(h.hint(pod, old, new))
         label = "Queue" if hint == QueueingHint.QUEUE else "QueueSkip"
-    except Exception:
+    except Exception as exc:
         # As upstream: a failing hint must not leave the pod stuck in the unschedulable pool.
-        log.exception("QueueingHint of %s for %s failed on pod %s; requeuing it", plugin, event.label, pod.key)
+        if prof.errors is not None:
+            prof.errors.raised("QueueingHint", plugin, exc)
+        else:
+            log.exception("QueueingHint of %s for %s failed on pod %s; requeuing it", plugin, event.label, pod.key)
         hint, label = QueueingHint.QUEUE, "Error"
     if observe is not None:
         observe(plugin, event.label, label, time.perf_counter() - started)

@@ -340,8 +340,9 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
         except SchedulingError as exc:
             return _PodResult(q, state, exc.status), None
         except Exception as exc:
-            log.exception("scheduling %s failed", pod.key)
-            return _PodResult(q, state, Status.error(str(exc) or type(exc).__name__)), None
+            # As a single pod's attempt: the raising plugin's Error in upstream's wording, its
+            # traceback logged once per kind (framework/isolation.py).
+            return _PodResult(q, state, self.ctx.plugin_errors.failure_status(fw.plugins, exc)), None
         finally:
             self.metrics.scheduling_algorithm_duration(time.perf_counter() - algorithm_started)
         host = result.suggested_host
