@@ -325,3 +325,30 @@ async def test_snapshot_writes_pod_groups_and_simulate_agrees_with_kube_schedule
     # which pod is tried first follows the informer's listing order upstream: the messages as a set
     assert simulated == sorted(message for _, message in states.values())
     assert (simulated_group["status"], simulated_group["reason"], simulated_group["message"]) == group_state(group)
+
+
+async def test_no_nomination_is_patched_on_a_bound_gang_pod(gang_plane: ControlPlane, gang_kube: Kube) -> None:
+    """A gang's pods wait on Permit, nominated to their node (NominatedNodeNameForExpectation), and are
+    bound together once the last one is permitted. kube-scheduler writes each nomination before it binds;
+    kubeberth once sent both at once, and a nomination landing after the binding was refused (422
+    "may not be set on pods that are already bound to a node")."""
+    kube = gang_kube
+    for n in ("n1", "n2", "n3"):
+        await kube.create("nodes", node(n, cpu="8", memory="16Gi"))
+    op = OperatorProcess(gang_plane, kubeberth_kubeconfig(gang_plane), [f"--feature-gates={GATES}"],
+                         name="kubeberth-gang-writes")
+    try:
+        op.wait_synced()
+        names: list[str] = []
+        for g in range(8):
+            await kube.create("podgroups", pod_group(f"g{g}", 4), "default")
+            for i in range(4):
+                await kube.create("pods", member(f"g{g}", i, "100m"), "default")
+                names.append(f"g{g}-{i}")
+        states = await settled(kube, names, quiet=2.0)
+        log = op.log()
+    finally:
+        op.stop()
+    assert all(bound for bound, _ in states.values()), states
+    assert "already bound" not in log and "Could not patch the status" not in log, \
+        [line for line in log.splitlines() if "patch the status" in line][:5]

@@ -9,8 +9,9 @@ generic `KubernetesEmulator` leaves out:
   resourceVersion, watches resume from one (or answer 410 Gone when it is too old);
 - label selectors and field selectors (metadata.name/namespace, spec.nodeName,
   status.phase, any dotted path) on lists and watches;
-- the pods/binding subresource: sets spec.nodeName and PodScheduled=True, answers
-  409 when the pod is already assigned, is terminating, or has another UID;
+- the pods/binding subresource: sets spec.nodeName and PodScheduled=True (and clears
+  status.nominatedNodeName), answers 409 when the pod is already assigned, is terminating,
+  or has another UID; a status write that sets a bound pod's nominatedNodeName is a 422;
 - status subresources: the main resource ignores status, /status only writes status;
 - merge, strategic-merge (conditions by type, ...) and JSON patches, with
   resourceVersion preconditions;
@@ -555,6 +556,13 @@ class Emulator(kmock.KubernetesScaffold):
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
+            if kind.plural == "pods" and (current.get("spec") or {}).get("nodeName"):
+                # ClearingNominatedNodeNameAfterBinding (beta, on at v1.37): ValidatePodStatusUpdate
+                nominated = (result.get("status") or {}).get("nominatedNodeName")
+                if nominated and nominated != (current.get("status") or {}).get("nominatedNodeName"):
+                    raise ApiError(422, "Invalid", f'Pod "{current["metadata"]["name"]}" is invalid: '
+                                   "status.nominatedNodeName: Forbidden: may not be set on pods that are "
+                                   "already bound to a node")
         elif subresource:
             raise ApiError(405, "MethodNotAllowed", f"cannot update the {subresource} subresource")
         else:
@@ -605,6 +613,7 @@ class Emulator(kmock.KubernetesScaffold):
         new = clone(pod)
         target = body["target"]["name"]
         new.setdefault("spec", {})["nodeName"] = target
+        (new.get("status") or {}).pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding
         new["status"] = strategic_merge_patch(new.get("status") or {}, {"conditions": [
             {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
              "lastTransitionTime": now_iso()}]})

@@ -115,6 +115,51 @@ async def test_unschedulable_condition_and_nomination(cluster, client):
         "application/strategic-merge-patch+json")
 
 
+async def arrived(cluster: Cluster, method: str, subresource: str, count: int) -> None:
+    """Until the emulator has received `count` such requests of pods."""
+    while len(cluster.api.requests(method, "pods", subresource)) < count:
+        await asyncio.sleep(0.005)
+
+
+async def test_a_binding_goes_after_the_nomination_patch_of_its_pod(cluster, client, caplog):
+    """A Permit-waiting pod's nomination (NominatedNodeNameForExpectation) and its binding: upstream
+    writes the nomination and binds once that returned. Sent together, a slow patch landed after the
+    binding and the API server refused it (422: nominatedNodeName on a bound pod)."""
+    p = pod(cluster, "p")
+    cluster.api.inject(method="PATCH", plural="pods", subresource="status", status=None, delay=0.2)
+    await client.set_nominated_node(p, "n1")
+    await arrived(cluster, "PATCH", "status", 1)  # the patch is in flight, held back by the server
+    await client.bind(p, "n1")
+    await client.flush()
+    assert [(e.method, e.subresource, e.status) for e in cluster.api.log if e.subresource in ("status", "binding")] \
+        == [("PATCH", "status", 200), ("POST", "binding", 201)]
+    assert "Could not patch" not in caplog.text
+    # Bound by this process: nothing more is written on its status.
+    await client.set_nominated_node(p, "n2")
+    await client.set_unschedulable(p, "too late")
+    await client.flush()
+    assert len(cluster.api.requests("PATCH", "pods", "status")) == 1
+    bound = cluster.api.get("pods", "p", "default")
+    assert bound["spec"]["nodeName"] == "n1" and "nominatedNodeName" not in bound["status"]
+
+
+async def test_a_nomination_queued_behind_other_pods_is_sent_by_the_binding_first(cluster, client, caplog):
+    p = pod(cluster, "p")
+    others = [pod(cluster, f"o{i}") for i in range(client.status.workers)]
+    cluster.api.inject(method="PATCH", plural="pods", subresource="status", status=None, delay=0.2,
+                       times=len(others))
+    for o in others:  # every worker busy with a slow patch
+        await client.set_unschedulable(o, "0/2 nodes are available")
+    await arrived(cluster, "PATCH", "status", len(others))
+    await client.set_nominated_node(p, "n1")
+    await client.bind(p, "n1")
+    await client.flush()
+    mine = [(e.method, e.subresource, e.status) for e in cluster.api.log
+            if e.name == "p" and e.subresource in ("status", "binding")]
+    assert mine == [("PATCH", "status", 200), ("POST", "binding", 201)]
+    assert "Could not patch" not in caplog.text
+
+
 @pytest.mark.parametrize("spec_edits", [0, 2], ids=["as-created", "spec-edited-twice"])
 async def test_unschedulable_condition_carries_the_generation_the_scheduler_saw(cluster, client, spec_edits):
     """v1.37 (PodObservedGenerationTracking, GA): the PodScheduled condition's observedGeneration

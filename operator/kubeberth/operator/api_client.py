@@ -12,7 +12,9 @@ Writes, as kube-scheduler makes them:
 - nominatedNodeName and the PodScheduled=False/Unschedulable condition (with its
   observedGeneration, as every pod condition written here): a strategic
   merge patch of pods/status, skipped when nothing would change, sent in the background
-  and coalesced per pod (`status_writer.py`): the scheduling loop never waits for it.
+  and coalesced per pod (`status_writer.py`): the scheduling loop never waits for it. A pod's
+  binding is sent after its status patches, never during one (upstream's binding cycle writes the
+  nomination before it binds); none is sent for a pod this process bound.
 - preemption victims: the DisruptionTarget condition (its message naming the preemptor's
   profile), then DELETE with a UID
   precondition (another pod that reused the name is never deleted).
@@ -149,6 +151,14 @@ class KubernetesClusterClient:
             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
+        # After the pod's status patches (its nominatedNodeName first): never concurrently with them.
+        async with self.status.binding(pod.uid):
+            await self._post_binding(pod, node_name, body)
+        self._bound[pod.uid] = node_name
+        if len(self._bound) > 65536:
+            self._bound.popitem(last=False)
+
+    async def _post_binding(self, pod: Pod, node_name: str, body: dict[str, Any]) -> None:
         path = pod_path(pod.namespace, pod.name, "binding")
         delays = self.api.retry.delays(self.api.rng)
         uncertain = False  # an earlier attempt may have landed although we saw an error
@@ -186,9 +196,6 @@ class KubernetesClusterClient:
             logger.warning("Binding %s to %s failed (%s); retrying in %.2fs",
                            pod.key, node_name, describe_error(failure), delay)
             await self.api.sleep(delay)
-        self._bound[pod.uid] = node_name
-        if len(self._bound) > 65536:
-            self._bound.popitem(last=False)
 
     async def _bound_to(self, pod: Pod, node_name: str) -> bool:
         """Did an uncertain binding land? Reads the pod back (best effort)."""
@@ -201,12 +208,14 @@ class KubernetesClusterClient:
         return bool(meta.get("uid") == pod.uid and (raw.get("spec") or {}).get("nodeName") == node_name)
 
     async def set_nominated_node(self, pod: Pod, node_name: str) -> None:
-        if pod.nominated_node_name == node_name:
-            return
+        if pod.nominated_node_name == node_name or pod.uid in self._bound:
+            return  # nothing would change, or bound by this process: its status is no longer ours to write
         self._fence(f"set nominatedNodeName of {pod.key}")
         self.status.submit(pod, {"status": {"nominatedNodeName": node_name or None}})
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = UNSCHEDULABLE_REASON) -> None:
+        if pod.uid in self._bound:
+            return
         current = _pod_scheduled_condition(pod.raw)
         if (current is not None and current.get("status") == "False"
                 and current.get("reason") == reason and current.get("message") == message):

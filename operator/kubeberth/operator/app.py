@@ -246,12 +246,25 @@ class OperatorApp:
         settings = kopf.OperatorSettings()
         self.configure_settings(settings)
         self._stop = stop_flag if stop_flag is not None else asyncio.Event()
+        liveness, kopf_liveness = None, None
+        if cfg.liveness:
+            # Served here, the scheduler's answer made at each request (kopf's reporter caches its
+            # probes for 10 s); kopf serves only the probes of modules' own handlers, if any.
+            from .liveness import LivenessServer, loopback_endpoint
+
+            if any(h.activity == "probe" for h in registry._activities.get_all_handlers()):
+                kopf_liveness = loopback_endpoint()
+            liveness = LivenessServer(cfg.liveness, self.health, kopf_endpoint=kopf_liveness)
         try:
+            if liveness is not None:
+                await liveness.start()
             await kopf.operator(
                 registry=registry, settings=settings, clusterwide=True, standalone=True,
                 identity=self.identity,  # type: ignore[arg-type]  # unique even for two operators in one process
-                liveness_endpoint=cfg.liveness, stop_flag=self._stop, ready_flag=ready_flag)
+                liveness_endpoint=kopf_liveness, stop_flag=self._stop, ready_flag=ready_flag)
         finally:
+            if liveness is not None:
+                await liveness.stop()
             if self.api_client is not None:
                 await self.api_client.close()
             if self._rest is not None:

@@ -3,7 +3,8 @@
 Registered per operator instance on its own `kopf.OperatorRegistry` (see `register`), so
 that several operators can run in one process (tests) without sharing handlers.
 
-kopf starts and stops the operator, logs in, and serves the liveness probe. The kinds the
+kopf starts and stops the operator and logs in; the liveness endpoint is `liveness.py`'s (the
+scheduler's answer made at each request, kopf's probe cache would hold it 10 s). The kinds the
 scheduler reads (SchedulingProfiles included) are listed and watched by the reflectors
 started from the startup handler (`reflector.py`): kopf's per-object machinery costs
 tens of milliseconds per object (benchmarks/PROFILE.md), and a kind with no object gives
@@ -47,10 +48,6 @@ def register(registry: kopf.OperatorRegistry, app: OperatorApp) -> None:
     @kopf.on.login(registry=registry, id="kubeberth_login")
     async def login(**_: Any) -> kopf.ConnectionInfo:
         return await app.connection_info()
-
-    @kopf.on.probe(registry=registry, id="scheduler")
-    def probe(**_: Any) -> dict[str, Any]:
-        return app.health()
 
 
 # --- kopf handlers of one's own ---
@@ -102,7 +99,7 @@ def partition(source: kopf.OperatorRegistry,
     """The handlers of `source` (kopf's default registry) by the plugins their module belongs to
     (`owners_of` on the handler function's module), each set on a registry of its own: the key
     frozenset() holds those of modules that bring no plugin. Probes stay with those: they answer on
-    kubeberth's liveness endpoint, which only the operator's own kopf serves."""
+    kubeberth's liveness endpoint, which only the operator's own kopf feeds (liveness.py)."""
     parts: dict[frozenset[str], kopf.OperatorRegistry] = {}
     for attr in _ALL_REGISTRIES:
         for handler in getattr(source, attr).get_all_handlers():

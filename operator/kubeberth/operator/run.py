@@ -210,11 +210,18 @@ def load_config_file(path: str) -> tuple[list[dict[str, Any]], int | None]:
 
 def config_from_args(args: argparse.Namespace) -> OperatorConfig:
     """Raises BadConfigFile for an invalid --config, ServingOptionsError for secure-serving options
-    that cannot work."""
+    (or a --liveness URL) that cannot work."""
     metrics_port = getattr(args, "metrics_port", DEFAULT_METRICS_PORT)
     serving = ServingOptions.from_args(args)
     if metrics_port:
         serving.check(getattr(args, "metrics_host", "0.0.0.0"))
+    if args.liveness:
+        from .liveness import parse_endpoint
+
+        try:
+            parse_endpoint(args.liveness)
+        except ValueError as exc:
+            raise ServingOptionsError(str(exc)) from None
     profiles: list[dict[str, Any]] = []
     percentage = args.percentage_of_nodes_to_score
     if getattr(args, "config", None):

@@ -5,13 +5,25 @@ without holding up the next cycle (v1.37's asynchronous API calls). Here the sch
 hands the patch over and goes on; a few workers send them. While a pod's patch is queued or in
 flight, newer patches for the same pod merge into one that is sent after it, so a pod is never
 patched out of order and a burst of failures of one pod costs one or two requests.
+
+A pod's binding is ordered after its status patches, as kube-scheduler orders them: its binding
+cycle writes the nominatedNodeName (NominatedNodeNameForExpectation) before WaitOnPermit and binds
+only once that write returned (SchedulerAsyncAPICalls is off at v1.37; with it, the api
+dispatcher's call queue keeps one call per pod and a binding waits for the pod's call in flight).
+`binding(uid)` holds the binding back until the pod's patch in flight has returned and sends the
+one still queued first, from the binding's own task (not behind the other pods' patches); patches
+handed over while the binding is under way wait for it, and are dropped when it bound the pod: the
+API server refuses a nominatedNodeName on a bound pod (422, "may not be set on pods that are
+already bound to a node"), and a PodScheduled=False would contradict the binding.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ..model import Pod
@@ -42,10 +54,14 @@ class PodStatusWriter:
         self.workers = workers
         self._pending: dict[str, tuple[Pod, Patch]] = {}
         self._in_flight: set[str] = set()
+        # uid -> the event set when its patch in flight returns (only while a binding waits for it)
+        self._returned: dict[str, asyncio.Event] = {}
+        self._binding: Counter[str] = Counter()  # uids whose binding is under way
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self.sent = 0
         self.coalesced = 0
+        self.dropped = 0  # handed over while the pod's binding was under way, and it bound the pod
 
     def start(self) -> None:
         if not self._tasks:
@@ -61,28 +77,62 @@ class PodStatusWriter:
             self.coalesced += 1
             return
         self._pending[uid] = (pod, patch)
-        if uid not in self._in_flight:
+        if uid not in self._in_flight and not self._binding[uid]:
             self._queue.put_nowait(uid)
+
+    @contextlib.asynccontextmanager
+    async def binding(self, uid: str) -> AsyncIterator[None]:
+        """Around a pod's binding: entered once the pod's status patches handed over so far were
+        sent (the one in flight waited for, the one queued sent now); those handed over inside wait,
+        and are sent after a binding that failed, dropped after one that succeeded."""
+        self._binding[uid] += 1
+        bound = False
+        try:
+            while uid in self._in_flight:
+                await self._returned.setdefault(uid, asyncio.Event()).wait()
+            item = self._pending.pop(uid, None)
+            if item is not None:
+                await self._send(uid, item)
+            yield
+            bound = True
+        finally:
+            self._binding[uid] -= 1
+            if self._binding[uid] <= 0:
+                del self._binding[uid]
+                if uid in self._pending and uid not in self._in_flight:
+                    if bound:
+                        del self._pending[uid]
+                        self.dropped += 1
+                    else:
+                        self._queue.put_nowait(uid)
+
+    async def _send(self, uid: str, item: tuple[Pod, Patch]) -> None:
+        self._in_flight.add(uid)
+        try:
+            await self.send(*item)
+            self.sent += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # reported; a status patch must never stop the scheduler
+            logger.warning("Could not patch the status of %s: %s", item[0].key, exc)
+        finally:
+            self._in_flight.discard(uid)
+            returned = self._returned.pop(uid, None)
+            if returned is not None:
+                returned.set()
 
     async def _work(self) -> None:
         while True:
             uid = await self._queue.get()
             try:
+                if self._binding[uid]:
+                    continue  # the binding sends it first, or decides after it
                 item = self._pending.pop(uid, None)
                 if item is None:
                     continue
-                self._in_flight.add(uid)
-                try:
-                    await self.send(*item)
-                    self.sent += 1
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # reported; a status patch must never stop the scheduler
-                    logger.warning("Could not patch the status of %s: %s", item[0].key, exc)
-                finally:
-                    self._in_flight.discard(uid)
-                    if uid in self._pending:
-                        self._queue.put_nowait(uid)
+                await self._send(uid, item)
+                if uid in self._pending and not self._binding[uid]:
+                    self._queue.put_nowait(uid)
             finally:
                 self._queue.task_done()
 
