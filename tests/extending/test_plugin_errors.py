@@ -185,3 +185,54 @@ def test_the_counter_is_on_metrics_and_each_scheduler_has_its_own() -> None:
     assert "# TYPE kubeberth_plugin_errors_total counter" in b.render().decode()
     assert 'kubeberth_plugin_errors_total{extension_point="Score",plugin="Costly"} 1.0' in a.render().decode()
     assert b.sample("kubeberth_plugin_errors_total", {"plugin": "Costly", "extension_point": "Score"}) is None
+
+
+def test_a_failing_queueing_hint_is_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    from kubeberth.framework import ActionType, ClusterEvent, ClusterEventWithHint, QueuedPodInfo, ScorePlugin
+    from kubeberth.model import Pod
+    from kubeberth.queue import QueueProfile, Strategy
+    from kubeberth.queue.profile import worth_requeuing
+
+    node_add = ClusterEvent("Node", ActionType.ADD)
+
+    def hint(pod: Any, old: Any, new: Any) -> Any:
+        raise RuntimeError("hint broke")
+
+    class Hinted(ScorePlugin):
+        name = "Hinted"
+
+        def events_to_register(self) -> list[ClusterEventWithHint]:
+            return [ClusterEventWithHint(node_add, hint)]
+
+    caplog.set_level(logging.ERROR, logger="kubeberth.plugins")
+    m = SchedulerMetrics()
+    prof = QueueProfile("s", lambda a, b: True, plugins={"Hinted": Hinted()},
+                        errors=PluginErrors(FakeClock(), lambda: m))
+    q = QueuedPodInfo(Pod({"metadata": {"name": "p"}, "spec": {"containers": []}}))
+    q.unschedulable_plugins = {"Hinted"}
+    for _ in range(50):  # as upstream: a failing hint requeues the pod, after its backoff
+        assert worth_requeuing(prof, q, node_add, None, {}) == Strategy.AFTER_BACKOFF
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == [
+        'running QueueingHint of plugin "Hinted": RuntimeError: hint broke; requeuing the pod']
+    assert len(caplog.records) == 1
+    assert m.sample("kubeberth_plugin_errors_total", {"plugin": "Hinted", "extension_point": "QueueingHint"}) == 50
+
+
+def test_a_pod_groups_pods_fail_with_upstreams_wording_and_one_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    from kubeberth.cli import main
+
+    caplog.set_level(logging.ERROR, logger="kubeberth")
+    plugin = tmp_path / "boom.py"
+    plugin.write_text("from kubeberth.framework import ScorePlugin\n\n\nclass Boom(ScorePlugin):\n"
+                      '    name = "Boom"\n\n    def score(self, state, pod, node_info):\n'
+                      '        raise ValueError("no cost")\n')
+    cluster = Path(__file__).with_name("gang_with_broken_score.yaml")
+    assert main(["simulate", str(cluster), "--plugins", str(plugin), "--feature-gates", "GenericWorkload=true",
+                 "-o", "json"]) == 0
+    import json
+    pods = {p["pod"]: p for p in json.loads(capsys.readouterr().out)["pods"]}
+    wording = 'running Score plugins: plugin "Boom" failed with: ValueError: no cost'
+    assert pods["default/a"]["message"] == wording
+    assert pods["default/b"]["message"] == "failed to schedule other pod from a pod group: " + wording
+    assert len([r for r in caplog.records if r.exc_info]) == 1
