@@ -3,13 +3,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-cluster test-upstream control-plane lint bench conformance run clean
+.PHONY: install demo test docs test-cluster test-upstream control-plane lint bench conformance run clean
 
 $(STAMP): pyproject.toml examples/plugins/coscheduling/pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python >= 3.11)"; exit 1; }
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,docs]'
 	$(BIN)/pip install --quiet -e examples/plugins/coscheduling
 	touch $(STAMP)
 
@@ -22,7 +22,12 @@ test: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks examples/plugins
 	$(BIN)/mypy
 	$(BIN)/mypy --strict examples/plugins/coscheduling/kubeberth_coscheduling
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest
+
+# The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link or reference fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # kube-apiserver, etcd, kubectl and upstream kube-scheduler, built from Kubernetes' Go modules
 # (tools/k8s/, version pinned in its go.mod): minutes the first time, seconds with Go's caches warm.
@@ -59,4 +64,4 @@ run: $(STAMP)
 	$(BIN)/kubeberth run $(ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info operator/*.egg-info
+	rm -rf $(VENV) build site *.egg-info operator/*.egg-info

@@ -1,6 +1,7 @@
-"""README's "Write your own plugin" runs as written: its files are written as they stand, its
+"""The documentation's plugin tutorial (docs/plugins/tutorial.md, "Write your own plugin") runs as
+written: its files (the code blocks titled with a file name) are written as they stand, its
 `console` blocks' commands run in that directory (with this checkout's kubeberth and pip first on
-PATH; `pip install` goes to a directory of the test's own) and print what the README shows; the
+PATH; `pip install` goes to a directory of the test's own) and print what the page shows; the
 image, the ConfigMap patch and the live profile are checked against the repository's own
 Dockerfile, Deployment and registry."""
 
@@ -23,16 +24,12 @@ from kubeberth.plugins._loading import load
 from kubeberth.profile import check_buildable
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
-SECTION = "## Write your own plugin"
-FENCE = re.compile(r"^```(\S*)(?: file=(\S+))?\n(.*?)^```$", re.M | re.S)
+TUTORIAL = ROOT / "docs" / "plugins" / "tutorial.md"
+FENCE = re.compile(r'^```(\S*)(?: title="([^"]+)")?\n(.*?)^```$', re.M | re.S)
 
 
 def tutorial() -> str:
-    text = README.read_text()
-    start = text.index(SECTION + "\n")
-    end = text.index("\n## ", start + len(SECTION))
-    return text[start:end]
+    return TUTORIAL.read_text()
 
 
 def blocks() -> list[tuple[str, str | None, str]]:
@@ -89,7 +86,7 @@ def test_the_tutorial_has_what_it_promises() -> None:
     assert len(files()["myplugin.py"].strip().splitlines()) <= 25
 
 
-def test_the_console_blocks_print_what_the_readme_shows(workdir: Path) -> None:
+def test_the_console_blocks_print_what_the_page_shows(workdir: Path) -> None:
     env = shell_env(workdir)
     for command, expected in commands():
         done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=workdir, env=env,
