@@ -1,7 +1,8 @@
 import numpy as np
 from myplugin import PreferLabel as PerNode
 
-from kubeberth.framework import MAX_NODE_SCORE, CycleState, NodeView, Pod
+from kubeberth.framework import MAX_NODE_SCORE, CycleState, Pod
+from kubeberth.framework.vector import NodeView
 
 
 class PreferLabel(PerNode):

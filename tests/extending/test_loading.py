@@ -130,13 +130,32 @@ def test_a_failure_that_names_no_plugin_is_told_with_unknown_names(write: Callab
     (">=1.0", None),
     (">=1.1,<2", None),  # 1.1 added the names the in-tree plugins took from private modules
     (">=1.3,<2", None),  # 1.3 added the annotations' masks and node_column
-    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.3"),
-    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.3"),
-    ("<1.1", "plugin 'Pinned' requires kubeberth.framework API <1.1 but this kubeberth has API 1.3"),
+    (">=1.4,<2", None),  # 1.4 moved the vectorised path's names to kubeberth.framework.vector
+    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.4"),
+    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.4"),
+    ("<1.1", "plugin 'Pinned' requires kubeberth.framework API <1.1 but this kubeberth has API 1.4"),
     ("one point oh", "plugin 'Pinned': requires_api 'one point oh' is not a version specifier (e.g. \">=1.0,<2\")"),
 ])
 def test_api_version_refusal(write: Callable[[str, str], Path], requires: str, refused: str | None) -> None:
     source = score_plugin("Pinned").replace("    args_model =", f"    requires_api = {requires!r}\n    args_model =")
+    path = write("pinned.py", source)
+    got = loaded(str(path), entry_points=False)
+    if refused is None:
+        assert got.registry.get("Pinned") is not None and got.failures == []
+        return
+    assert got.registry.get("Pinned") is None
+    assert got.registry.unknown("Pinned") == f"plugin 'Pinned' is unavailable: path {path}: {refused}"
+
+
+@pytest.mark.parametrize("requires, refused", [
+    (">=1.0,<2", None),
+    ("~=1.0", None),
+    (">=2.0", "plugin 'Pinned' requires kubeberth.framework.vector API >=2.0 but this kubeberth has API 1.0"),
+    ("vector", "plugin 'Pinned': requires_vector_api 'vector' is not a version specifier (e.g. \">=1.0,<2\")"),
+])
+def test_vector_api_version_refusal(write: Callable[[str, str], Path], requires: str, refused: str | None) -> None:
+    pin = f"    requires_vector_api = {requires!r}\n"
+    source = score_plugin("Pinned").replace("    args_model =", pin + "    args_model =")
     path = write("pinned.py", source)
     got = loaded(str(path), entry_points=False)
     if refused is None:

@@ -1,5 +1,7 @@
-"""kubeberth.framework is the plugin API: every exported name resolves, it is typed (py.typed is
-packaged), and it carries a version plugins can pin."""
+"""kubeberth.framework is the plugin API, kubeberth.framework.vector its vectorised path's
+provisional surface: every exported name of both resolves, is typed (py.typed is packaged) and
+documented, each carries a version plugins can pin, and the names API 1.4 moved to the vector
+surface are still importable from the core, with a warning naming their new place."""
 
 from __future__ import annotations
 
@@ -8,19 +10,72 @@ import inspect
 import re
 import tomllib
 from pathlib import Path
+from types import ModuleType
 
+import pytest
 from packaging.version import Version
 
 import kubeberth
 import kubeberth.framework as api
+import kubeberth.framework.vector as vector
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_exported_name_resolves() -> None:
-    missing = [name for name in api.__all__ if not hasattr(api, name)]
+SURFACES = [api, vector]
+
+
+@pytest.mark.parametrize("surface", SURFACES, ids=lambda m: m.__name__)
+def test_every_exported_name_resolves(surface: ModuleType) -> None:
+    missing = [name for name in surface.__all__ if name not in vars(surface)]
     assert missing == []
-    assert len(set(api.__all__)) == len(api.__all__)
+    assert len(set(surface.__all__)) == len(surface.__all__)
+
+
+def test_the_two_surfaces_are_apart() -> None:
+    assert set(api.__all__).isdisjoint(vector.__all__)
+    assert "vector" not in api.__all__
+
+
+# What API 1.3's kubeberth.framework exported of the vectorised path: vector API 1.0.
+MOVED_IN_1_4 = {
+    "AllNodes", "NodeView", "NodeArrays", "COL_CPU", "COL_EPH", "COL_MEM", "COL_PODS", "MaskCache", "RowCache",
+    "node_column", "labels_mask", "selector_mask", "requirement_mask", "untolerated_free_mask", "name_field_mask",
+    "required_node_affinity_mask", "term_mask", "annotations_mask", "annotation_requirement_mask",
+    "label_selector_key", "selector_key", "requirement_key", "term_key", "zero_scores", "is_zero_scores",
+    "default_normalize_all", "arrays_for", "snapshot_arrays",
+}
+
+
+def test_the_vector_surface_is_what_1_3_exported_of_the_fast_path() -> None:
+    assert set(vector.__all__) == MOVED_IN_1_4 | {"VECTOR_API_VERSION"}
+    assert Version(vector.VECTOR_API_VERSION) == Version("1.0")
+    assert Version(api.API_VERSION) == Version("1.4")
+
+
+@pytest.mark.parametrize("name", sorted(MOVED_IN_1_4))
+def test_a_moved_name_is_still_importable_from_the_core_with_a_warning(name: str) -> None:
+    with pytest.warns(DeprecationWarning) as caught:
+        got = getattr(api, name)
+    assert got is getattr(vector, name)
+    assert [str(w.message) for w in caught] == [
+        f"kubeberth.framework.{name} is deprecated since plugin API 1.4 (it goes in 2.0): "
+        f"import it from kubeberth.framework.vector"]
+    assert caught[0].filename == __file__
+
+
+def test_from_import_of_a_moved_name_warns_at_the_importer() -> None:
+    with pytest.warns(DeprecationWarning, match="import it from kubeberth.framework.vector") as caught:
+        from kubeberth.framework import NodeView, labels_mask
+    assert NodeView is vector.NodeView and labels_mask is vector.labels_mask
+    assert {w.filename for w in caught} == {__file__}
+
+
+def test_other_names_are_still_missing() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_of_the_sort'"):
+        api.nothing_of_the_sort  # noqa: B018
+    with pytest.raises(ImportError):
+        from kubeberth.framework import ScoreTable  # noqa: F401
 
 
 def test_what_a_plugin_needs_is_exported() -> None:
@@ -28,9 +83,10 @@ def test_what_a_plugin_needs_is_exported() -> None:
               "PreFilterExtensions", "FilterPlugin", "PostFilterPlugin", "PreScorePlugin", "ScorePlugin",
               "ReservePlugin", "PermitPlugin", "PreBindPlugin", "BindPlugin", "PostBindPlugin", "Status", "Code",
               "PluginError", "CycleState", "Handle", "NodeInfo", "Pod", "Node", "ClusterEvent", "ActionType",
-              "QueueingHint", "ClusterEventWithHint", "NodeView", "AllNodes", "NodeArrays", "ObjectStore",
-              "WaitingPod", "LabelSelector", "MAX_NODE_SCORE", "NodeScore", "PreFilterResult", "PostFilterResult"}
+              "QueueingHint", "ClusterEventWithHint", "ObjectStore", "WaitingPod", "LabelSelector",
+              "MAX_NODE_SCORE", "NodeScore", "PreFilterResult", "PostFilterResult"}
     assert needed <= set(api.__all__)
+    assert {"NodeView", "AllNodes", "NodeArrays", "VECTOR_API_VERSION"} <= set(vector.__all__)
 
 
 def test_what_the_in_tree_plugins_needed_is_exported_since_1_1() -> None:
@@ -43,12 +99,13 @@ def test_what_the_in_tree_plugins_needed_is_exported_since_1_1() -> None:
              "VOLUME_ATTACHMENT", "COL_CPU", "COL_MEM", "COL_EPH", "COL_PODS", "MaskCache", "RowCache", "arrays_for",
              "snapshot_arrays", "label_selector_key", "selector_key", "term_key", "term_mask",
              "required_node_affinity_mask"}
-    assert added <= set(api.__all__)
+    assert added <= set(api.__all__) | set(vector.__all__)
     assert Version(api.API_VERSION) >= Version("1.1")
 
 
-def test_the_version_is_a_version() -> None:
+def test_the_versions_are_versions() -> None:
     assert Version(api.API_VERSION).major == 1
+    assert Version(vector.VECTOR_API_VERSION).major == 1
 
 
 def _untyped(obj: object) -> list[str]:
@@ -63,8 +120,9 @@ def _untyped(obj: object) -> list[str]:
     return out + (["return"] if sig.return_annotation is inspect.Signature.empty else [])
 
 
-def test_every_exported_function_and_method_is_typed() -> None:
-    untyped = {name: bad for name in api.__all__ if (bad := _untyped(getattr(api, name)))}
+@pytest.mark.parametrize("surface", SURFACES, ids=lambda m: m.__name__)
+def test_every_exported_function_and_method_is_typed(surface: ModuleType) -> None:
+    untyped = {name: bad for name in surface.__all__ if (bad := _untyped(getattr(surface, name)))}
     assert untyped == {}
 
 
@@ -94,17 +152,27 @@ def _own_docstring(obj: object) -> str | None:
     return None
 
 
-def test_every_exported_class_and_function_has_a_docstring() -> None:
-    undocumented = [name for name in api.__all__ if _own_docstring(getattr(api, name)) == ""]
+@pytest.mark.parametrize("surface", SURFACES, ids=lambda m: m.__name__)
+def test_every_exported_class_and_function_has_a_docstring(surface: ModuleType) -> None:
+    undocumented = [name for name in surface.__all__ if _own_docstring(getattr(surface, name)) == ""]
     assert undocumented == []
 
 
-def test_every_exported_constant_is_described_in_the_package_docstring() -> None:
-    # Constants and type aliases cannot carry a docstring: kubeberth.framework's own describes them.
-    constants = [name for name in api.__all__ if _own_docstring(getattr(api, name)) is None]
-    assert "COL_CPU" in constants and "API_VERSION" in constants
-    doc = api.__doc__ or ""
+@pytest.mark.parametrize("surface, some", [(api, {"API_VERSION", "NODE"}), (vector, {"COL_CPU", "VECTOR_API_VERSION"})],
+                         ids=lambda m: getattr(m, "__name__", ""))
+def test_every_exported_constant_is_described_in_the_package_docstring(surface: ModuleType, some: set[str]) -> None:
+    # Constants and type aliases cannot carry a docstring: the package's own describes them.
+    constants = [name for name in surface.__all__ if _own_docstring(getattr(surface, name)) is None]
+    assert some <= set(constants)
+    doc = surface.__doc__ or ""
     assert [name for name in constants if f"`{name}`" not in doc] == []
+
+
+def test_the_vector_surface_states_its_stability_rule() -> None:
+    doc = " ".join((vector.__doc__ or "").split())
+    assert "Provisional" in doc and "`VECTOR_API_VERSION`" in doc and "requires_vector_api" in doc
+    assert "may come in any kubeberth release" in doc
+    assert "API 1.4" in " ".join((api.__doc__ or "").split())
 
 
 def test_the_docstring_check_finds_what_is_undocumented() -> None:
@@ -127,7 +195,7 @@ def test_the_docstring_check_finds_what_is_undocumented() -> None:
 
 
 def test_api_1_3_exports_annotations_and_columns_of_ones_own() -> None:
-    assert {"annotations_mask", "annotation_requirement_mask", "node_column"} <= set(api.__all__)
+    assert {"annotations_mask", "annotation_requirement_mask", "node_column"} <= set(vector.__all__)
     assert Version(api.API_VERSION) >= Version("1.3")
     assert "API 1.3" in (api.__doc__ or "")
     for name in ("annotations", "raw"):
@@ -138,8 +206,9 @@ def test_the_readme_documents_every_exported_name() -> None:
     """The documentation's page on the plugin API (docs/plugins/api.md) names every exported name."""
     section = (ROOT / "docs" / "plugins" / "api.md").read_text()
     words = {w for code in re.findall(r"`([^`]+)`", section) for w in re.findall(r"[A-Za-z_]\w*", code)}
-    assert [name for name in api.__all__ if name not in words] == []
+    assert [name for name in [*api.__all__, *vector.__all__] if name not in words] == []
     assert f"now `{api.API_VERSION}`" in section
+    assert f"now `{vector.VECTOR_API_VERSION}`" in section
 
 
 def test_it_is_typed_and_packaged_so() -> None:

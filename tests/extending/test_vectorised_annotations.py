@@ -17,18 +17,20 @@ import pytest
 from kubeberth.cache.snapshot import Snapshot
 from kubeberth.framework import (
     MAX_NODE_SCORE,
-    AllNodes,
     CycleState,
     FilterPlugin,
-    MaskCache,
     Node,
-    NodeArrays,
     NodeInfo,
-    NodeView,
     Pod,
     Requirement,
     ScorePlugin,
     Status,
+)
+from kubeberth.framework.vector import (
+    AllNodes,
+    MaskCache,
+    NodeArrays,
+    NodeView,
     annotation_requirement_mask,
     annotations_mask,
     node_column,

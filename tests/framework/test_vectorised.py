@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from kubeberth.cache.snapshot import Snapshot
 from kubeberth.framework.types import NodePluginScores
-from kubeberth.framework.vector import select_index
+from kubeberth.framework.vector.scores import select_index
 from kubeberth.scheduler.algorithm import select_host
 from tests.builders import make_node, make_pod, node_dict, pod_dict
 from tests.doubles import run_scenario

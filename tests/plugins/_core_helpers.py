@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubeberth.framework import (
-    AllNodes,
     CycleState,
     FilterPlugin,
     NodeScore,
@@ -18,6 +17,7 @@ from kubeberth.framework import (
     ScorePlugin,
     Status,
 )
+from kubeberth.framework.vector import AllNodes
 from kubeberth.model import NodeInfo, Pod
 
 if TYPE_CHECKING:

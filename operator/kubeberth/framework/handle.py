@@ -1,125 +1,29 @@
-"""What a plugin may ask of its framework (upstream's framework.Handle).
+"""The state behind a framework's Handle (the protocol itself, what a plugin may ask of its
+framework, is `interfaces.Handle`, beside the extension points it hands out).
 
-`Framework` implements it; plugins are typed against this protocol so that they see
-the scheduler's shared state (snapshot, objects, nominator, client, ...) and the
-runners preemption needs, and nothing else of the framework.
+`ContextHandle` reads a profile's spec and the scheduler's shared context; `Framework`
+(runtime.py) subclasses it with the plugins and the runners.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from ..cache.objects import ObjectStore
 from ..cache.snapshot import Snapshot
 from ..client import ClusterClient
 from ..clock import Clock
-from ..model import NodeInfo, Pod
+from ..model import Pod
 from .context import NO_METRICS
-from .cycle_state import CycleState
-from .extender import Extender
 from .pods_in_pre_bind import PodsInPreBind
-from .status import Status
 from .waiting_pods import WaitingPods
 
 if TYPE_CHECKING:
     from ..config.models import SchedulingProfileSpec
     from .context import MetricsRecorder, Nominator, SchedulerContext, VictimsRecorder
-    from .interfaces import FilterPlugin, Plugin, PreFilterPlugin
-
-
-class Handle(Protocol):
-    """What a plugin may ask of its framework, handed to `__init__(self, args, handle)`:
-    the cycle's `snapshot` of NodeInfos, the `objects` store (other kinds), the `client`,
-    `waiting_pods`, `nominator`, `clock`, `rng`, `metrics`, `shared_indexes`, `plugin(name)`,
-    `lookup_pod` / `list_pods` / `activate`, the extenders, whether the cycle `vectorise`s, and
-    the runners preemption uses (`run_filter`, ...)."""
-
-    @property
-    def scheduler_name(self) -> str: ...
-
-    @property
-    def profile_name(self) -> str: ...
-
-    @property
-    def snapshot(self) -> Snapshot: ...
-
-    @property
-    def objects(self) -> ObjectStore: ...
-
-    @property
-    def client(self) -> ClusterClient | None: ...
-
-    @property
-    def nominator(self) -> Nominator | None: ...
-
-    @property
-    def rng(self) -> random.Random: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def waiting_pods(self) -> WaitingPods: ...
-
-    @property
-    def pods_in_pre_bind(self) -> PodsInPreBind: ...
-
-    @property
-    def preemption_tasks(self) -> set[asyncio.Task[None]]: ...
-
-    def lookup_pod(self, uid: str) -> Pod | None: ...
-
-    def list_pods(self, namespace: str | None = None) -> list[Pod]:
-        """Every non-terminal pod the scheduler knows (bound, assumed or pending; of `namespace`
-        if given), as upstream's pod lister gives them."""
-        ...
-
-    def activate(self, pods: Iterable[Pod]) -> None: ...
-
-    @property
-    def extenders(self) -> Sequence[Extender]: ...
-
-    @property
-    def metrics(self) -> MetricsRecorder: ...
-
-    @property
-    def record_victims(self) -> VictimsRecorder | None: ...
-
-    @property
-    def shared_indexes(self) -> dict[str, Any]: ...
-
-    @property
-    def vectorise(self) -> bool: ...
-
-    @property
-    def vector_min_nodes(self) -> int: ...
-
-    @property
-    def percentage_of_nodes_to_score(self) -> int: ...
-
-    def plugin(self, name: str) -> Plugin | None: ...
-
-    # The profile's plugins at the points preemption's shortcuts inspect (upstream's ListPlugins).
-    @property
-    def pre_filter_plugins(self) -> Sequence[PreFilterPlugin]: ...
-
-    @property
-    def filter_plugins(self) -> Sequence[FilterPlugin]: ...
-
-    # The runners preemption's dry runs use (upstream's PluginsRunner).
-    def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
-
-    def run_filter_with_nominated_pods(self, state: CycleState, pod: Pod,
-                                       node_info: NodeInfo) -> Status | None: ...
-
-    def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod,
-                               node_info: NodeInfo) -> Status | None: ...
-
-    def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod,
-                                  node_info: NodeInfo) -> Status | None: ...
 
 
 class ContextHandle:

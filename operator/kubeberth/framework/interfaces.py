@@ -1,26 +1,38 @@
-"""Extension points. A plugin subclasses the base of each point it implements.
+"""Extension points, and the Handle. A plugin subclasses the base of each point it implements.
 
 The framework finds a plugin's points with isinstance, so a plugin enabled at
 a point whose base it does not subclass is a configuration error.
 Filter and Score plugins may also override `filter_all` / `score_all` (and
 `normalize_all`) to handle every node of a cycle at once over the snapshot's node
 arrays; the runners use them when they return an array and fall back to the per-node
-call when they return None (the default). Their contract is in framework/vector/:
-decide exactly as the per-node methods do.
+call when they return None (the default). Their contract, and the node views they take, are
+`kubeberth.framework.vector`'s: decide exactly as the per-node methods do.
+
+`Handle` is what a plugin may ask of its framework (upstream's framework.Handle). It lives here,
+beside the bases, because the two refer to each other (every plugin is built with a Handle; the
+Handle hands out the profile's plugins); `handle.ContextHandle` is the state behind it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+import asyncio
+import random
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 from pydantic import BaseModel
 
+from ..cache.objects import ObjectStore
+from ..cache.snapshot import Snapshot
+from ..client import ClusterClient
+from ..clock import Clock
 from ..model import NodeInfo, Pod, PodGroup
 from .cycle_state import CycleState
 from .events import ClusterEvent, ClusterEventWithHint
+from .extender import Extender
 from .plugin_api import ObjectKind
+from .pods_in_pre_bind import PodsInPreBind
 from .status import Status
 from .types import (
     NodeScore,
@@ -32,10 +44,11 @@ from .types import (
     QueuedPodInfo,
 )
 from .vector import AllNodes, NodeView
+from .waiting_pods import WaitingPods
 
 if TYPE_CHECKING:
     from ..cache.node_arrays import NodeArrays
-    from .handle import Handle
+    from .context import MetricsRecorder, Nominator, VictimsRecorder
     from .types import NodeToStatus
 
 
@@ -44,7 +57,9 @@ class Plugin:
     or None: the plugin takes no args) validates its `pluginConfig[].args` and is what its
     constructor receives; `reads` declares the kinds it reads besides pods and nodes (the
     operator lists and watches them); `requires_api` is a PEP 440 specifier of the
-    `kubeberth.framework.API_VERSION`s it works with (None: any).
+    `kubeberth.framework.API_VERSION`s it works with (None: any), `requires_vector_api` one of the
+    `kubeberth.framework.vector.VECTOR_API_VERSION`s, for a plugin that uses that surface (None:
+    any).
 
     The framework builds a plugin as `cls(args, handle)`. This base's constructor keeps them as
     `self.args` and `self.handle`, so a plugin that needs nothing else at construction writes
@@ -55,6 +70,7 @@ class Plugin:
     args_model: ClassVar[type[BaseModel] | None] = None
     reads: ClassVar[tuple[ObjectKind, ...]] = ()
     requires_api: ClassVar[str | None] = None
+    requires_vector_api: ClassVar[str | None] = None
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         # Typed Any: a plugin's own __init__ narrows them (`self.handle: Handle`, its args model).
@@ -314,3 +330,96 @@ EXTENSION_POINTS: dict[str, type[Plugin]] = {
     "placementGenerate": PlacementGeneratePlugin,
     "placementScore": PlacementScorePlugin,
 }
+
+
+# upstream's framework.Handle
+class Handle(Protocol):
+    """What a plugin may ask of its framework, handed to `__init__(self, args, handle)`:
+    the cycle's `snapshot` of NodeInfos, the `objects` store (other kinds), the `client`,
+    `waiting_pods`, `nominator`, `clock`, `rng`, `metrics`, `shared_indexes`, `plugin(name)`,
+    `lookup_pod` / `list_pods` / `activate`, the extenders, whether the cycle `vectorise`s, and
+    the runners preemption uses (`run_filter`, ...)."""
+
+    @property
+    def scheduler_name(self) -> str: ...
+
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    @property
+    def objects(self) -> ObjectStore: ...
+
+    @property
+    def client(self) -> ClusterClient | None: ...
+
+    @property
+    def nominator(self) -> Nominator | None: ...
+
+    @property
+    def rng(self) -> random.Random: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def waiting_pods(self) -> WaitingPods: ...
+
+    @property
+    def pods_in_pre_bind(self) -> PodsInPreBind: ...
+
+    @property
+    def preemption_tasks(self) -> set[asyncio.Task[None]]: ...
+
+    def lookup_pod(self, uid: str) -> Pod | None: ...
+
+    def list_pods(self, namespace: str | None = None) -> list[Pod]:
+        """Every non-terminal pod the scheduler knows (bound, assumed or pending; of `namespace`
+        if given), as upstream's pod lister gives them."""
+        ...
+
+    def activate(self, pods: Iterable[Pod]) -> None: ...
+
+    @property
+    def extenders(self) -> Sequence[Extender]: ...
+
+    @property
+    def metrics(self) -> MetricsRecorder: ...
+
+    @property
+    def record_victims(self) -> VictimsRecorder | None: ...
+
+    @property
+    def shared_indexes(self) -> dict[str, Any]: ...
+
+    @property
+    def vectorise(self) -> bool: ...
+
+    @property
+    def vector_min_nodes(self) -> int: ...
+
+    @property
+    def percentage_of_nodes_to_score(self) -> int: ...
+
+    def plugin(self, name: str) -> Plugin | None: ...
+
+    # The profile's plugins at the points preemption's shortcuts inspect (upstream's ListPlugins).
+    @property
+    def pre_filter_plugins(self) -> Sequence[PreFilterPlugin]: ...
+
+    @property
+    def filter_plugins(self) -> Sequence[FilterPlugin]: ...
+
+    # The runners preemption's dry runs use (upstream's PluginsRunner).
+    def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+    def run_filter_with_nominated_pods(self, state: CycleState, pod: Pod,
+                                       node_info: NodeInfo) -> Status | None: ...
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod,
+                               node_info: NodeInfo) -> Status | None: ...
+
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod,
+                                  node_info: NodeInfo) -> Status | None: ...

@@ -1,14 +1,23 @@
-"""What the public plugin API adds to the framework's own types: its version and the kinds a
-plugin declares it reads (`kubeberth.framework` exports both; the loader checks them)."""
+"""What the public plugin API adds to the framework's own types: its versions (the core's,
+exported by `kubeberth.framework`, and the vectorised path's, by `kubeberth.framework.vector`)
+and the kinds a plugin declares it reads (`ObjectKind`); the loader checks them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 # The version of the public plugin surface (`kubeberth.framework.__all__`). The minor number
-# grows when names are added; the major number when a name changes or goes. A plugin pins the
-# versions it was written for with `requires_api = ">=1.0,<2"` (a PEP 440 specifier).
-API_VERSION = "1.3"
+# grows when names are added; the major number when a name changes or goes (a name that leaves
+# `__all__` but stays importable, as a deprecated alias, until the next major is a minor
+# change: the vectorised path's names in 1.4). A plugin pins the versions it was written for with
+# `requires_api = ">=1.0,<2"` (a PEP 440 specifier).
+API_VERSION = "1.4"
+
+# The version of the vectorised path's provisional surface (`kubeberth.framework.vector.__all__`),
+# apart from the core's: the same rule (names added: minor; changed or gone: major), but its
+# major number may move in any release, the core's API_VERSION staying as it is (the rule in
+# full: kubeberth.framework.vector's docstring). A plugin pins it with `requires_vector_api`.
+VECTOR_API_VERSION = "1.0"
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ from .types import (
     PreFilterResult,
     QueuedPodInfo,
 )
-from .vector import NodeView, ScoreTable, is_zero_scores
+from .vector import NodeView, is_zero_scores
+from .vector.views import ScoreTable
 
 if TYPE_CHECKING:
     from ..config.models import SchedulingProfileSpec

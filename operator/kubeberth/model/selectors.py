@@ -8,6 +8,9 @@ from typing import Any
 
 from .errors import ModelError
 
+# The one field a node selector term's matchFields may name.
+OBJECT_NAME_FIELD = "metadata.name"
+
 _LABEL_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
 _INT64 = re.compile(r"^[+-]?[0-9]+$")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -151,7 +154,7 @@ class NodeSelectorTerm:
             raise ModelError(f"node selector term {raw!r} is not a mapping")
         fields = _requirements(raw.get("matchFields"), node=True, where="matchFields")
         for f in fields:
-            if f.key != "metadata.name":
+            if f.key != OBJECT_NAME_FIELD:
                 raise ModelError(f"matchFields supports only metadata.name, not {f.key!r}")
             if f.operator not in ("In", "NotIn"):
                 raise ModelError(f"matchFields on metadata.name supports In and NotIn, not {f.operator}")
@@ -164,7 +167,7 @@ class NodeSelectorTerm:
         if not all(r.matches(labels) for r in self.requirements):
             return False
         if self.fields:
-            name_fields = {"metadata.name": node_name}
+            name_fields = {OBJECT_NAME_FIELD: node_name}
             return all(f.matches(name_fields) for f in self.fields)
         return True
 

@@ -35,6 +35,7 @@ from packaging.version import Version
 from pydantic import BaseModel
 
 from ..framework import API_VERSION, EXTENSION_POINTS, ObjectKind, Plugin, PluginSpec, Registry, RegistryError
+from ..framework.vector import VECTOR_API_VERSION
 
 ENTRY_POINT_GROUP = "kubeberth.plugins"
 
@@ -91,15 +92,17 @@ def check_plugin_class(cls: Any) -> str | None:
     why = _constructor_problem(cls, name)
     if why is not None:
         return why
-    wanted = cls.requires_api
-    if wanted is not None:
+    for attr, package, version in (("requires_api", "kubeberth.framework", API_VERSION),
+                                   ("requires_vector_api", "kubeberth.framework.vector", VECTOR_API_VERSION)):
+        wanted = getattr(cls, attr, None)
+        if wanted is None:
+            continue
         try:
-            fits = SpecifierSet(wanted).contains(Version(API_VERSION))
+            fits = SpecifierSet(wanted).contains(Version(version))
         except InvalidSpecifier:
-            return f"plugin {name!r}: requires_api {wanted!r} is not a version specifier (e.g. \">=1.0,<2\")"
+            return f"plugin {name!r}: {attr} {wanted!r} is not a version specifier (e.g. \">=1.0,<2\")"
         if not fits:
-            return (f"plugin {name!r} requires kubeberth.framework API {wanted} but this kubeberth "
-                    f"has API {API_VERSION}")
+            return f"plugin {name!r} requires {package} API {wanted} but this kubeberth has API {version}"
     return None
 
 

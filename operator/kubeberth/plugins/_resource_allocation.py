@@ -10,21 +10,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..framework import COL_CPU as _COL_CPU
-from ..framework import COL_EPH as _COL_EPH
-from ..framework import COL_MEM as _COL_MEM
-from ..framework import (
-    CPU,
-    EPHEMERAL_STORAGE,
-    MEMORY,
-    AllNodes,
-    NodeInfo,
-    PluginError,
-    Pod,
-    Resource,
-    RowCache,
-    is_scalar_resource,
-)
+from ..framework import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, PluginError, Pod, Resource, is_scalar_resource
+from ..framework.vector import COL_CPU as _COL_CPU
+from ..framework.vector import COL_EPH as _COL_EPH
+from ..framework.vector import COL_MEM as _COL_MEM
+from ..framework.vector import AllNodes, RowCache
 
 # How each configured resource is read from a NodeInfo.
 _KIND_CPU, _KIND_MEMORY, _KIND_EPHEMERAL, _KIND_SCALAR = range(4)

@@ -15,8 +15,7 @@ from .. import features
 from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
 from ..framework.cycle_state import CycleState
 from ..framework.events import ASSIGNED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from ..framework.handle import Handle
-from ..framework.interfaces import PostFilterPlugin, PreEnqueuePlugin
+from ..framework.interfaces import Handle, PostFilterPlugin, PreEnqueuePlugin
 from ..framework.status import Code, Status
 from ..framework.types import NodeToStatus, PostFilterResult
 from ..model import Pod, PodGroup

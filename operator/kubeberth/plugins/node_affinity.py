@@ -17,7 +17,6 @@ from ..framework import (
     CycleState,
     FilterPlugin,
     Handle,
-    MaskCache,
     ModelError,
     Node,
     NodeInfo,
@@ -32,8 +31,11 @@ from ..framework import (
     QueueingHint,
     ScorePlugin,
     Status,
-    default_normalize_all,
     default_normalize_score,
+)
+from ..framework.vector import (
+    MaskCache,
+    default_normalize_all,
     labels_mask,
     selector_key,
     selector_mask,

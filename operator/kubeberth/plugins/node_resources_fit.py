@@ -11,10 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..framework import (
     ASSIGNED_POD,
-    COL_CPU,
-    COL_EPH,
-    COL_MEM,
-    COL_PODS,
     NODE,
     TARGET_POD,
     ActionType,
@@ -37,6 +33,7 @@ from ..framework import (
     ScorePlugin,
     Status,
 )
+from ..framework.vector import COL_CPU, COL_EPH, COL_MEM, COL_PODS
 from ._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,

@@ -28,12 +28,11 @@ from ..framework import (
     ScorePlugin,
     Status,
     Toleration,
-    default_normalize_all,
     default_normalize_score,
     find_untolerated,
     tolerated,
-    untolerated_free_mask,
 )
+from ..framework.vector import default_normalize_all, untolerated_free_mask
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME

@@ -36,7 +36,7 @@ from .. import features
 from ..cache.pod_groups import POD_GROUP_STATES, PodGroupStates
 from ..framework.cycle_state import CycleState
 from ..framework.explain import preemption_notes
-from ..framework.handle import Handle
+from ..framework.interfaces import Handle
 from ..framework.status import Code, Status
 from ..framework.types import Diagnosis, FitError, NodeToStatus, PostFilterResult
 from ..framework.victims import Candidate, Victims, candidates_to_victims_map

@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 
 from ..client import ClusterClient, preemption_message
-from ..framework.handle import Handle
+from ..framework.interfaces import Handle
 from ..framework.victims import Candidate
 from ..model import Pod
 

@@ -12,7 +12,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..framework.handle import Handle
+from ..framework.interfaces import Handle
 from ..framework.status import Code
 from ..framework.types import NodeToStatus
 from ..framework.vector import snapshot_arrays

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..cache.node_arrays import CPU, EPH, MEM, PODS, NodeArrays
 from ..framework.cycle_state import CycleState
-from ..framework.handle import Handle
+from ..framework.interfaces import Handle
 from ..framework.vector import RowCache, snapshot_arrays
 from ..model import NodeInfo, Pod
 from .nominated import nominated_requests, nominated_usage

@@ -27,7 +27,9 @@ from ..framework import (
 )
 from ..framework.context import nominated_pods_added_for
 from ..framework.status import Code, PluginError, filter_failure
-from ..framework.vector import AllNodes, NodeView, ScoreTable, arrays_for, select_index, snapshot_arrays
+from ..framework.vector import AllNodes, NodeView, arrays_for, snapshot_arrays
+from ..framework.vector.scores import select_index
+from ..framework.vector.views import ScoreTable
 from ..model import NodeInfo, Pod
 from .explain import explanation_of
 from .fit_statuses import record_rejections, shared_rejections

@@ -20,7 +20,7 @@ from ..framework import CycleState, Diagnosis, FilterPlugin, Framework, PreFilte
 from ..framework import events as ev
 from ..framework.explain import PREEMPTION_NOTES_KEY, PreemptionNotes
 from ..framework.status import Code
-from ..framework.vector import ScoreTable
+from ..framework.vector.views import ScoreTable
 from ..model import NodeInfo, Pod
 
 EXPLAIN_KEY = "kubeberth.io/explain"

@@ -9,11 +9,8 @@ import numpy as np
 
 from ...cache.node_arrays import NodeArrays
 from ...model import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
-from ...model.selectors import _parse_int64
+from ...model.selectors import OBJECT_NAME_FIELD, _parse_int64
 from ...model.taints import find_untolerated
-
-# The one field a node selector term's matchFields may name.
-OBJECT_NAME_FIELD = "metadata.name"
 
 
 class _Columns:

@@ -4,16 +4,30 @@ vectorised path."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from ...cache.node_arrays import NodeArrays
+from ...cache.snapshot import Snapshot
 from ...model import NodeInfo
 from ..types import NodePluginScores
 
-if TYPE_CHECKING:
-    from ..handle import Handle
+
+class VectorHandle(Protocol):
+    """What `arrays_for` and `snapshot_arrays` read of a plugin's Handle (every
+    `kubeberth.framework.Handle` is one): the cycle's snapshot and whether the framework takes
+    the vectorised path, from how many nodes on. Declared here so that the vectorised path does
+    not depend on the Handle, which depends on the extension points, which take its views."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    @property
+    def vectorise(self) -> bool: ...
+
+    @property
+    def vector_min_nodes(self) -> int: ...
 
 
 class NodeView(list):
@@ -94,7 +108,7 @@ class ScoreTable:
         return len(self.nodes)
 
 
-def arrays_for(handle: Handle | None, nodes: Sequence[NodeInfo]) -> NodeArrays | None:
+def arrays_for(handle: VectorHandle | None, nodes: Sequence[NodeInfo]) -> NodeArrays | None:
     """The snapshot's NodeArrays when a plugin may take its vectorised path over `nodes` (the
     whole snapshot, on a framework that vectorises), else None."""
     if handle is None or not handle.vectorise or len(nodes) < handle.vector_min_nodes:
@@ -105,7 +119,7 @@ def arrays_for(handle: Handle | None, nodes: Sequence[NodeInfo]) -> NodeArrays |
     return snapshot.arrays()
 
 
-def snapshot_arrays(handle: Handle | None) -> NodeArrays | None:
+def snapshot_arrays(handle: VectorHandle | None) -> NodeArrays | None:
     """The snapshot's NodeArrays when the framework vectorises this cycle, else None (for
     plugins whose PreFilter/PreScore read the whole snapshot whatever nodes they are given)."""
     if handle is None or not handle.vectorise or len(handle.snapshot) < handle.vector_min_nodes:

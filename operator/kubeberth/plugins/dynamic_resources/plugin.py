@@ -27,9 +27,9 @@ import numpy as np
 from ... import features
 from ...framework.cycle_state import CycleState
 from ...framework.events import ClusterEvent, ClusterEventWithHint
-from ...framework.handle import Handle
 from ...framework.interfaces import (
     FilterPlugin,
+    Handle,
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,

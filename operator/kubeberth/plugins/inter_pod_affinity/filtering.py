@@ -26,8 +26,8 @@ from ...framework import (
     PreFilterResult,
     Status,
     pod_affinity_terms,
-    snapshot_arrays,
 )
+from ...framework.vector import snapshot_arrays
 from .._pod_index import PodIndex, index_for
 from .common import (
     ERR_AFFINITY,

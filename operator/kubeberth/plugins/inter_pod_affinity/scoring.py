@@ -28,8 +28,8 @@ from ...framework import (
     ScorePlugin,
     Status,
     pod_affinity_terms,
-    snapshot_arrays,
 )
+from ...framework.vector import snapshot_arrays
 from .._pod_index import PodIndex, index_for
 from .args import InterPodAffinityArgs
 from .common import NAME, PRE_SCORE_KEY, SCORE_VECTOR_KEY, Counts, NamespaceLabels, constant, node_labels_of

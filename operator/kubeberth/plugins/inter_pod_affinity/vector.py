@@ -23,17 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ...framework import (
-    AffinityTerm,
-    NodeArrays,
-    NodeInfo,
-    NsLabels,
-    Pod,
-    PodAffinityTerms,
-    RowCache,
-    label_selector_key,
-    pod_affinity_terms,
-)
+from ...framework import AffinityTerm, NodeInfo, NsLabels, Pod, PodAffinityTerms, pod_affinity_terms
+from ...framework.vector import NodeArrays, RowCache, label_selector_key
 from .._pod_index import PodIndex
 from .common import Counts
 from .rules import existing_anti_keys, first_of_group, incoming_preferred, matches_all, sigs_matching_all

@@ -17,17 +17,8 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ...framework import (
-    Handle,
-    LabelSelector,
-    ModelError,
-    Node,
-    NodeInfo,
-    Pod,
-    Requirement,
-    find_untolerated,
-    label_selector_key,
-)
+from ...framework import Handle, LabelSelector, ModelError, Node, NodeInfo, Pod, Requirement, find_untolerated
+from ...framework.vector import label_selector_key
 from .._labels import validate_selector
 from .._pod_index import PodIndex, Sig, pod_sig
 

@@ -27,8 +27,8 @@ from ...framework import (
     PreFilterPlugin,
     PreFilterResult,
     Status,
-    arrays_for,
 )
+from ...framework.vector import arrays_for
 from .._pod_index import PodIndex, index_for
 from .common import (
     DO_NOT_SCHEDULE,

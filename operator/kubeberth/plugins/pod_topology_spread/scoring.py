@@ -20,14 +20,13 @@ from ...framework import (
     Node,
     NodeInfo,
     NodeScore,
-    NodeView,
     PluginError,
     Pod,
     PreScorePlugin,
     ScorePlugin,
     Status,
-    snapshot_arrays,
 )
+from ...framework.vector import NodeView, snapshot_arrays
 from .._pod_index import PodIndex, index_for
 from .common import (
     LABEL_HOSTNAME,

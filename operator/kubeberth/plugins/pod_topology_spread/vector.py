@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...framework import (
+from ...framework import Pod
+from ...framework.vector import (
     MaskCache,
     NodeArrays,
-    Pod,
     RowCache,
     required_node_affinity_mask,
     selector_key,
