@@ -28,10 +28,8 @@ from kubeberth.operator.secure_serving import (
     HealthCheck,
     authn_config,
     make_server,
-    read_keypair,
-    self_signed_certificate,
-    server_ssl_context,
 )
+from kubeberth.operator.serving_certs import read_keypair, self_signed_certificate, server_ssl_context
 from kubeberth.operator.serving_options import ServingOptions, ServingOptionsError, go_duration
 
 from .test_delegated_auth import PROM, ApiServer

@@ -190,13 +190,13 @@ class PriorityQueue:
             entry.changed.clear()
             return False
         gate = entry.gate_state
-        if not isinstance(gate, GroupGate) or gate.profile is not prof:
-            gate = entry.gate_state = GroupGate(prof, entry)
+        if not isinstance(gate, GroupGate) or gate.steps is not steps:
+            gate = entry.gate_state = GroupGate(prof.scheduler_name, steps, entry)
         gate.take_changes(entry)
         if gate.foreign:
             entry.gate_state = None  # made afresh, every pod in question, when it can be kept again
             return False
-        gating = gate.run(entry, steps)
+        gating = gate.run(entry)
         if gating:
             entry.gated = True
             self._gating[entry.key] = gating
