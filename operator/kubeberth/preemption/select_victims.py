@@ -40,6 +40,7 @@ class VictimSelection:
     def is_preemption_allowed(self, node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
         """Only strictly lower-priority pods may be victims (and the eligibility hook agrees)."""
         return victim.priority < preemptor.priority and self.is_eligible_pod(node_info, victim, preemptor)
+
     def select_victims_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo,
                                pdbs: Sequence[PDB], *, groups: PodGroupStates | None = None
                                ) -> tuple[list[Pod], int, Status | None]:

@@ -15,7 +15,7 @@ from .subqueues import ACTIVE, BACKOFF, INCOMPLETE, UNSCHEDULABLE, SubQueues, me
 
 class PodGroupQueue(SubQueues):
     """The pod group entries of a `PriorityQueue` (scheduling_queue.py)."""
-    # ---- pod groups (GenericWorkload) ---------------------------------------------------
+
     def _is_member(self, pod: Pod) -> bool:
         """upstream's isPodGroupMember: with GenericWorkload, a pod that names a PodGroup."""
         return self.pod_groups_enabled and bool(pod.pod_group_name)
