@@ -223,7 +223,7 @@ async def _wait_bound(ask: Any, prefix: str, count: int, timeout: float) -> int:
 async def _run(w: wl.Workload, seed: int, profile: bool) -> dict[str, Any]:
     import multiprocessing
 
-    from kubeberth.operator.run import OperatorConfig
+    from kubeberth.operator.options import OperatorConfig
 
     ctx = multiprocessing.get_context("spawn")
     conn, child_conn = ctx.Pipe()

@@ -38,7 +38,8 @@ def test_the_run_path_and_kopf_load_a_few_modules_and_the_same_classes() -> None
         assert lazy_client.install()
         import kopf
         import kubeberth.operator.app
-        from kubeberth.operator.app import ApiClient, ApiException, Configuration, k8s_config
+        from kubeberth.operator.app import ApiClient, Configuration
+        from kubeberth.operator.connection import ApiException, k8s_config
         from kopf._cogs.helpers import thirdparty
         loaded = [m for m in sys.modules if m.startswith("kubernetes_asyncio")]
         assert "kubernetes_asyncio.client.models.v1_pod" not in sys.modules

@@ -176,7 +176,7 @@ def test_the_dockerfile_runs_the_operator_as_the_deployment_expects():
 def test_the_run_options_used_in_manifests_exist():
     import argparse
 
-    from kubeberth.operator.run import add_run_arguments
+    from kubeberth.operator.options import add_run_arguments
 
     [dep] = by_kind("Deployment")
     [c] = dep["spec"]["template"]["spec"]["containers"]

@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--explain-nodes", dest="explain_nodes", metavar="N", type=_positive,
                      default=DEFAULT_EXPLAIN_NODES,
                      help=f"nodes shown per explained pod in the table (default {DEFAULT_EXPLAIN_NODES})")
-    from .operator.run import PERCENTAGE_HELP, percentage
+    from .operator.options import PERCENTAGE_HELP, percentage
 
     sim.add_argument("--percentage-of-nodes-to-score", dest="percentage_of_nodes_to_score", metavar="PERCENT",
                      type=percentage, default=0, help=PERCENTAGE_HELP)
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plugins_argument(sim)
     _add_feature_gates(sim)
     sim.set_defaults(func=_simulate)
-    from .operator.run import add_run_arguments
+    from .operator.options import add_run_arguments
 
     run = sub.add_parser("run", help="run the scheduler against a cluster (the kopf operator)",
                          description="Run kubeberth in a cluster: watch pods, nodes and SchedulingProfiles, "

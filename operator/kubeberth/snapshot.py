@@ -155,9 +155,9 @@ async def _pods(lister: Lister, kind: WatchedKind, namespace: str | None,
 
 
 async def _snapshot(args: argparse.Namespace, out: TextIO) -> None:
-    from .operator.app import load_configuration
+    from .operator.connection import load_configuration
+    from .operator.options import OperatorConfig
     from .operator.rest import RestClient
-    from .operator.run import OperatorConfig
 
     cfg = await load_configuration(OperatorConfig(kubeconfig=args.kubeconfig, context=args.context,
                                                   server=args.server))

@@ -23,7 +23,7 @@ import pytest
 import pytest_asyncio
 
 from kubeberth.operator.app import OperatorApp
-from kubeberth.operator.run import OperatorConfig
+from kubeberth.operator.options import OperatorConfig
 from kubeberth.operator.serving_options import ServingOptions
 from kubeberth.plugins import use_plugins
 

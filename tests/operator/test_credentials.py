@@ -15,7 +15,8 @@ import yaml
 from kubernetes_asyncio.client import Configuration
 
 from kubeberth.metrics import SchedulerMetrics
-from kubeberth.operator.app import OperatorApp, RetryForever, load_credentials
+from kubeberth.operator.app import OperatorApp
+from kubeberth.operator.connection import RetryForever, load_credentials
 from kubeberth.operator.credentials import (
     SERVICE_ACCOUNT_TOKEN,
     Credentials,
@@ -26,8 +27,8 @@ from kubeberth.operator.credentials import (
     subject_of,
 )
 from kubeberth.operator.leader import LeaderElector, LeaseConfig
+from kubeberth.operator.options import OperatorConfig
 from kubeberth.operator.rest import api_exception
-from kubeberth.operator.run import OperatorConfig
 
 
 class Clock:

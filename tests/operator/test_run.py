@@ -11,7 +11,7 @@ import pytest
 
 from kubeberth.cli import build_parser
 from kubeberth.operator.leader import LeaseConfig
-from kubeberth.operator.run import DEFAULT_METRICS_PORT, add_run_arguments, config_from_args
+from kubeberth.operator.options import DEFAULT_METRICS_PORT, add_run_arguments, config_from_args
 
 from .conftest import free_port, wait_for
 from .emulator import events_for, make_node, make_pod

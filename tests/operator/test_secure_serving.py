@@ -21,17 +21,16 @@ import trustme
 from cryptography import x509
 
 from kubeberth.metrics import SchedulerMetrics
-from kubeberth.operator.run import add_run_arguments, config_from_args, run_main
+from kubeberth.operator.options import add_run_arguments, config_from_args
+from kubeberth.operator.run import run_main
 from kubeberth.operator.secure_serving import (
     PING,
     ComponentServer,
     HealthCheck,
     authn_config,
     make_server,
-    read_keypair,
-    self_signed_certificate,
-    server_ssl_context,
 )
+from kubeberth.operator.serving_certs import read_keypair, self_signed_certificate, server_ssl_context
 from kubeberth.operator.serving_options import ServingOptions, ServingOptionsError, go_duration
 
 from .test_delegated_auth import PROM, ApiServer
@@ -322,7 +321,7 @@ async def test_the_operators_checks_are_upstreams_and_the_loops():
     from kubernetes_asyncio.client import Configuration
 
     from kubeberth.operator.app import OperatorApp
-    from kubeberth.operator.run import OperatorConfig
+    from kubeberth.operator.options import OperatorConfig
 
     app = OperatorApp(OperatorConfig(server="http://127.0.0.1:9", leader_elect=True))
     cfg = Configuration()

@@ -12,7 +12,7 @@ PROBE = """
 import sys
 from kubeberth import lazy_client
 lazy_client.install()
-from kubeberth.operator.run import add_run_arguments, config_from_args
+from kubeberth.operator.options import add_run_arguments, config_from_args
 import argparse
 import kubeberth.operator.app
 args = add_run_arguments(argparse.ArgumentParser()).parse_args(sys.argv[1:])

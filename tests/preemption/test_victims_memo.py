@@ -22,9 +22,9 @@ from kubeberth.framework.cycle_state import CycleState
 from kubeberth.model import NodeInfo, Pod
 from kubeberth.plugins import in_tree_registry
 from kubeberth.preemption.arithmetic_dry_run import ArithmeticDryRun
-from kubeberth.preemption.evaluator import default_is_eligible_pod
 from kubeberth.preemption.pick import more_important_key
 from kubeberth.preemption.prescreen import Prescreen
+from kubeberth.preemption.select_victims import default_is_eligible_pod
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
 from tests.builders import make_node

@@ -15,7 +15,7 @@ from kubeberth.framework.types import QueuedPodGroupInfo, QueuedPodInfo
 from kubeberth.model import Pod
 from kubeberth.queue import ACTIVE, BACKOFF, GATED, PriorityQueue
 from kubeberth.queue.active_queue import InFlight
-from kubeberth.queue.scheduling_queue import INCOMPLETE, PENDING
+from kubeberth.queue.subqueues import INCOMPLETE, PENDING
 from tests.queue.fakes import new_queue, pod
 
 GATES = FeatureGates.parse("GenericWorkload=true")

@@ -9,7 +9,7 @@ import pytest
 
 from kubeberth.framework import events as ev
 from kubeberth.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, ActionType, ClusterEvent
-from kubeberth.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS
+from kubeberth.queue.subqueues import DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS
 from tests.builders import make_node, make_pod, pod_dict
 from tests.queue.fakes import fail, new_queue, pod, profile, where
 

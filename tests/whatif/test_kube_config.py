@@ -12,7 +12,7 @@ import yaml
 from kubeberth.cli import main
 from kubeberth.config import ConfigError, parse_profile_object
 from kubeberth.config.kube_config import export_config, import_config
-from kubeberth.operator.run import BadConfigFile, load_config_file
+from kubeberth.operator.options import BadConfigFile, load_config_file
 from kubeberth.sim_config import prepare
 from kubeberth.simulate import run_simulation
 from tests.builders import node_dict, pod_dict

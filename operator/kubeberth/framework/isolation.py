@@ -20,13 +20,12 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .status import PluginError, Status
 
 if TYPE_CHECKING:
     from ..clock import Clock
-    from .context import MetricsRecorder
 
 log = logging.getLogger("kubeberth.plugins")
 
@@ -146,6 +145,12 @@ class _Kind:
     last: str = ""  # the last one's message
 
 
+class PluginErrorCounter(Protocol):
+    """What PluginErrors reports to: the scheduler's MetricsRecorder (context.py) is one."""
+
+    def plugin_error(self, plugin: str, point: str) -> None: ...
+
+
 class PluginErrors:
     """A scheduler's plugins' exceptions: each one counted (`kubeberth_plugin_errors_total`
     through the metrics `metrics()` returns, when there are any); the first of each (plugin,
@@ -153,7 +158,7 @@ class PluginErrors:
     count, at most once per `interval` seconds of `clock` per kind (`summarise` writes the
     counts due, or all of them). Messages and statuses are `raised`'s, word for word."""
 
-    def __init__(self, clock: Clock, metrics: Callable[[], MetricsRecorder | None] = lambda: None,
+    def __init__(self, clock: Clock, metrics: Callable[[], PluginErrorCounter | None] = lambda: None,
                  interval: float = SUMMARY_INTERVAL) -> None:
         self.clock = clock
         self.metrics = metrics

@@ -19,18 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import kopf
-from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from .. import __version__
 from ..clock import RealClock
@@ -43,15 +39,16 @@ from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
 from .collector import collector_paused
-from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, Forbidden, kubeconfig_user
+from .connection import RetryForever, load_configuration, load_credentials, login
+from .credentials import Credentials, Forbidden
 from .explain_publisher import ExplainPublisher
 from .ingest import Ingest
 from .leader import LeaderElector
+from .options import OperatorConfig
 from .plugin_operators import PluginOperators
 from .profiles import ProfileManager
-from .reflector import Backoff, Informers
+from .reflector import Informers
 from .rest import RestClient
-from .run import OperatorConfig
 from .shadow import ShadowEvaluator
 
 if TYPE_CHECKING:
@@ -62,56 +59,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 EXIT_LOST_LEADERSHIP = 75  # EX_TEMPFAIL: restart me
-LOGIN_SECONDS = 600.0  # kopf logs in again this often (the token is read again on the way)
-
-
-class RetryForever:
-    """kopf's `networking.error_backoffs`: 1, 2, 4 ... 30 s, then 30 s for ever. An iterable that is
-    not Sized, so kopf retries an API error for as long as it lasts instead of ending the process."""
-
-    def __init__(self, initial: float = 1.0, maximum: float = 30.0) -> None:
-        self.initial = initial
-        self.maximum = maximum
-
-    def __iter__(self) -> Iterator[float]:
-        delay = self.initial
-        while True:
-            yield delay
-            delay = min(delay * 2, self.maximum)
-
-
-async def load_configuration(config: OperatorConfig) -> Configuration:
-    """The kubernetes-asyncio configuration: --server, in-cluster, or a kubeconfig."""
-    cfg = Configuration()
-    if config.server:
-        cfg.host = config.server.rstrip("/")
-        return cfg
-    in_cluster = config.in_cluster
-    if in_cluster is None:
-        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    if in_cluster:
-        k8s_config.load_incluster_config(client_configuration=cfg)
-    else:
-        await k8s_config.load_kube_config(config_file=config.kubeconfig, context=config.context,
-                                          client_configuration=cfg)
-    return cfg
-
-
-def load_credentials(config: OperatorConfig, cfg: Configuration) -> Credentials:
-    """Where the token of `cfg` comes from: the ServiceAccount's token file in-cluster, a kubeconfig
-    user's tokenFile (both read again as client-go does), else what the configuration holds."""
-    if config.server:
-        return Credentials(cfg, description=f"no credentials (--server {cfg.host})")
-    in_cluster = config.in_cluster
-    if in_cluster is None:
-        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    if in_cluster:
-        return Credentials(cfg, token_file=SERVICE_ACCOUNT_TOKEN,
-                           description=f"the ServiceAccount token file {SERVICE_ACCOUNT_TOKEN}")
-    user = kubeconfig_user(config.kubeconfig, config.context)
-    if user is None:
-        return Credentials(cfg)
-    return Credentials(cfg, token_file=user.token_file, description=user.describe())
 
 
 class OperatorApp:
@@ -294,41 +241,10 @@ class OperatorApp:
             setattr(target, last, value)
 
     async def connection_info(self) -> kopf.ConnectionInfo:
-        """kopf logs in with the same credentials as the scheduler's API client, once the API server
-        accepts them. kopf ends the process when a login gives it nothing new after a 401, so this
-        never gives up: while the server answers 401 it waits with backoff, reading the token again
-        (`Credentials`); an unreachable server is no credentials problem (kopf's own requests retry).
-        Each answer is a new ConnectionInfo (its expiration differs), which kopf never takes for the
-        one it invalidated, even when the token is the same one the server refused for a while."""
+        """kopf's login: `connection.login` with the scheduler's API client's credentials."""
         cfg, rest, credentials = self.configuration, self._rest, self.credentials
         assert cfg is not None and rest is not None and credentials is not None
-        backoff = Backoff(initial=1.0, maximum=30.0)
-        waited = False
-        while True:
-            try:
-                await rest.request("GET", "/api", timeout=self.config.request_timeout)
-                break
-            except asyncio.CancelledError:
-                raise
-            except ApiException as exc:
-                if exc.status != 401:
-                    break  # authenticated (a 403 is about permissions) or an outage
-            except Exception:
-                break
-            if not waited:
-                waited = True
-                logger.warning("kopf's login waits until the API server %s accepts the credentials of %s",
-                               credentials.server, credentials.description)
-            await self.sleep(backoff.next())
-        header = await credentials.authorization()
-        parts = header.split(" ", 1) if header else []
-        scheme, token = ((None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1]))
-        return kopf.ConnectionInfo(
-            server=str(cfg.host), ca_path=cfg.ssl_ca_cert, insecure=not cfg.verify_ssl,
-            username=cfg.username or None, password=cfg.password or None, scheme=scheme, token=token,
-            certificate_path=cfg.cert_file, private_key_path=cfg.key_file, proxy_url=cfg.proxy,
-            default_namespace="default",
-            expiration=datetime.now(UTC) + timedelta(seconds=LOGIN_SECONDS))
+        return await login(cfg, rest, credentials, request_timeout=self.config.request_timeout, sleep=self.sleep)
 
     # --- lifecycle (kopf startup / cleanup) ---
 

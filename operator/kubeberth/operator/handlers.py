@@ -21,17 +21,29 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import kopf
-
-if TYPE_CHECKING:
-    from .app import OperatorApp
 
 logger = logging.getLogger(__name__)
 
 
-def register(registry: kopf.OperatorRegistry, app: OperatorApp) -> None:
+class Frame(Protocol):
+    """What the frame's handlers call: the operator (`app.OperatorApp`)."""
+
+    @property
+    def api_client(self) -> Any: ...
+
+    def configure_settings(self, settings: kopf.OperatorSettings) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self, timeout: float = 5.0) -> None: ...
+
+    async def connection_info(self) -> kopf.ConnectionInfo: ...
+
+
+def register(registry: kopf.OperatorRegistry, app: Frame) -> None:
     @kopf.on.startup(registry=registry, id="kubeberth_startup")
     async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
         app.configure_settings(settings)

@@ -1,13 +1,16 @@
 """The secure port's options: kube-scheduler's secure-serving, authentication and authorization flags.
 
 Kept free of heavy imports: `kubeberth run --help` and the config checks read it; the server itself
-is `secure_serving.py`, the authenticator and authorizer `delegated_auth.py`.
+is `secure_serving.py`, its certificate `serving_certs.py`, the authenticator and authorizer
+`delegated_auth.py`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
+import socket
 from dataclasses import dataclass, field
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
@@ -41,6 +44,19 @@ def comma_list(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` names is a loopback one (127.0.0.0/8, ::1, localhost)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
+
+
 @dataclass
 class ServingOptions:
     """How port 10259 (--metrics-port) is served. The defaults are kube-scheduler's."""
@@ -65,8 +81,6 @@ class ServingOptions:
     def check(self, host: str) -> None:
         """Raise ServingOptionsError for options that cannot work, before anything starts."""
         if self.insecure:
-            from .secure_serving import is_loopback
-
             if not is_loopback(host):
                 raise ServingOptionsError(
                     f"--metrics-insecure serves /metrics over plain HTTP to anyone who can connect: it needs a "
@@ -75,7 +89,7 @@ class ServingOptions:
         if bool(self.tls_cert_file) != bool(self.tls_private_key_file):
             raise ServingOptionsError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
         if self.tls_cert_file and self.tls_private_key_file:
-            from .secure_serving import read_keypair, server_ssl_context
+            from .serving_certs import read_keypair, server_ssl_context
 
             try:
                 pair = read_keypair(self.tls_cert_file, self.tls_private_key_file)

@@ -31,7 +31,6 @@ from ..model import Pod
 
 if TYPE_CHECKING:
     from ..framework.status import Status
-    from .profile import QueueProfile
 
 # Below this many pods an entry is asked pod by pod: its answers are not worth keeping.
 KEEP_FROM_MEMBERS = 8
@@ -91,13 +90,16 @@ class _Memo:
 
 
 class GroupGate:
-    """The PreEnqueue verdicts of one pod group entry's pods, for one profile (`profile`, the one
-    serving the entry's first pod); kept in the entry's `gate_state`."""
+    """The PreEnqueue verdicts of one pod group entry's pods, for one profile (the one serving the
+    entry's first pod: its `scheduler_name` and PreEnqueue `steps`; a new version of the profile
+    has new steps, and a new gate); kept in the entry's `gate_state`."""
 
-    __slots__ = ("asked", "dirty", "foreign", "gated_by", "memos", "probes", "profile", "verdicts", "volatile")
+    __slots__ = ("asked", "dirty", "foreign", "gated_by", "memos", "probes", "scheduler_name", "steps", "verdicts",
+                 "volatile")
 
-    def __init__(self, profile: QueueProfile, entry: QueuedPodGroupInfo) -> None:
-        self.profile = profile
+    def __init__(self, scheduler_name: str, steps: tuple[PreEnqueueStep, ...], entry: QueuedPodGroupInfo) -> None:
+        self.scheduler_name = scheduler_name
+        self.steps = steps
         self.memos: dict[str, _Memo] = {}
         self.verdicts: dict[str, str] = {}  # uid -> the plugin that gates the pod, "" for none
         self.gated_by: dict[str, int] = {}  # plugin -> pods it gates
@@ -112,7 +114,7 @@ class GroupGate:
         """The pods added, replaced or removed since the last pass."""
         if not entry.changed:
             return
-        name = self.profile.scheduler_name
+        name = self.scheduler_name
         for uid in entry.changed:
             m = entry.member(uid)
             if m is None:
@@ -145,12 +147,13 @@ class GroupGate:
             if verdict:
                 self.gated_by[verdict] = self.gated_by.get(verdict, 0) + 1
 
-    def run(self, entry: QueuedPodGroupInfo, steps: tuple[PreEnqueueStep, ...]) -> str:
+    def run(self, entry: QueuedPodGroupInfo) -> str:
         """A pass over the entry: each pod's `gated` (and its gating plugin among its
         unschedulable_plugins) as upstream's runPreEnqueuePlugins leaves them; returns the
         plugin that gates the entry, "" when none does."""
         # The group-wide answers the kept verdicts rest on, asked again in the profile's order;
         # one that changed puts every verdict in question.
+        steps = self.steps
         current: dict[str, str] = {}
         if self.asked:
             for step in steps:

@@ -7,7 +7,8 @@ the earlier firstAvailable subrequests; Reserve keeps the node's allocation in f
 other pod gets the same devices; PreBind writes the allocation and `reservedFor` to the claims'
 status through the ClusterClient; PostFilter deallocates a claim that keeps the pod off every node,
 and PodGroupPostFilter does it for each pod of a pod group that could not be placed.
-Reasons are upstream's, word for word.
+Reasons are upstream's, word for word. The writes (PreBind, PostFilter, PodGroupPostFilter,
+Unreserve's) are binding.py's, the base of the plugin class; its CycleState is state.py's.
 
 Upstream's PostFilter runs before DefaultPreemption and reads the PreFilter state; when an earlier
 PreFilter rejected the pod the state was never written, and the read's error ends upstream's
@@ -18,33 +19,29 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ... import features
 from ...framework.cycle_state import CycleState
 from ...framework.events import ClusterEvent, ClusterEventWithHint
 from ...framework.interfaces import (
     FilterPlugin,
     Handle,
-    PostFilterPlugin,
-    PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     ReservePlugin,
     ScorePlugin,
 )
-from ...framework.status import Code, PluginError, Status
-from ...framework.types import NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
+from ...framework.status import Status
+from ...framework.types import NodeScore, PreFilterResult
 from ...framework.vector import AllNodes, NodeView, default_normalize_all, zero_scores
-from ...model import NodeInfo, Pod, PodGroup
-from ...model.selectors import NodeSelector
+from ...model import NodeInfo, Pod
 from .._helper import default_normalize_score
 from . import counts, extended, queueing_hints
 from .allocator import AllocationError, Allocator, kobj
+from .binding import ClaimBinding
 from .claims import (
     DEVICE_CLASS,
     FINALIZER,
@@ -53,63 +50,16 @@ from .claims import (
     allocation,
     allocation_selector,
     check_for_pod,
-    claim_key,
     claim_uid,
-    consumer_ref,
     is_reserved_for_pod,
     pod_claim_refs,
-    reserved_for,
 )
-from .requests import FIRST_AVAILABLE_MAX, Request, claim_requests
+from .requests import FIRST_AVAILABLE_MAX, claim_requests
+from .state import NAME, NO_CLAIMS, STATE_KEY, STATE_NOT_FOUND, State
 from .tracker import AllocationTracker
 
-log = logging.getLogger("kubeberth.plugins.dynamic_resources")
-NAME = "DynamicResources"
-STATE_KEY = NAME
-STATE_NOT_FOUND = "not found"
-POD_GROUP_POST_FILTER_DONE = "deallocation and deletion of ResourceClaims completed"
 
-
-class _State:
-    __slots__ = ("allocator", "available_on", "claims", "count_rejects", "extended", "extended_index",
-                 "invalid_rows", "lazy_nodes", "node_allocations", "node_extended", "pending", "plain",
-                 "prioritized", "to_allocate", "unavailable")
-
-    def __init__(self) -> None:
-        self.claims: list[Mapping[str, Any]] = []
-        self.available_on: list[NodeSelector | None] = []
-        self.to_allocate: list[int] = []
-        self.allocator: Allocator | None = None
-        # node -> claim index -> allocation found by Filter
-        self.node_allocations: dict[str, dict[int, dict[str, Any]]] = {}
-        # Extended resources backed by DRA: the pod's requests of them, the index of the claim to be
-        # made for them (while not made yet), and per node that claim with its requests and mappings.
-        self.extended: dict[str, int] = {}
-        self.extended_index: int | None = None
-        self.node_extended: dict[str, tuple[dict[str, Any], list[dict[str, str]]]] = {}
-        self.pending: dict[int, dict[str, Any]] = {}  # claim index -> allocation, from Reserve
-        self.unavailable: set[int] = set()
-        self.prioritized: dict[int, list[tuple[str, list[Request]]]] = {}  # claims with firstAvailable
-        # filter_all: the pod's requests by predicate (None: not plain, or not looked at yet) and,
-        # when it decided nodes without Filter, the nodes by name (Reserve allocates on its node).
-        self.plain: list[tuple[counts.Predicate, int]] | None = None
-        self.lazy_nodes: tuple[NodeView | AllNodes, Mapping[str, int]] | None = None
-        # Per row: filter_all rejected it on the counts alone (its Filter status is known), and
-        # whether it has an invalid pool (which that status names).
-        self.count_rejects: np.ndarray | None = None
-        self.invalid_rows: np.ndarray | None = None
-
-    def clone(self) -> _State:
-        return self
-
-
-# The state of every pod without claims or DRA-backed extended resources (most pods): nothing in it
-# changes (each point returns at once on its empty claims), so one instance serves them all.
-_NO_CLAIMS = _State()
-
-
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin,
-                       ReservePlugin, PreBindPlugin):
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin, ClaimBinding):
     name = NAME
     has_normalize = True
 
@@ -121,18 +71,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self.tracker = AllocationTracker()
         self._tasks: set[asyncio.Task[None]] = set()
 
-
-    def _handle(self) -> Handle:
-        if self.handle is None:
-            raise PluginError(f"{self.name} needs the framework's handle (objects, client)")
-        return self.handle
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
         return queueing_hints.registrations(self._pod_claims)
 
     # ---- the claims a pod names -----------------------------------------------------------------
-    def _objects(self) -> Any:
-        return self._handle().objects
-
     def _claim(self, namespace: str, name: str) -> Mapping[str, Any]:
         claim = self._objects().get(RESOURCE_CLAIM, f"{namespace}/{name}")
         if claim is None:
@@ -171,10 +113,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         objects = self._objects() if self.handle is not None and pod.requests.scalar else None
         delegated = extended.delegated_resources(objects, pod)
         if not delegated and not pod.spec.get("resourceClaims"):
-            state.write(STATE_KEY, _NO_CLAIMS)  # what the later points read: nothing to do
+            state.write(STATE_KEY, NO_CLAIMS)  # what the later points read: nothing to do
             return None, Status.skip()
         objects = self._objects() if self.handle is not None else None
-        s = _State()
+        s = State()
         state.write(STATE_KEY, s)
         s.extended = delegated
         try:
@@ -232,7 +174,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     # ---- Filter ---------------------------------------------------------------------------------
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s = state.get(STATE_KEY)
-        if not isinstance(s, _State):
+        if not isinstance(s, State):
             return Status.error(STATE_NOT_FOUND)
         if not s.claims:
             return None
@@ -276,7 +218,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         `filter`), the others pass without a search; Reserve then allocates on its node only.
         None (the per-node path) for claims or nodes the counts do not describe exactly."""
         s = state.get(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims or s.extended_index is not None or nodes.idx is not None:
+        if not isinstance(s, State) or not s.claims or s.extended_index is not None or nodes.idx is not None:
             return None
         n = len(nodes)
         arrays = nodes.arrays
@@ -316,7 +258,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         """The statuses of rows filter_all rejected on the counts alone: the search would have
         failed there, naming the invalid pools when the node has some (as `filter`)."""
         s = state.get(STATE_KEY)
-        if not isinstance(s, _State) or s.count_rejects is None or s.invalid_rows is None:
+        if not isinstance(s, State) or s.count_rejects is None or s.invalid_rows is None:
             return None
         if not s.count_rejects[rows].all():
             return None
@@ -327,63 +269,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         invalid = Status.unresolvable("invalid resource pools were encountered")
         return [invalid if b else fail for b in bad.tolist()]
 
-    # ---- PostFilter -----------------------------------------------------------------------------
-    async def post_filter(self, state: CycleState, pod: Pod,
-                          statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
-        s = state.get(STATE_KEY)
-        if not isinstance(s, _State):
-            return None, Status.error(STATE_NOT_FOUND)
-        if not s.claims:
-            return None, Status(Code.UNSCHEDULABLE)
-        _, status = await self._deallocate_pod_claims(pod, s)
-        return None, status
-
-    async def _deallocate_pod_claims(self, pod: Pod, s: _State) -> tuple[bool, Status]:
-        """upstream's deallocateOrDeletePodClaims: the first claim Filter found allocated but not
-        available on some node, reserved for nobody or only for this pod, is deallocated (its
-        status' reservedFor, allocation and devices dropped, written with the resourceVersion it
-        was read with). (whether a claim was found, status). The deletion of an extended-resource
-        claim left from an earlier attempt is not done (README, DynamicResources)."""
-        for index in sorted(s.unavailable):
-            claim = s.claims[index]
-            holders = reserved_for(claim)
-            if not holders or (len(holders) == 1 and str(holders[0].get("uid")) == pod.uid):
-                new = copy.deepcopy(dict(claim))
-                status = new.setdefault("status", {})
-                for field in ("reservedFor", "allocation", "devices"):
-                    status.pop(field, None)
-                try:
-                    await self._write(new)
-                except Exception as exc:  # an API failure: report it as upstream's statusError
-                    return True, Status.error(str(exc))
-                return True, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
-        return False, Status(Code.UNSCHEDULABLE)
-
-    async def pod_group_post_filter(self, pg: PodGroup, tried: Sequence[tuple[Pod, CycleState]]) -> Status:
-        """upstream's PodGroupPostFilter, GenericWorkload on (DRAWorkloadResourceClaims off, its
-        v1.37 default, which kubeberth keeps; CompositePodGroup off). `tried`: the group's
-        unscheduled pods, in the attempt's order, with the CycleStates of their last try in the
-        group's algorithm (a pod the attempt stopped before has no DynamicResources state and is
-        passed over). Each is given what PostFilter does for a pod: at most one of its unavailable
-        claims deallocated. Whatever was done, the status is Unschedulable with upstream's one
-        message; a failed write is the status (an Error) and ends it. A group with
-        spec.schedulingConstraints under TopologyAwareWorkloadScheduling is left alone (no
-        message), as upstream's."""
-        if features.current().topology_aware_workload_scheduling and pg.has_constraints:
-            return Status(Code.UNSCHEDULABLE)
-        for pod, state in tried:
-            s = state.get(STATE_KEY)
-            if not isinstance(s, _State):
-                continue
-            _, status = await self._deallocate_pod_claims(pod, s)
-            if status.code == Code.ERROR:
-                return status
-        return Status(Code.UNSCHEDULABLE, POD_GROUP_POST_FILTER_DONE)
-
     # ---- Score ----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         s = state.get(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims:
+        if not isinstance(s, State) or not s.claims:
             return 0
         allocations = s.node_allocations.get(node_info.node.name) if node_info.node is not None else None
         if allocations is None:
@@ -406,7 +295,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         """Every node scores 0 for a pod without claims (most pods) or without firstAvailable
         requests (only those score): no per-node call needed."""
         s = state.get(STATE_KEY)
-        if isinstance(s, _State) and s.claims and s.prioritized:
+        if isinstance(s, State) and s.claims and s.prioritized:
             return None
         return zero_scores(len(nodes))
 
@@ -420,7 +309,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     # ---- Reserve / Unreserve --------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims or not s.to_allocate:
+        if not isinstance(s, State) or not s.claims or not s.to_allocate:
             return None
         allocations = s.node_allocations.get(node_name)
         if allocations is None and s.lazy_nodes is not None:
@@ -446,7 +335,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             self.in_flight[claim_uid(claim)] = claim
         return None
 
-    def _allocate_lazily(self, s: _State, node_name: str) -> dict[int, dict[str, Any]] | None:
+    def _allocate_lazily(self, s: State, node_name: str) -> dict[int, dict[str, Any]] | None:
         """The allocation Filter would have found on the node filter_all passed: the same search
         over the same allocator (nothing was reserved since PreFilter built it)."""
         assert s.lazy_nodes is not None
@@ -467,109 +356,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         s = state.get(STATE_KEY)
-        if not isinstance(s, _State):
+        if not isinstance(s, State):
             return
         for claim in s.claims:
             self.in_flight.pop(claim_uid(claim), None)
             if allocation(claim) is not None and is_reserved_for_pod(claim, pod):
                 self._background(self._unreserve_claim(claim, pod))
         s.pending.clear()
-
-    def _background(self, work: Coroutine[Any, Any, None]) -> None:
-        try:
-            task = asyncio.get_running_loop().create_task(work)
-        except RuntimeError:  # no loop (a direct call in a test): nothing can be written
-            work.close()
-            return
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _unreserve_claim(self, claim: Mapping[str, Any], pod: Pod) -> None:
-        """The pod's entry out of the claim's reservedFor (PreBind wrote it, the binding failed)."""
-        latest = self._objects().get(RESOURCE_CLAIM, claim_key(claim))
-        if latest is None or not is_reserved_for_pod(latest, pod):
-            return
-        new = copy.deepcopy(dict(latest))
-        new["status"]["reservedFor"] = [r for r in reserved_for(latest) if str(r.get("uid")) != pod.uid]
-        try:
-            await self._write(new)
-        except Exception as exc:  # retried when the pod is scheduled again, as upstream
-            log.warning("unreserving %s for %s: %s", kobj(claim), pod.key, exc)
-
-    # ---- PreBind --------------------------------------------------------------------------------
-    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        s = state.get(STATE_KEY)
-        return None if isinstance(s, _State) and s.claims else Status.skip()
-
-    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        s = state.get(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims:
-            return None
-        for index, claim in enumerate(s.claims):
-            if is_reserved_for_pod(claim, pod):
-                continue
-            try:
-                if index == s.extended_index:
-                    if index not in s.pending:
-                        continue  # served by the node's device plugins
-                    s.claims[index] = await self._create_extended(s, index, pod, node_name)
-                    continue
-                s.claims[index] = await self._bind_claim(s, index, pod)
-            except Exception as exc:  # the claim changed or the API failed: the pod is retried
-                return Status.error(str(exc))
-        return None
-
-    async def _create_extended(self, s: _State, index: int, pod: Pod, node_name: str) -> Mapping[str, Any]:
-        """The claim for the pod's extended resources: created (upstream creates it in PreBind),
-        allocated and reserved, then named in the pod's status with the container mappings."""
-        made, mappings = s.node_extended[node_name]
-        body = copy.deepcopy(dict(made))
-        body["metadata"] = {k: v for k, v in body["metadata"].items() if k not in ("name", "uid")}
-        body.pop("status", None)
-        client = self._handle().client
-        if client is None:
-            raise PluginError("no cluster client to create the extended resources' claim with")
-        created: Mapping[str, Any] = await client.create_resource_claim(body)
-        self._objects().put(RESOURCE_CLAIM, created)
-        s.claims[index] = created
-        self.in_flight.pop(claim_uid(made), None)
-        written = await self._bind_claim(s, index, pod)
-        await client.set_extended_resource_claim_status(pod, {
-            "requestMappings": mappings, "resourceClaimName": (written.get("metadata") or {}).get("name")})
-        return written
-
-    async def _bind_claim(self, s: _State, index: int, pod: Pod) -> Mapping[str, Any]:
-        claim = s.claims[index]
-        latest = self._objects().get(RESOURCE_CLAIM, claim_key(claim))
-        if latest is None:
-            raise RuntimeError(f"claim {kobj(claim)} got deleted in the meantime")
-        new = copy.deepcopy(dict(latest))
-        status = new.setdefault("status", {})
-        pending = s.pending.get(index)
-        if pending is not None:
-            if status.get("allocation") is not None:
-                raise RuntimeError(f"claim {kobj(claim)} got allocated elsewhere in the meantime")
-            finalizers = new.setdefault("metadata", {}).setdefault("finalizers", [])
-            if FINALIZER not in finalizers:
-                finalizers.append(FINALIZER)
-            status["allocation"] = pending
-        elif status.get("allocation") is None:
-            raise RuntimeError(f"claim {kobj(claim)} got deallocated elsewhere in the meantime")
-        status["reservedFor"] = [*(status.get("reservedFor") or ()), consumer_ref(pod)]
-        try:
-            written = await self._write(new, update_metadata=pending is not None)
-        finally:
-            if pending is not None:
-                self.in_flight.pop(claim_uid(claim), None)
-        return written
-
-    async def _write(self, claim: dict[str, Any], update_metadata: bool = False) -> Mapping[str, Any]:
-        """The claim (metadata and status) through the client; kept as written until the watch
-        brings a newer version (upstream's assume cache)."""
-        write = getattr(self._handle().client, "write_resource_claim", None)
-        written: Mapping[str, Any] = claim
-        if write is not None:
-            written = await write(claim, update_metadata=update_metadata)
-        self._objects().put(RESOURCE_CLAIM, written)
-        return written
 
