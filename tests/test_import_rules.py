@@ -34,10 +34,16 @@ ALLOWED: dict[str, set[str]] = {
     "plugins": CORE | {"preemption"},
     "profile": CORE | {"extender"},
     "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile"},
-    "sim_volumes": {"plugins"},  # simulate's PV controller and provisioner
     "report": set(),  # renders the documented JSON structures only
     "pipes": set(),  # a command whose stdout reader has gone
+    # the what-if tools (the scheduler run on files): above everything but the command line and testing
+    "whatif": CORE | {"queue", "preemption", "extender", "plugins", "profile", "scheduler", "report", "operator"},
 }
+# the public testing helpers for plugins of one's own: the what-if engine's face
+ALLOWED["testing"] = ALLOWED["whatif"] | {"whatif"}
+# The parts that may import the what-if package: the command line (its verbs are thin shells over
+# it) and the testing helpers. Nothing imports the testing helpers.
+WHATIF_USERS = {"whatif", "cli", "testing"}
 
 
 # In-tree plugins are written against the public plugin API alone, as a plugin of one's own is:
@@ -100,8 +106,7 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 
 def test_every_part_has_a_rule_or_is_an_entry_point() -> None:
-    entry_points = {"", "cli", "entry", "lazy_client", "operator", "simulate", "sim_io", "sim_groups",
-                    "convert_policy", "sim_config", "compare", "policy_tests", "snapshot",
+    entry_points = {"", "cli", "entry", "lazy_client", "operator",
                     "version"}  # `kubeberth --version` (tests/test_version.py: it loads no framework, no client)
     parts = {part_of(module_name(p)) for p in SOURCES}
     assert parts - entry_points - set(ALLOWED) == set(), "give the new part a rule in ALLOWED"
@@ -119,6 +124,19 @@ def test_imports_respect_the_layers(path: Path) -> None:
     name = module_name(path)
     bad = violations(path.read_text(), name, is_package=path.name == "__init__.py")
     assert bad == [], f"{part_of(name)} may import only {sorted(ALLOWED[part_of(name)])}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_the_command_line_and_testing_import_whatif(path: Path) -> None:
+    """Nothing below the what-if tools imports them (the operator included, which has no rule of
+    its own), and nothing of kubeberth imports the testing helpers."""
+    name = module_name(path)
+    targets = [(line, part_of(t)) for line, t in imported_modules(path.read_text(), name,
+                                                                  is_package=path.name == "__init__.py")]
+    if part_of(name) not in WHATIF_USERS:
+        assert [line for line, part in targets if part == "whatif"] == [], "only cli and testing import whatif"
+    if part_of(name) != "testing":
+        assert [line for line, part in targets if part == "testing"] == [], "kubeberth.testing is for tests"
 
 
 @pytest.mark.parametrize("source, name, expected", [

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from kubeberth.sim_volumes import bind_claimed_volume, provision_claim
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
+from kubeberth.whatif.volumes import bind_claimed_volume, provision_claim
 from tests.doubles import store_of
 from tests.plugins._volume_helpers import csi_node, pv, pvc, storage_class
 
