@@ -139,6 +139,29 @@ def test_only_the_command_line_and_testing_import_whatif(path: Path) -> None:
         assert [line for line, part in targets if part == "testing"] == [], "kubeberth.testing is for tests"
 
 
+# Inside whatif/: the shared parts, lowest first (each imports only those before it), then the
+# tools, which import the shared parts (compare also simulate's report data) and no other tool.
+WHATIF_SHARED = ["inputs", "config_files", "outcomes", "volumes", "cluster", "engine", "pod_groups"]
+WHATIF_TOOLS = {"simulate": set(), "compare": {"simulate"}, "policy_tests": set(), "snapshot": set(),
+                "convert_policy": set()}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "whatif").glob("*.py")), ids=lambda p: p.name)
+def test_whatif_modules_keep_their_order(path: Path) -> None:
+    me = path.stem
+    if me == "__init__":
+        imports = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Import)
+                   or (isinstance(n, ast.ImportFrom) and n.module != "__future__")]
+        assert imports == [], "the package's __init__ only says what each module does"
+        return
+    assert me in WHATIF_SHARED or me in WHATIF_TOOLS, "place the new module in WHATIF_SHARED or WHATIF_TOOLS"
+    allowed = set(WHATIF_SHARED[:WHATIF_SHARED.index(me)]) if me in WHATIF_SHARED else \
+        set(WHATIF_SHARED) | WHATIF_TOOLS[me]
+    used = {t.split(".")[2] for _, t in imported_modules(path.read_text(), module_name(path))
+            if t.startswith("kubeberth.whatif.")}
+    assert used - allowed == set(), f"whatif/{me}.py may import only {sorted(allowed)} of whatif/"
+
+
 @pytest.mark.parametrize("source, name, expected", [
     ("from ..scheduler import Scheduler\n", "kubeberth.framework.runtime", ["line 1: kubeberth.scheduler"]),
     ("def f():\n    from ..extender import cycle\n", "kubeberth.framework.builder", ["line 2: kubeberth.extender"]),

@@ -22,6 +22,7 @@ import io
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import features
@@ -92,7 +93,7 @@ def run_cluster(*inputs: str | os.PathLike[str] | Mapping[str, Any], plugins: Se
         if isinstance(source, Mapping):
             objects += iter_objects([dict(source)], f"inputs[{i}]", origins)
         else:
-            objects += load_files([source], origins)
+            objects += load_files([Path(source)], origins)
     warn = io.StringIO()
     with features.override(features.FeatureGates.parse(feature_gates)):
         sim = prepare(objects, warn, origins=origins, registry=registry)

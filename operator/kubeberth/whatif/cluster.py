@@ -18,7 +18,11 @@ from .volumes import bind_claimed_volume, provision_claim
 
 class InMemoryClient:
     """The ClusterClient of the simulation: each call changes the in-memory objects and is fed
-    back to the scheduler as the watch event the API server would send."""
+    back to the scheduler as the watch event the API server would send (a binding comes back as
+    the pod's update with its nodeName; a bind of a pod no longer pending raises BindConflict).
+
+    Give it to a Scheduler as its cluster client: `sched.ctx.client = InMemoryClient(sched)`;
+    `events` lists the events recorded, as (pod key, type, reason, message)."""
 
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
