@@ -1,4 +1,4 @@
-"""simulate's PV controller and provisioner (sim_volumes): what they write once the volume
+"""simulate's PV controller and provisioner (whatif/volumes.py): what they write once the volume
 binder has written its part, and through simulate, pods whose claims they bind."""
 
 from __future__ import annotations
