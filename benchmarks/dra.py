@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .run import RESULTS_DIR, git_commit, machine, peak_rss_mib
+from .record import RESULTS_DIR, git_commit, machine, peak_rss_mib
 
 DRIVER = "test-driver.cdi.k8s.io"
 CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "test-class"},
@@ -102,7 +102,7 @@ class DraBench:
         from kubeberth.plugins import in_tree_registry
         from kubeberth.profile import build_framework
         from kubeberth.scheduler import Scheduler
-        from kubeberth.simulate import InMemoryClient
+        from kubeberth.testing import InMemoryClient
 
         self.w = w
         self.loop = loop
@@ -154,7 +154,7 @@ class DraBench:
         return time.perf_counter() - t0
 
     def _create_measured(self) -> None:
-        from kubeberth.simulate import with_template_claims
+        from kubeberth.whatif.engine import with_template_claims
 
         templates = [{"kind": "ResourceClaimTemplate", "metadata": {"name": "test-claim-template", "namespace": "test"},
                       "spec": {"spec": {"devices": {"requests": copy.deepcopy(REQUESTS)}}}}]

@@ -274,7 +274,7 @@ async def _run(w: wl.Workload, seed: int, profile: bool) -> dict[str, Any]:
             report = await ask("report", profile)
         finally:
             await asyncio.to_thread(op.stop)
-        from .run import percentile
+        from .record import percentile
 
         lat = sorted(latencies)
         timing: dict[str, Any] = {
@@ -313,7 +313,7 @@ def run_e2e(w: wl.Workload, seed: int = 0) -> dict[str, Any]:
     """The workload end to end, twice: unprofiled for the figures, then under cProfile for the
     breakdown of where the time goes (`profiled`). The emulator runs in a child process (as an
     API server would), the operator in a thread of this one."""
-    from .run import describe, peak_rss_mib
+    from .record import describe, peak_rss_mib
 
     out = describe(w)
     out["mode"] = "e2e"

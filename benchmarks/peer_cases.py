@@ -125,7 +125,7 @@ class SchedulerPerfCase(PeerCase):
         self.feature_gates = w.feature_gates
 
     def describe(self) -> Obj:
-        from .run import describe
+        from .record import describe
 
         return describe(self.w)
 

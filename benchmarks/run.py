@@ -29,10 +29,7 @@ import asyncio
 import datetime as _dt
 import gc
 import json
-import math
 import os
-import platform
-import resource
 import subprocess
 import sys
 import time
@@ -42,62 +39,10 @@ from typing import Any
 from kubeberth.framework.context import NoMetrics
 
 from . import workloads as wl
+from .record import RESULTS_DIR, ROOT, describe, git_commit, machine, peak_rss_mib, percentile
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # What --e2e runs without -w (the 5000-node variants take minutes to set up: ask for them with -w).
 E2E_DEFAULT = ("SchedulingBasic/500Nodes",)
-ROOT = Path(__file__).resolve().parent.parent
-
-
-# ---- machine ----------------------------------------------------------------------------------
-
-def machine() -> dict[str, Any]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        import numpy
-
-        np_version = numpy.__version__
-    except ImportError:  # pragma: no cover
-        np_version = ""
-    mem_gib = 0.0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    return {"cpu": model or platform.processor(), "nproc": os.cpu_count(), "mem_gib": mem_gib,
-            "python": platform.python_version(), "numpy": np_version, "platform": platform.platform()}
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile of already sorted values."""
-    if not sorted_values:
-        return 0.0
-    k = max(0, min(len(sorted_values) - 1, math.ceil(q / 100.0 * len(sorted_values)) - 1))
-    return sorted_values[k]
 
 
 # ---- in-process -------------------------------------------------------------------------------
@@ -166,7 +111,7 @@ class Bench:
         from kubeberth.plugins import plugin_registry
         from kubeberth.profile import build_framework
         from kubeberth.scheduler import Scheduler
-        from kubeberth.simulate import InMemoryClient
+        from kubeberth.testing import InMemoryClient
 
         self.w = w
         self.loop = loop
@@ -375,13 +320,6 @@ def run_workload(w: wl.Workload, *, seed: int = 0, vectorise: bool = True, profi
     if profile_spec is not None:
         out["profile"] = profile_spec
     return out
-
-
-def describe(w: wl.Workload) -> dict[str, Any]:
-    return {"workload": w.id, "name": w.name, "variant": w.variant, "nodes": w.nodes, "init_pods": w.init_pods,
-            "measure_pods": w.measure_pods, "threshold": w.threshold, "target": w.target,
-            "rss_target_mib": w.rss_target_mib, "pod_groups": w.pod_groups, "pods_per_group": w.pods_per_group,
-            "feature_gates": w.feature_gates}
 
 
 # ---- driver -----------------------------------------------------------------------------------

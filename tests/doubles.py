@@ -29,8 +29,8 @@ from kubeberth.model import Node, NodeInfo, Pod, PodGroup
 from kubeberth.plugins import in_tree_registry
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
-from kubeberth.sim_volumes import bind_claimed_volume, provision_claim
-from kubeberth.simulate import InMemoryClient
+from kubeberth.testing import InMemoryClient
+from kubeberth.whatif.volumes import bind_claimed_volume, provision_claim
 
 
 class RecordingClient:
@@ -125,7 +125,7 @@ class ObjectWritingClient(RecordingClient):
     `("update", kind, name)`. Given a scheduler, the writes go through `InMemoryClient` (which
     plays the PV controller and a provisioner); given a `store`, they go into it with a new
     resourceVersion each, and with `controller` simulate's PV controller and provisioner
-    (`kubeberth.sim_volumes`) then bind the claims there too. `written`: the objects as written."""
+    (`kubeberth.whatif.volumes`) then bind the claims there too. `written`: the objects as written."""
 
     CALLS = (*RecordingClient.CALLS, "update")
 

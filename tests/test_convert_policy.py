@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
+from kubeberth.cli import convert_policy_main as main
 from kubeberth.config import parse_profile_object
 from kubeberth.config.defaults import DEFAULT_MULTI_POINT
-from kubeberth.convert_policy import PolicyError, convert_policy, main
 from kubeberth.framework import Framework, SchedulerContext
 from kubeberth.plugins import in_tree_registry
 from kubeberth.profile import build_framework
+from kubeberth.whatif.convert_policy import PolicyError, convert_policy
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "policy.json"
 
@@ -285,7 +286,7 @@ def test_main_reports_warnings_and_errors(tmp_path: Path, capsys: pytest.Capture
 
 def test_converted_profile_runs_in_simulate() -> None:
     """The sample policy's plugins, without its (unreachable) extender, schedule a pod in simulate."""
-    simulate = pytest.importorskip("kubeberth.simulate").simulate
+    simulate = pytest.importorskip("kubeberth.whatif.simulate").simulate
     policy = json.loads(EXAMPLE.read_text())
     policy.pop("extenders")
     profile, _ = convert_policy(policy)

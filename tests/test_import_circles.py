@@ -40,8 +40,6 @@ BENCHMARKS = ROOT / "benchmarks"
 # Circles other branches of issue 39 are breaking, allowed here until they are merged (the lead
 # removes this list then): each entry is the set of modules a circle may lie within.
 ALLOWED_CIRCLES: list[frozenset[str]] = [
-    # benchmarks/: the `whatif` branch.
-    frozenset({"benchmarks.run", "benchmarks.e2e", "benchmarks.peer", "benchmarks.peer_cases", "benchmarks.dra"}),
     # scheduler/ schedule_one_placement <-> schedule_one_podgroup: the `seam` branch.
     frozenset({"kubeberth.scheduler.schedule_one_placement", "kubeberth.scheduler.schedule_one_podgroup"}),
 ]

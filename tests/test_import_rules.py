@@ -34,10 +34,16 @@ ALLOWED: dict[str, set[str]] = {
     "plugins": CORE | {"preemption"},
     "profile": CORE | {"extender"},
     "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile"},
-    "sim_volumes": {"plugins"},  # simulate's PV controller and provisioner
     "report": set(),  # renders the documented JSON structures only
     "pipes": set(),  # a command whose stdout reader has gone
+    # the what-if tools (the scheduler run on files): above everything but the command line and testing
+    "whatif": CORE | {"queue", "preemption", "extender", "plugins", "profile", "scheduler", "report", "operator"},
 }
+# the public testing helpers for plugins of one's own: the what-if engine's face
+ALLOWED["testing"] = ALLOWED["whatif"] | {"whatif"}
+# The parts that may import the what-if package: the command line (its verbs are thin shells over
+# it) and the testing helpers. Nothing imports the testing helpers.
+WHATIF_USERS = {"whatif", "cli", "testing"}
 
 
 # In-tree plugins are written against the public plugin API alone, as a plugin of one's own is:
@@ -101,8 +107,7 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 
 def test_every_part_has_a_rule_or_is_an_entry_point() -> None:
-    entry_points = {"", "cli", "entry", "lazy_client", "operator", "simulate", "sim_io", "sim_groups",
-                    "convert_policy", "sim_config", "compare", "policy_tests", "snapshot",
+    entry_points = {"", "cli", "entry", "lazy_client", "operator",
                     "version"}  # `kubeberth --version` (tests/test_version.py: it loads no framework, no client)
     parts = {part_of(module_name(p)) for p in SOURCES}
     assert parts - entry_points - set(ALLOWED) == set(), "give the new part a rule in ALLOWED"
@@ -120,6 +125,42 @@ def test_imports_respect_the_layers(path: Path) -> None:
     name = module_name(path)
     bad = violations(path.read_text(), name, is_package=path.name == "__init__.py")
     assert bad == [], f"{part_of(name)} may import only {sorted(ALLOWED[part_of(name)])}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_the_command_line_and_testing_import_whatif(path: Path) -> None:
+    """Nothing below the what-if tools imports them (the operator included, which has no rule of
+    its own), and nothing of kubeberth imports the testing helpers."""
+    name = module_name(path)
+    targets = [(line, part_of(t)) for line, t in imported_modules(path.read_text(), name,
+                                                                  is_package=path.name == "__init__.py")]
+    if part_of(name) not in WHATIF_USERS:
+        assert [line for line, part in targets if part == "whatif"] == [], "only cli and testing import whatif"
+    if part_of(name) != "testing":
+        assert [line for line, part in targets if part == "testing"] == [], "kubeberth.testing is for tests"
+
+
+# Inside whatif/: the shared parts, lowest first (each imports only those before it), then the
+# tools, which import the shared parts (compare also simulate's report data) and no other tool.
+WHATIF_SHARED = ["inputs", "config_files", "outcomes", "volumes", "cluster", "engine", "pod_groups"]
+WHATIF_TOOLS = {"simulate": set(), "compare": {"simulate"}, "policy_tests": set(), "snapshot": set(),
+                "convert_policy": set()}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "whatif").glob("*.py")), ids=lambda p: p.name)
+def test_whatif_modules_keep_their_order(path: Path) -> None:
+    me = path.stem
+    if me == "__init__":
+        imports = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Import)
+                   or (isinstance(n, ast.ImportFrom) and n.module != "__future__")]
+        assert imports == [], "the package's __init__ only says what each module does"
+        return
+    assert me in WHATIF_SHARED or me in WHATIF_TOOLS, "place the new module in WHATIF_SHARED or WHATIF_TOOLS"
+    allowed = set(WHATIF_SHARED[:WHATIF_SHARED.index(me)]) if me in WHATIF_SHARED else \
+        set(WHATIF_SHARED) | WHATIF_TOOLS[me]
+    used = {t.split(".")[2] for _, t in imported_modules(path.read_text(), module_name(path))
+            if t.startswith("kubeberth.whatif.")}
+    assert used - allowed == set(), f"whatif/{me}.py may import only {sorted(allowed)} of whatif/"
 
 
 @pytest.mark.parametrize("source, name, expected", [

@@ -1,4 +1,4 @@
-"""simulate's PV controller and provisioner (sim_volumes): what they write once the volume
+"""simulate's PV controller and provisioner (whatif/volumes.py): what they write once the volume
 binder has written its part, and through simulate, pods whose claims they bind."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from kubeberth.sim_volumes import bind_claimed_volume, provision_claim
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
+from kubeberth.whatif.volumes import bind_claimed_volume, provision_claim
 from tests.doubles import store_of
 from tests.plugins._volume_helpers import csi_node, pv, pvc, storage_class
 

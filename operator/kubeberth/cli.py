@@ -1,4 +1,5 @@
-"""The `kubeberth` command line."""
+"""The `kubeberth` command line: each verb parses its arguments, calls the part that does the work
+(the what-if tools are `whatif/`, `kubeberth run` is `operator/run.py`) and writes its output."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import argparse
 import logging
 import sys
 
-from . import sim_io
 from .report.text import DEFAULT_EXPLAIN_NODES, render_explanations
-from .sim_config import SimInput
+from .whatif.inputs import InputError
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .simulate import UnknownPods, report_data, run_simulation
+    from .whatif.engine import UnknownPods, run_simulation
+    from .whatif.simulate import percentage, read_input, report_data
 
     # simulate reports bad nodes and bad pods itself (a refused profile is an error); the scheduler's log
     # repeats them, so it is shown only with --verbose (with one line per decision).
@@ -27,12 +28,13 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         if args.compare is not None:
             return _compare(args)
-        sim_input = _sim_input(args)
+        sim_input = read_input(args.files, args.config or [], sys.stderr)
         objects = sim_input.objects
         outcomes, sched = run_simulation(objects, seed=args.seed, explain=explain,
-                                         percentage_of_nodes_to_score=_percentage(args, sim_input),
+                                         percentage_of_nodes_to_score=percentage(args.percentage_of_nodes_to_score,
+                                                                                 sim_input),
                                          origins=sim_input.origins)
-    except (sim_io.InputError, UnknownPods) as exc:
+    except (InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2
     if args.output == "html":
@@ -40,13 +42,14 @@ def _simulate(args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_html(report_data(objects, outcomes, sched, args.seed), args.explain_nodes))
         return 0
-    from .sim_groups import group_dict, group_outcomes, render_groups_table
+    from .whatif.outcomes import render_json, render_table
+    from .whatif.pod_groups import group_dict, group_outcomes, render_groups_table
 
     groups = group_outcomes(sched, outcomes)
     if args.output == "json":
-        print(sim_io.render_json(outcomes, [group_dict(g) for g in groups]))
+        print(render_json(outcomes, [group_dict(g) for g in groups]))
         return 0
-    print(sim_io.render_table(outcomes))
+    print(render_table(outcomes))
     if groups:
         print()
         print(render_groups_table(groups))
@@ -56,42 +59,76 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sim_input(args: argparse.Namespace) -> SimInput:
-    from .sim_config import load_config, prepare
-
-    configs = args.config or []
-    if len(configs) > 1:
-        raise sim_io.InputError("--config: give one configuration (two only with --compare)")
-    config = load_config(configs[0], sys.stderr) if len(configs) == 1 else None
-    origins = sim_io.Origins()
-    return prepare(sim_io.load_files(args.files, origins), sys.stderr, config, origins=origins)
-
-
-def _percentage(args: argparse.Namespace, sim_input: SimInput) -> int:
-    """The flag wins over the configuration's scheduler-wide value."""
-    if args.percentage_of_nodes_to_score or sim_input.percentage_of_nodes_to_score is None:
-        return int(args.percentage_of_nodes_to_score)
-    return sim_input.percentage_of_nodes_to_score
-
-
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare_main
+    import json
 
-    return compare_main(args)
+    from .report.compare import render_compare_html, render_compare_text
+    from .whatif.compare import compare_files
+
+    result = compare_files(args.files, args.compare or [], args.config or [], seed=args.seed,
+                           percentage_of_nodes_to_score=int(args.percentage_of_nodes_to_score), warn=sys.stderr)
+    if args.output == "json":
+        print(json.dumps({k: v for k, v in result.items()} | {
+            "a": {k: v for k, v in result["a"].items() if k != "report"},
+            "b": {k: v for k, v in result["b"].items() if k != "report"}}, indent=2))
+    elif args.output == "html":
+        sys.stdout.write(render_compare_html(result))
+    else:
+        print(render_compare_text(result))
+    return 0
 
 
 def _snapshot(args: argparse.Namespace) -> int:
-    from .snapshot import snapshot_main
+    import time
 
-    return snapshot_main(args)
+    from .whatif.snapshot import SnapshotError, write_snapshot
+
+    if args.page_size < 1:
+        print("kubeberth snapshot: --page-size must be at least 1", file=sys.stderr)
+        return 2
+    options = {"kubeconfig": args.kubeconfig, "context": args.context, "server": args.server,
+               "namespace": args.namespace, "selector": args.selector, "page_size": args.page_size,
+               "request_timeout": args.request_timeout}
+    started = time.monotonic()
+    try:
+        if args.output == "-":
+            write_snapshot(sys.stdout, **options)
+        else:
+            with open(args.output, "w") as f:
+                write_snapshot(f, **options)
+    except (SnapshotError, OSError) as exc:
+        # a bad kubeconfig, an unreachable server: one line, not a traceback
+        print(f"kubeberth snapshot: {exc or type(exc).__name__}", file=sys.stderr)
+        return 1
+    print(f"snapshot taken in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    return 0
+
+
+def _add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:
+    from .whatif.snapshot import DEFAULT_PAGE_SIZE
+
+    parser.add_argument("--kubeconfig", metavar="PATH", default=None, help="kubeconfig file (default: $KUBECONFIG "
+                                                                            "or ~/.kube/config)")
+    parser.add_argument("--context", metavar="NAME", default=None, help="kubeconfig context to use")
+    parser.add_argument("--server", metavar="URL", default=None, help="an API server URL without credentials "
+                                                                       "(e.g. kubectl proxy)")
+    parser.add_argument("--namespace", "-n", metavar="NS", default=None,
+                        help="only this namespace's pending pods (pods on nodes always come)")
+    parser.add_argument("--selector", "-l", metavar="SELECTOR", default=None,
+                        help="only pending pods matching this label selector (e.g. app=web,tier!=db)")
+    parser.add_argument("--output", "-o", metavar="FILE", default="-", help="where to write (default: stdout)")
+    parser.add_argument("--page-size", dest="page_size", metavar="N", type=int, default=DEFAULT_PAGE_SIZE,
+                        help=f"objects per list call (default {DEFAULT_PAGE_SIZE})")
+    parser.add_argument("--request-timeout", dest="request_timeout", metavar="SECONDS", type=float, default=60.0,
+                        help="timeout of each list call (default 60)")
 
 
 def _test(args: argparse.Namespace) -> int:
-    from .policy_tests import run_tests
+    from .whatif.policy_tests import run_tests
 
     try:
         return run_tests(args.cases, sys.stdout, verbose=args.verbose)
-    except sim_io.InputError as exc:
+    except InputError as exc:
         print(f"kubeberth test: {exc}", file=sys.stderr)
         return 2
 
@@ -100,26 +137,49 @@ def _profile_export(args: argparse.Namespace) -> int:
     import yaml
 
     from .config import ConfigError
-    from .config.kube_config import export_config
-    from .config.models import SHADOW
-    from .sim_config import check_profile, check_served, load_profile_specs, profile_label
+    from .whatif.config_files import export_profiles
 
     try:
-        # validated as the operator validates a profile before it runs it (the framework built
-        # from the registry), so that what is exported is what kube-scheduler could run
-        origins = sim_io.Origins()
-        checked = [check_profile(obj, origins.of(obj)) for obj in load_profile_specs(args.files, origins)]
-        for prof in checked:
-            if prof.spec.mode == SHADOW:
-                raise sim_io.InputError(f"{prof.where}: {profile_label(prof.obj)}: spec.mode: a Shadow profile has "
-                                        "no KubeSchedulerConfiguration form (kube-scheduler binds every pod it "
-                                        "schedules)")
-        check_served(checked)
-        doc = export_config([p.spec for p in checked])
-    except (sim_io.InputError, ConfigError) as exc:
+        doc = export_profiles(args.files)
+    except (InputError, ConfigError) as exc:
         print(f"kubeberth profile export: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
+    return 0
+
+
+def convert_policy_main(argv: list[str]) -> int:
+    """`kubeberth convert-policy ARGS` (parsed here: it has a parser of its own)."""
+    from pathlib import Path
+
+    from .config import ConfigError
+    from .config.defaults import DEFAULT_SCHEDULER_NAME
+    from .whatif.convert_policy import PolicyFileError, convert_file, to_yaml
+
+    parser = argparse.ArgumentParser(
+        prog="kubeberth convert-policy",
+        description="Convert an old kube-scheduler Policy file (JSON or YAML) into a SchedulingProfile.")
+    parser.add_argument("policy", metavar="POLICY.json", help="the Policy file ('-' reads stdin)")
+    parser.add_argument("--name", help="metadata.name of the profile (default: from the file name)")
+    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME,
+                        help="spec.schedulerName (default: default-scheduler)")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the YAML here instead of stdout")
+    args = parser.parse_args(argv)
+    try:
+        profile, warnings = convert_file(args.policy, name=args.name, scheduler_name=args.scheduler_name)
+    except PolicyFileError as exc:
+        print(f"kubeberth convert-policy: {exc}", file=sys.stderr)
+        return 2
+    except ConfigError as exc:  # the result must be a profile kubeberth runs
+        print(f"kubeberth convert-policy: the converted profile is invalid: {exc}", file=sys.stderr)
+        return 1
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    out = to_yaml(profile, warnings, args.policy)
+    if args.output:
+        Path(args.output).write_text(out)
+    else:
+        sys.stdout.write(out)
     return 0
 
 
@@ -255,12 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
     test.add_argument("--verbose", "-v", action="store_true", help="list the cases that pass too")
     _add_plugins_argument(test)
     test.set_defaults(func=_test)
-    from .snapshot import add_arguments as add_snapshot_arguments
-
     snap = sub.add_parser("snapshot", help="write a live cluster as YAML for simulate",
                           description="List (page by page) exactly the kinds simulate reads and write them as one "
                                       "YAML stream, without managedFields and status noise.")
-    add_snapshot_arguments(snap)
+    _add_snapshot_arguments(snap)
     _add_plugins_argument(snap)  # the kinds your plugins read are in the snapshot too
     snap.set_defaults(func=_snapshot)
     prof = sub.add_parser("profile", help="SchedulingProfile tools").add_subparsers(dest="profile_command",
@@ -280,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     plugins.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
     _add_plugins_argument(plugins)
     plugins.set_defaults(func=_plugins)
-    # Parsed by convert_policy.main itself (see main below); listed here for --help.
+    # Parsed by convert_policy_main (see _main below); listed here for --help.
     sub.add_parser("convert-policy", add_help=False,
                    help="convert an old kube-scheduler Policy file (JSON/YAML) into a SchedulingProfile")
     return parser
@@ -296,9 +354,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["convert-policy"]:
-        from .convert_policy import main as convert_main
-
-        return convert_main(argv[1:])
+        return convert_policy_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if hasattr(args, "plugins"):

@@ -3,6 +3,7 @@ plugins from the registry with their args, and the profile's extenders."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -11,6 +12,7 @@ from .config.args import strict_args_model
 from .config.defaults import merge_with_defaults, merged_origins
 from .config.errors import ConfigError, from_validation_error
 from .config.models import PluginRef, Plugins, PluginSet, SchedulingProfileSpec
+from .config.profile import parse_profile_object
 from .extender import build_extenders
 from .framework.context import SchedulerContext
 from .framework.interfaces import EXTENSION_POINTS
@@ -267,3 +269,31 @@ def build_framework(spec: SchedulingProfileSpec, registry: Registry, ctx: Schedu
 def check_buildable(spec: SchedulingProfileSpec, registry: Registry) -> None:
     """Raise ConfigError if `spec` could not run (built once on a throwaway context)."""
     build_framework(spec, registry, SchedulerContext())
+
+
+# KubeSchedulerConfiguration fields copied into each of its profiles (errors name them as the file does).
+SCHEDULER_WIDE = frozenset({"extenders", "podInitialBackoffSeconds", "podMaxBackoffSeconds"})
+
+
+def config_field(path: str, index: int) -> str:
+    """A profile's field (spec.X) as the KubeSchedulerConfiguration names it: profiles[i].X, or the
+    scheduler-wide field the profile took its value from."""
+    if path == "spec":
+        return f"profiles[{index}]"
+    if not path.startswith("spec."):
+        return path
+    rest = path[len("spec."):]
+    if rest.split(".")[0].split("[")[0] in SCHEDULER_WIDE:
+        return rest
+    return f"profiles[{index}].{rest}"
+
+
+def check_config_profiles(profiles: Sequence[Mapping[str, Any]], registry: Registry) -> None:
+    """The SchedulingProfile objects a KubeSchedulerConfiguration imports to (config/kube_config.py),
+    each checked as kube-scheduler checks its profiles before it starts: ConfigError for the first
+    that could not run, its `path` the field as the configuration names it (profiles[i]...)."""
+    for i, obj in enumerate(profiles):
+        try:
+            check_buildable(parse_profile_object(obj)[1], registry)
+        except ConfigError as exc:
+            raise ConfigError(config_field(exc.path, i), exc.detail) from None

@@ -37,7 +37,7 @@ from kubeberth import features
 from kubeberth.model import ModelError
 from kubeberth.plugins.dynamic_resources.claims import claim_from_template
 from kubeberth.priority import PriorityResolver
-from kubeberth.simulate import by_creation, run_simulation
+from kubeberth.whatif.engine import by_creation, run_simulation
 
 from .control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, kubectl
 from .kube import CLUSTER_SCOPED, ApiError, Kube, as_created, reset_devices

@@ -33,7 +33,7 @@ from typing import Any
 from kubeberth import features
 from kubeberth.plugins.topology_placement_generator import offered_first
 from kubeberth.scheduler import PENDING
-from kubeberth.simulate import run_simulation
+from kubeberth.whatif.engine import run_simulation
 
 from .control_plane import ADMIN_TOKEN, ControlPlane, Process
 from .differential import create_objects, observe, play_kubelet, reset, scheduler_config

@@ -291,7 +291,7 @@ async def test_snapshot_writes_pod_groups_and_simulate_agrees_with_kube_schedule
     import yaml
 
     from kubeberth import features
-    from kubeberth.simulate import run_simulation
+    from kubeberth.whatif.engine import run_simulation
 
     kube = gang_kube
     for n in ("n1", "n2"):

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kubeberth.scheduler.watched import WATCHED
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
 
 from .conftest import Operators
 from .kube import Kube, eventually, node, pod

@@ -26,7 +26,7 @@ import pytest_asyncio
 
 from kubeberth import features
 from kubeberth.features import FeatureGates
-from kubeberth.simulate import run_simulation
+from kubeberth.whatif.engine import run_simulation
 
 from .conftest import OperatorProcess
 from .control_plane import ADMIN_TOKEN, ControlPlane

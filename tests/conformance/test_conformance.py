@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubeberth.policy_tests import Case, load_cases, run_case
+from kubeberth.whatif.policy_tests import Case, load_cases, run_case
 
 CASES_DIR = Path(__file__).parent / "cases"
 CASES = load_cases([CASES_DIR])

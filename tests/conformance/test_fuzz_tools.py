@@ -12,7 +12,7 @@ import pytest
 
 from kubeberth import features
 from kubeberth.features import FeatureGates
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
 from tests.cluster import fuzz_groups
 from tests.cluster.fuzz_gen import generate
 from tests.cluster.fuzz_groups import Options

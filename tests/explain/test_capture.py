@@ -14,8 +14,10 @@ from kubeberth.config import default_spec
 from kubeberth.plugins import in_tree_registry
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
-from kubeberth.sim_io import PodOutcome
-from kubeberth.simulate import InMemoryClient, UnknownPods, simulate
+from kubeberth.testing import InMemoryClient
+from kubeberth.whatif.engine import UnknownPods
+from kubeberth.whatif.outcomes import PodOutcome
+from kubeberth.whatif.simulate import simulate
 from tests.builders import node_dict, pod_dict
 
 from .helpers import TAINT, many_nodes, small_cluster, with_time

@@ -15,7 +15,7 @@ from kubeberth.operator.explain_publisher import DETAIL_LABEL, ExplainPublisher,
 from kubeberth.report.scope import COUNTS, FULL, OTHER_NAMESPACE, scoped
 from kubeberth.report.summary import event_message, summary
 from kubeberth.report.text import render_attempt
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
 from tests.builders import make_pod, node_dict, pod_dict
 
 from .helpers import with_time

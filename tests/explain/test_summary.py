@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from kubeberth.report.summary import digest, event_message, summary
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
 from tests.builders import node_dict, pod_dict
 
 

@@ -17,8 +17,8 @@ from aiohttp.test_utils import TestServer
 from kubeberth.extender import run_filter_extenders, run_prioritize_extenders
 from kubeberth.framework import NodeToStatus
 from kubeberth.framework.victims import Victims
-from kubeberth.sim_io import load_files
-from kubeberth.simulate import simulate
+from kubeberth.whatif.inputs import load_files
+from kubeberth.whatif.simulate import simulate
 from tests.builders import make_node, make_pod, node_info, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from kubeberth.config import ConfigError
 from kubeberth.extender import HTTPExtender, close_extenders
 from kubeberth.framework import CycleState
 from kubeberth.scheduler.algorithm import SchedulingError, schedule_pod
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
 from tests.builders import make_node, make_pod, node_dict, pod_dict
 from tests.doubles import handle
 from tests.extender.conftest import ExtenderServer

@@ -18,9 +18,9 @@ from kubeberth.plugins._loading import load
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
 from kubeberth.scheduler.watched import WATCHED, declared_kinds
-from kubeberth.sim_config import prepare
-from kubeberth.simulate import run_simulation
-from kubeberth.snapshot import SnapshotError, take
+from kubeberth.whatif.config_files import prepare
+from kubeberth.whatif.engine import run_simulation
+from kubeberth.whatif.snapshot import SnapshotError, take
 
 from ..doubles import RecordingClient
 

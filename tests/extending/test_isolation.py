@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import kubeberth.simulate as simulate_module
+import kubeberth.whatif.engine as simulate_module
 from kubeberth.framework import CycleState, NodeInfo
 from kubeberth.framework import plugin_metrics as plugin_metrics_module
 from kubeberth.metrics import SchedulerMetrics

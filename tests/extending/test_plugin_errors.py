@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import kubeberth.simulate as simulate_module
+import kubeberth.whatif.engine as simulate_module
 from kubeberth.clock import FakeClock
 from kubeberth.framework.isolation import SUMMARY_INTERVAL, PluginErrors
 from kubeberth.metrics import SchedulerMetrics

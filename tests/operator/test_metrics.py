@@ -89,7 +89,7 @@ async def test_the_scheduler_reports_algorithm_latency_incoming_pods_cache_size_
     from kubeberth.clock import FakeClock
     from kubeberth.config import default_spec
     from kubeberth.scheduler import Scheduler
-    from kubeberth.simulate import InMemoryClient
+    from kubeberth.testing import InMemoryClient
     from tests.builders import node_dict, pod_dict
 
     m = SchedulerMetrics()
@@ -123,7 +123,7 @@ async def _evaluations_after(vectorise: bool, monkeypatch: pytest.MonkeyPatch | 
     from kubeberth.config import default_spec
     from kubeberth.framework import plugin_metrics
     from kubeberth.scheduler import Scheduler
-    from kubeberth.simulate import InMemoryClient
+    from kubeberth.testing import InMemoryClient
     from tests.builders import node_dict, pod_dict
 
     if monkeypatch is not None:
@@ -274,7 +274,7 @@ async def _evaluations_with_a_nomination(vectorise: bool) -> dict[tuple[str, str
     from kubeberth.clock import FakeClock
     from kubeberth.config import SchedulingProfileSpec
     from kubeberth.scheduler import Scheduler
-    from kubeberth.simulate import InMemoryClient
+    from kubeberth.testing import InMemoryClient
     from tests.builders import node_dict, pod_dict
 
     m = SchedulerMetrics()
@@ -308,7 +308,7 @@ async def test_event_handling_and_binding_goroutines_through_the_scheduler() -> 
     from kubeberth.clock import FakeClock
     from kubeberth.config import SchedulingProfileSpec
     from kubeberth.scheduler import Scheduler
-    from kubeberth.simulate import InMemoryClient
+    from kubeberth.testing import InMemoryClient
     from tests.builders import node_dict, pod_dict
 
     m = SchedulerMetrics()

@@ -30,7 +30,7 @@ from kubeberth.plugins import in_tree_registry
 from kubeberth.plugins.dynamic_resources import DynamicResources
 from kubeberth.profile import build_framework
 from kubeberth.scheduler import Scheduler
-from kubeberth.simulate import InMemoryClient
+from kubeberth.testing import InMemoryClient
 from tests.builders import node_dict
 
 SCALE = int(os.environ.get("KUBEBERTH_VECTOR_EXAMPLES", "1"))

@@ -122,7 +122,7 @@ async def test_prebind_polls_once_a_second_until_the_controller_binds() -> None:
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
         if len(slept) == 3:  # the PV controller catches up
-            from kubeberth.sim_volumes import bind_claimed_volume
+            from kubeberth.whatif.volumes import bind_claimed_volume
 
             for kind, obj in bind_claimed_volume(vc.store, vc.written[0]):
                 vc.store.put(kind, obj)

@@ -16,7 +16,7 @@ from kubeberth.plugins.default_preemption import DefaultPreemption
 from kubeberth.queue import GATED
 from kubeberth.scheduler import SCHEDULED, Scheduler
 from kubeberth.scheduler import UNSCHEDULABLE as S_UNSCHEDULABLE
-from kubeberth.simulate import InMemoryClient
+from kubeberth.testing import InMemoryClient
 from tests.builders import node_dict, pod_dict
 from tests.doubles import RecordingClient
 from tests.scheduler.fakes import journal, registry, spec

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubeberth import features
 from kubeberth.features import FeatureGates
-from kubeberth.simulate import run_simulation
+from kubeberth.whatif.engine import run_simulation
 from tests.builders import node_dict, pod_dict
 
 DRIVER = "gpu.example.com"

@@ -15,7 +15,7 @@ from kubeberth.features import FeatureGates
 from kubeberth.framework import CycleState
 from kubeberth.plugins._mutation_session import preemption_rerun
 from kubeberth.plugins.image_locality import ImageLocality
-from kubeberth.simulate import run_simulation
+from kubeberth.whatif.engine import run_simulation
 from tests.builders import make_node, make_pod, node_dict, node_info, pod_dict
 from tests.doubles import handle
 

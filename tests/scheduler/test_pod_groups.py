@@ -16,7 +16,7 @@ from kubeberth.metrics import SchedulerMetrics
 from kubeberth.model import Pod
 from kubeberth.plugins.gang_scheduling import GangScheduling
 from kubeberth.queue.group_gate import KEEP_FROM_MEMBERS
-from kubeberth.simulate import run_simulation
+from kubeberth.whatif.engine import run_simulation
 from tests.builders import node_dict, pod_dict
 
 GATES = FeatureGates.parse("GenericWorkload=true")
@@ -132,7 +132,7 @@ def test_pods_without_their_pod_group_wait_for_it() -> None:
 async def test_a_pod_group_that_appears_after_its_pods() -> None:
     from kubeberth.clock import FakeClock
     from kubeberth.scheduler import Scheduler
-    from kubeberth.simulate import InMemoryClient
+    from kubeberth.testing import InMemoryClient
 
     with features.override(GATES):
         sched = Scheduler(clock=FakeClock())

@@ -6,7 +6,7 @@ import io
 from typing import Any
 
 from kubeberth.framework.context import NoMetrics
-from kubeberth.simulate import simulate
+from kubeberth.whatif.simulate import simulate
 from tests.builders import node_dict, pod_dict
 from tests.scheduler.fakes import add_pod, scheduler
 

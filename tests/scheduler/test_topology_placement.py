@@ -13,7 +13,7 @@ import pytest
 
 from kubeberth import features
 from kubeberth.features import FeatureGates
-from kubeberth.simulate import run_simulation
+from kubeberth.whatif.engine import run_simulation
 from tests.builders import node_dict, pod_dict
 
 TAWS = FeatureGates.parse("GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
@@ -204,7 +204,7 @@ def test_placed_pods_in_two_racks_are_a_scheduler_error() -> None:
 
 def run_with_metrics(objects: list[dict[str, Any]], gates: FeatureGates, monkeypatch: pytest.MonkeyPatch) -> Any:
     """simulate's run with a scheduler that records the scheduler_* metrics (made under `gates`)."""
-    import kubeberth.simulate as sim
+    import kubeberth.whatif.engine as sim
     from kubeberth.metrics import SchedulerMetrics
     from kubeberth.scheduler import Scheduler
 

@@ -12,7 +12,7 @@ from kubeberth.clock import FakeClock
 from kubeberth.config import SchedulingProfileSpec
 from kubeberth.queue import UNSCHEDULABLE
 from kubeberth.scheduler import SCHEDULED, Scheduler
-from kubeberth.simulate import InMemoryClient
+from kubeberth.testing import InMemoryClient
 from tests.builders import node_dict, pod_dict
 
 NO_PREEMPTION = {"plugins": {"postFilter": {"disabled": [{"name": "*"}]}}}

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kubeberth.cli import main
-from kubeberth.compare import compare, utilisation
+from kubeberth.whatif.compare import compare, utilisation
 from tests.builders import node_dict, pod_dict
 
 ZONE = "topology.kubernetes.io/zone"

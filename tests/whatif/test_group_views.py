@@ -16,8 +16,8 @@ import yaml
 from kubeberth import features
 from kubeberth.cli import main
 from kubeberth.features import FeatureGates
-from kubeberth.policy_tests import parse_case
-from kubeberth.sim_io import InputError
+from kubeberth.whatif.inputs import InputError
+from kubeberth.whatif.policy_tests import parse_case
 from tests.builders import node_dict, pod_dict
 
 GATE = "GenericWorkload=true"
@@ -206,7 +206,8 @@ def test_an_operator_forgets_the_attempts_of_groups_that_are_gone() -> None:
     from kubeberth.clock import FakeClock
     from kubeberth.plugins import plugin_registry
     from kubeberth.scheduler import Scheduler
-    from kubeberth.simulate import InMemoryClient, build_profiles
+    from kubeberth.testing import InMemoryClient
+    from kubeberth.whatif.engine import build_profiles
 
     with features.override(FeatureGates.parse(GATE)):
         sched = Scheduler(clock=FakeClock(), keep_deleted_records=False)

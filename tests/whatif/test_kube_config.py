@@ -13,8 +13,8 @@ from kubeberth.cli import main
 from kubeberth.config import ConfigError, parse_profile_object
 from kubeberth.config.kube_config import export_config, import_config
 from kubeberth.operator.options import BadConfigFile, load_config_file
-from kubeberth.sim_config import prepare
-from kubeberth.simulate import run_simulation
+from kubeberth.whatif.config_files import prepare
+from kubeberth.whatif.engine import run_simulation
 from tests.builders import node_dict, pod_dict
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from kubeberth.cli import main
-from kubeberth.sim_io import InputError
-from kubeberth.simulate import run_simulation
-from kubeberth.snapshot import refused_profiles, take
+from kubeberth.whatif.engine import run_simulation
+from kubeberth.whatif.inputs import InputError
+from kubeberth.whatif.snapshot import refused_profiles, take
 from tests.builders import node_dict, pod_dict
 
 KSC = "kubescheduler.config.k8s.io/v1"

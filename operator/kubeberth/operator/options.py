@@ -198,13 +198,13 @@ def load_config_file(path: str) -> tuple[list[dict[str, Any]], int | None]:
         imported = import_config(docs[0], path)
     except ConfigError as exc:
         raise BadConfigFile(str(exc)) from None
-    from ..sim_config import check_profiles
-    from ..sim_io import InputError
+    from ..plugins import plugin_registry
+    from ..profile import check_config_profiles
 
     try:
-        check_profiles(imported, path)  # refuse at start-up what could not run
-    except InputError as exc:
-        raise BadConfigFile(str(exc)) from None
+        check_config_profiles(imported.profiles, plugin_registry())  # refuse at start-up what could not run
+    except ConfigError as exc:
+        raise BadConfigFile(f"{path}: {exc.path}: {exc.detail}") from None
     for line in imported.warnings:
         logging.getLogger(__name__).warning("%s: %s", path, line)
     return imported.profiles, imported.percentage_of_nodes_to_score

@@ -1,4 +1,4 @@
-"""Renderings of `simulate --compare`'s result (compare.compare's dict): a text table and an
+"""Renderings of `simulate --compare`'s result (whatif/compare.py's compare()): a text table and an
 HTML page (the compare sections, then each side's nodes, pods and profiles as in the report)."""
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def coscheduling_profile(scheduler_name: str = "default-scheduler", args: dict[s
 def scheduler(*objects: dict[str, Any], args: dict[str, Any] | None = None) -> Scheduler:
     """kubeberth's scheduler with the in-tree plugins plus Coscheduling, over an in-memory
     cluster of `objects` (Nodes, PodGroups; pods come with on_pod_add)."""
-    from kubeberth.simulate import InMemoryClient
+    from kubeberth.testing import InMemoryClient
 
     sched = Scheduler(clock=FakeClock(T0), seed=1)
     sched.ctx.client = InMemoryClient(sched)

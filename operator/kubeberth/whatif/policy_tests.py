@@ -5,7 +5,7 @@ A case is a YAML mapping: `name`, optional `description` and `seed`, `objects` (
 nodes, pods, SchedulingProfiles, ...), optional `profile` (a SchedulingProfile, a bare
 SchedulingProfile spec, or a KubeSchedulerConfiguration) and `expect`, a list of what should
 become of pods, and of PodGroups (`podGroup: NAMESPACE/NAME` with `status`, `scheduledPods`,
-`messageContains`: sim_groups.py's view of the group). A file may hold several cases as YAML
+`messageContains`: pod_groups.py's view of the group). A file may hold several cases as YAML
 documents; a directory stands for its *.yaml files.
 """
 
@@ -19,19 +19,20 @@ from typing import Any, TextIO
 
 import yaml
 
-from . import features
-from .config import KIND as PROFILE_KIND
-from .config import VERSION, ConfigError, parse_profile_object
-from .config.kube_config import KSC_KIND, ImportedConfig
-from .config.models import SHADOW
-from .config.profile import GROUP
-from .features import FeatureGateError, FeatureGates
-from .plugins import plugin_registry
-from .profile import check_buildable
-from .sim_config import CheckedProfile, SimInput, check_profile, config_document, prepare, profile_label
-from .sim_groups import GroupOutcome, group_outcomes
-from .sim_io import InputError, Origins, PodOutcome
-from .simulate import run_simulation
+from .. import features
+from ..config import KIND as PROFILE_KIND
+from ..config import VERSION, ConfigError, parse_profile_object
+from ..config.kube_config import KSC_KIND, ImportedConfig
+from ..config.models import SHADOW
+from ..config.profile import GROUP
+from ..features import FeatureGateError, FeatureGates
+from ..plugins import plugin_registry
+from ..profile import check_buildable
+from .config_files import CheckedProfile, SimInput, check_profile, config_document, prepare, profile_label
+from .engine import run_simulation
+from .inputs import InputError, Origins
+from .outcomes import PodOutcome
+from .pod_groups import GroupOutcome, group_outcomes
 
 CASE_KEYS = {"name", "description", "seed", "objects", "profile", "expect", "featureGates"}
 # expect keys -> what they check

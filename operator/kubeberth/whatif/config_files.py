@@ -1,6 +1,7 @@
-"""simulate's configuration: `--config` files (KubeSchedulerConfiguration), such documents found
-among the inputs, the warning for document kinds simulate does not read, and the validation every
-profile passes before anything is simulated (a profile the operator would refuse is an error)."""
+"""The what-if tools' configuration: `--config` files (KubeSchedulerConfiguration), such documents
+found among the inputs, files of SchedulingProfiles (`--compare`'s sides, `kubeberth profile
+export`), the warning for document kinds simulate does not read, and the validation every profile
+passes before anything is simulated (a profile the operator would refuse is an error)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,15 @@ from typing import Any, TextIO
 
 import yaml
 
-from .config import KIND as PROFILE_KIND
-from .config import ConfigError, SchedulingProfileSpec, parse_profile_object
-from .config.kube_config import KSC_KIND, ImportedConfig, import_config
-from .config.models import SHADOW
-from .framework.registry import Registry
-from .scheduler.watched import OBJECT_KINDS
-from .sim_io import InputError, Origins, iter_objects
+from ..config import KIND as PROFILE_KIND
+from ..config import ConfigError, SchedulingProfileSpec, parse_profile_object
+from ..config.kube_config import KSC_KIND, ImportedConfig, export_config, import_config
+from ..config.models import SHADOW
+from ..framework.registry import Registry
+from ..scheduler.watched import OBJECT_KINDS
+from .inputs import InputError, Origins, iter_objects
 
 READ_KINDS = frozenset(OBJECT_KINDS | {"Pod", "Node", PROFILE_KIND})
-# KubeSchedulerConfiguration fields copied into each of its profiles (errors name them as the file does).
-SCHEDULER_WIDE = frozenset({"extenders", "podInitialBackoffSeconds", "podMaxBackoffSeconds"})
 
 
 @dataclass
@@ -66,35 +65,20 @@ def config_document(doc: dict[str, Any], source: str, warn: TextIO, registry: Re
 def _registry(registry: Registry | None) -> Registry:
     if registry is not None:
         return registry
-    from .plugins import plugin_registry
+    from ..plugins import plugin_registry
 
     return plugin_registry()
-
-
-def _config_path(path: str, index: int) -> str:
-    """A profile's field (spec.X) as the KubeSchedulerConfiguration names it: profiles[i].X, or the
-    scheduler-wide field the profile took its value from."""
-    if path == "spec":
-        return f"profiles[{index}]"
-    if not path.startswith("spec."):
-        return path
-    rest = path[len("spec."):]
-    if rest.split(".")[0].split("[")[0] in SCHEDULER_WIDE:
-        return rest
-    return f"profiles[{index}].{rest}"
 
 
 def check_profiles(imported: ImportedConfig, source: str, registry: Registry | None = None) -> None:
     """A configuration whose profile cannot run is refused, as kube-scheduler refuses to start:
     InputError naming `source` and the field as the file names it (profiles[i]...)."""
-    from .profile import check_buildable
+    from ..profile import check_config_profiles
 
-    reg = _registry(registry)
-    for i, obj in enumerate(imported.profiles):
-        try:
-            check_buildable(parse_profile_object(obj)[1], reg)
-        except ConfigError as exc:
-            raise InputError(f"{source}: {_config_path(exc.path, i)}: {exc.detail}") from None
+    try:
+        check_config_profiles(imported.profiles, _registry(registry))
+    except ConfigError as exc:
+        raise InputError(f"{source}: {exc.path}: {exc.detail}") from None
 
 
 def profile_label(obj: Mapping[str, Any]) -> str:
@@ -119,7 +103,7 @@ def check_profile(obj: dict[str, Any], where: str | None, registry: Registry | N
     parsed, then its framework built from the registry (unknown plugins, invalid args, plugins at
     an extension point they do not implement, no queue sort or bind plugin...). Raises InputError
     naming where it was read, the profile and the field."""
-    from .profile import check_buildable
+    from ..profile import check_buildable
 
     try:
         spec = parse_profile_object(obj)[1]
@@ -173,7 +157,7 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     warn once per kind simulate does not read. Every profile is validated as the operator would
     (InputError naming the document, from `origins`, and the field): nothing is simulated under a
     profile the operator would refuse. A Shadow profile is noted: it schedules nothing."""
-    from .scheduler.watched import declared_kinds
+    from ..scheduler.watched import declared_kinds
 
     out = SimInput(origins=origins)
     declared = {(k.api_version, k.kind) for k in declared_kinds(_registry(registry))}
@@ -236,3 +220,19 @@ def load_profile_specs(paths: Iterable[str], origins: Origins | None = None) -> 
                 raise InputError(f"{path}: a {obj.get('kind')} is not a {PROFILE_KIND}")
             objects.append(obj)
     return objects
+
+
+def export_profiles(paths: Iterable[str]) -> dict[str, Any]:
+    """`kubeberth profile export`: the SchedulingProfiles of `paths` as one KubeSchedulerConfiguration
+    document, each validated as the operator validates a profile before it runs it (the framework
+    built from the registry), so that what is exported is what kube-scheduler could run. Raises
+    InputError (or ConfigError from the export) naming the profile and the field."""
+    origins = Origins()
+    checked = [check_profile(obj, origins.of(obj)) for obj in load_profile_specs(paths, origins)]
+    for prof in checked:
+        if prof.spec.mode == SHADOW:
+            raise InputError(f"{prof.where}: {profile_label(prof.obj)}: spec.mode: a Shadow profile has "
+                             "no KubeSchedulerConfiguration form (kube-scheduler binds every pod it "
+                             "schedules)")
+    check_served(checked)
+    return export_config([p.spec for p in checked])

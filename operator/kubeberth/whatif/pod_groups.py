@@ -1,4 +1,4 @@
-"""simulate's view of pod groups (GenericWorkload): what became of each PodGroup and why it waits.
+"""What became of each pod group in a what-if run (GenericWorkload): what became of each PodGroup and why it waits.
 
 One `GroupOutcome` per PodGroup of the input (and per group its pods name that does not exist):
 its policy, its pods, how many are scheduled, its status, and the reason:
@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .model.pod_group import POD_GROUP_INITIALLY_SCHEDULED
-from .scheduler import EXISTING, SCHEDULED, Scheduler
-from .sim_io import PodOutcome
+from ..model.pod_group import POD_GROUP_INITIALLY_SCHEDULED
+from ..scheduler import EXISTING, SCHEDULED, Scheduler
+from .outcomes import PodOutcome
 
 GROUP_SCHEDULED, GROUP_UNSCHEDULABLE, GROUP_ERROR = "Scheduled", "Unschedulable", "SchedulerError"
 WAITING, NOT_TRIED = "Waiting", "NotTried"

@@ -19,12 +19,11 @@ serviceAntiAffinity, labelPreference arguments, removed predicates and
 priorities, alwaysCheckAllPredicates) is reported as a warning and left out.
 
 Entry points: `convert_policy(policy) -> (profile object, warnings)` and
-`main(argv) -> exit code`.
+`convert_file(path) -> (profile object, warnings)`; the command line is cli.py's.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -34,9 +33,9 @@ from typing import Any
 
 import yaml
 
-from .config.defaults import DEFAULT_MULTI_POINT, DEFAULT_SCHEDULER_NAME
-from .config.profile import GROUP, KIND, VERSION
-from .plugins.legacy_aliases import PREDICATES, PRIORITIES
+from ..config.defaults import DEFAULT_MULTI_POINT, DEFAULT_SCHEDULER_NAME
+from ..config.profile import GROUP, KIND, VERSION
+from ..plugins.legacy_aliases import PREDICATES, PRIORITIES
 
 # Filters in the order the old scheduler ran their predicates (predicatesOrdering).
 FILTER_ORDER = [
@@ -88,7 +87,7 @@ def _go_duration(nanos: int) -> str:
 
 
 def _points() -> dict[str, list[str]]:
-    from .plugins import in_tree_registry
+    from ..plugins import in_tree_registry
 
     registry = in_tree_registry()
     out: dict[str, list[str]] = {}
@@ -296,61 +295,50 @@ def to_yaml(profile: Mapping[str, Any], warnings: Sequence[str] = (), source: st
     return "\n".join(header) + "\n" + yaml.safe_dump(dict(profile), sort_keys=False)
 
 
-def _name_from(path: str) -> str:
+class PolicyFileError(ValueError):
+    """A Policy file that cannot be read or converted: the message names it."""
+
+
+def read_policy(path: str) -> Any:
+    """The Policy document of the file at `path` ('-' reads stdin), JSON or YAML. Raises
+    PolicyFileError."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as exc:
+        raise PolicyFileError(str(exc)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise PolicyFileError(f"{path}: neither JSON nor YAML: {exc}") from None
+
+
+def profile_name(path: str) -> str:
+    """The profile's default metadata.name, from the file's name ("policy" for stdin)."""
+    if path == "-":
+        return "policy"
     stem = re.sub(r"[^a-z0-9-]+", "-", Path(path).stem.lower()).strip("-")
     return stem or "policy"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="kubeberth convert-policy",
-        description="Convert an old kube-scheduler Policy file (JSON or YAML) into a SchedulingProfile.")
-    parser.add_argument("policy", metavar="POLICY.json", help="the Policy file ('-' reads stdin)")
-    parser.add_argument("--name", help="metadata.name of the profile (default: from the file name)")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME,
-                        help="spec.schedulerName (default: default-scheduler)")
-    parser.add_argument("--output", "-o", metavar="FILE", help="write the YAML here instead of stdout")
-    args = parser.parse_args(list(argv) if argv is not None else None)
+def convert_file(path: str, *, name: str | None = None, scheduler_name: str = DEFAULT_SCHEDULER_NAME
+                 ) -> tuple[dict[str, Any], list[str]]:
+    """`kubeberth convert-policy`: the Policy file at `path` as a SchedulingProfile (named `name`,
+    by default after the file), with the warnings. Raises PolicyFileError for a file that cannot be
+    read or converted, ConfigError when the converted profile is not one kubeberth would run (it is
+    built once)."""
     try:
-        text = sys.stdin.read() if args.policy == "-" else Path(args.policy).read_text()
-    except OSError as exc:
-        print(f"kubeberth convert-policy: {exc}", file=sys.stderr)
-        return 2
-    try:
-        policy = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            policy = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            print(f"kubeberth convert-policy: {args.policy}: neither JSON nor YAML: {exc}", file=sys.stderr)
-            return 2
-    name = args.name or (_name_from(args.policy) if args.policy != "-" else "policy")
-    try:
-        profile, warnings = convert_policy(policy, name=name, scheduler_name=args.scheduler_name)
+        profile, warnings = convert_policy(read_policy(path), name=name or profile_name(path),
+                                           scheduler_name=scheduler_name)
     except PolicyError as exc:
-        print(f"kubeberth convert-policy: {args.policy}: {exc}", file=sys.stderr)
-        return 2
-    # The result must be a profile kubeberth runs: build it once.
-    from .config import ConfigError, parse_profile_object
-    from .framework import SchedulerContext
-    from .plugins import in_tree_registry
-    from .profile import build_framework
+        raise PolicyFileError(f"{path}: {exc}") from None
+    from ..config import parse_profile_object
+    from ..framework import SchedulerContext
+    from ..plugins import in_tree_registry
+    from ..profile import build_framework
 
-    try:
-        _, spec = parse_profile_object(profile)
-        build_framework(spec, in_tree_registry(), SchedulerContext())
-    except ConfigError as exc:
-        print(f"kubeberth convert-policy: the converted profile is invalid: {exc}", file=sys.stderr)
-        return 1
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    out = to_yaml(profile, warnings, args.policy)
-    if args.output:
-        Path(args.output).write_text(out)
-    else:
-        sys.stdout.write(out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    _, spec = parse_profile_object(profile)
+    build_framework(spec, in_tree_registry(), SchedulerContext())
+    return profile, warnings

@@ -8,16 +8,14 @@ the pending pods to bring along; pods already on a node always come, since they 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import yaml
 
-from .scheduler.watched import POD, SCHEDULING_PROFILE, WATCHED, WatchedKind, declared_kinds
+from ..scheduler.watched import POD, SCHEDULING_PROFILE, WATCHED, WatchedKind, declared_kinds
 
 DEFAULT_PAGE_SIZE = 500
 # Status fields the scheduler reads, per kind; other kinds keep their whole status (PV/PVC phase...).
@@ -95,7 +93,7 @@ async def take(rest: Any, *, namespace: str | None = None, selector: str | None 
     """The cluster's objects, kinds in the scheduler's sync order (classes first, pods last):
     the table's and those the loaded plugins declare they read (`kinds` instead, if given)."""
     if kinds is None:
-        from .plugins import plugin_registry
+        from ..plugins import plugin_registry
 
         kinds = [*WATCHED, *declared_kinds(plugin_registry())]
     lister = Lister(rest, page_size, progress)
@@ -122,8 +120,8 @@ async def take(rest: Any, *, namespace: str | None = None, selector: str | None 
 def refused_profiles(objects: list[dict[str, Any]]) -> list[str]:
     """What simulate will say of each SchedulingProfile of the snapshot it refuses (validated as
     the operator validates one), and whether the cluster's kubeberth refused it too."""
-    from .sim_config import CheckedProfile, check_profile, check_served
-    from .sim_io import InputError
+    from .config_files import CheckedProfile, check_profile, check_served
+    from .inputs import InputError
 
     lines = []
     checked: list[CheckedProfile] = []
@@ -154,55 +152,33 @@ async def _pods(lister: Lister, kind: WatchedKind, namespace: str | None,
     return bound + pending
 
 
-async def _snapshot(args: argparse.Namespace, out: TextIO) -> None:
-    from .operator.connection import load_configuration
-    from .operator.options import OperatorConfig
-    from .operator.rest import RestClient
+async def _snapshot(out: TextIO, *, kubeconfig: str | None, context: str | None, server: str | None,
+                    namespace: str | None, selector: str | None, page_size: int, request_timeout: float) -> None:
+    from ..operator.connection import load_configuration
+    from ..operator.options import OperatorConfig
+    from ..operator.rest import RestClient
 
-    cfg = await load_configuration(OperatorConfig(kubeconfig=args.kubeconfig, context=args.context,
-                                                  server=args.server))
-    rest = RestClient(cfg, pool_size=4, request_timeout=args.request_timeout, user_agent="kubeberth-snapshot")
+    cfg = await load_configuration(OperatorConfig(kubeconfig=kubeconfig, context=context, server=server))
+    rest = RestClient(cfg, pool_size=4, request_timeout=request_timeout, user_agent="kubeberth-snapshot")
     try:
-        objects = await take(rest, namespace=args.namespace, selector=args.selector, page_size=args.page_size)
+        objects = await take(rest, namespace=namespace, selector=selector, page_size=page_size)
     finally:
         await rest.close()
     yaml.safe_dump_all(objects, out, sort_keys=False)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", metavar="PATH", default=None, help="kubeconfig file (default: $KUBECONFIG "
-                                                                            "or ~/.kube/config)")
-    parser.add_argument("--context", metavar="NAME", default=None, help="kubeconfig context to use")
-    parser.add_argument("--server", metavar="URL", default=None, help="an API server URL without credentials "
-                                                                       "(e.g. kubectl proxy)")
-    parser.add_argument("--namespace", "-n", metavar="NS", default=None,
-                        help="only this namespace's pending pods (pods on nodes always come)")
-    parser.add_argument("--selector", "-l", metavar="SELECTOR", default=None,
-                        help="only pending pods matching this label selector (e.g. app=web,tier!=db)")
-    parser.add_argument("--output", "-o", metavar="FILE", default="-", help="where to write (default: stdout)")
-    parser.add_argument("--page-size", dest="page_size", metavar="N", type=int, default=DEFAULT_PAGE_SIZE,
-                        help=f"objects per list call (default {DEFAULT_PAGE_SIZE})")
-    parser.add_argument("--request-timeout", dest="request_timeout", metavar="SECONDS", type=float, default=60.0,
-                        help="timeout of each list call (default 60)")
-
-
-def snapshot_main(args: argparse.Namespace) -> int:
+def write_snapshot(out: TextIO, *, kubeconfig: str | None = None, context: str | None = None,
+                   server: str | None = None, namespace: str | None = None, selector: str | None = None,
+                   page_size: int = DEFAULT_PAGE_SIZE, request_timeout: float = 60.0) -> None:
+    """`kubeberth snapshot`: log in as kubectl would (`kubeconfig`, `context`, or a `server` URL
+    without credentials), take the snapshot (`take`) and write it to `out` as one YAML stream.
+    Raises SnapshotError for what stops it (a bad kubeconfig, an unreachable server, a list
+    refused), its message one line."""
     import aiohttp
     from kubernetes_asyncio.config import ConfigException
 
-    if args.page_size < 1:
-        print("kubeberth snapshot: --page-size must be at least 1", file=sys.stderr)
-        return 2
-    started = time.monotonic()
     try:
-        if args.output == "-":
-            asyncio.run(_snapshot(args, sys.stdout))
-        else:
-            with open(args.output, "w") as f:
-                asyncio.run(_snapshot(args, f))
-    except (SnapshotError, OSError, aiohttp.ClientError, ConfigException) as exc:
-        # a bad kubeconfig, an unreachable server: one line, not a traceback
-        print(f"kubeberth snapshot: {exc or type(exc).__name__}", file=sys.stderr)
-        return 1
-    print(f"snapshot taken in {time.monotonic() - started:.1f}s", file=sys.stderr)
-    return 0
+        asyncio.run(_snapshot(out, kubeconfig=kubeconfig, context=context, server=server, namespace=namespace,
+                              selector=selector, page_size=page_size, request_timeout=request_timeout))
+    except (OSError, aiohttp.ClientError, ConfigException) as exc:
+        raise SnapshotError(str(exc)) from exc

@@ -1,10 +1,10 @@
-"""Reading cluster dumps (kubectl get -o yaml) and writing simulate's answer."""
+"""Reading the what-if tools' input files: cluster dumps (kubectl get -o yaml, multi-document YAML,
+`kind: List`), each object noted with where it was read so that an error can name its file and
+document."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ import yaml
 
 
 class InputError(ValueError):
-    pass
+    """An input the what-if tools refuse (a file, a document, a profile): the message names it."""
 
 
 class Origins:
@@ -67,48 +67,7 @@ def load_files(paths: Iterable[str | Path], origins: Origins | None = None) -> l
     return objects
 
 
-@dataclass
-class PodOutcome:
-    pod: str
-    status: str
-    node: str | None = None
-    nominatedNode: str | None = None
-    victims: list[str] = field(default_factory=list)
-    message: str = ""
-    # Only for pods simulate was asked to explain: per attempt (the first and the latest ones kept),
-    # scheduler/explain.py's Explanation.to_dict(). Left out of the JSON when empty.
-    explanations: list[Mapping[str, Any]] = field(default_factory=list)
-
-
-def outcome_dict(o: PodOutcome) -> dict[str, Any]:
-    d = asdict(o)
-    if not o.explanations:
-        del d["explanations"]
-    return d
-
-
-def render_json(outcomes: list[PodOutcome], groups: list[Mapping[str, Any]] | None = None) -> str:
-    """`groups` (sim_groups.group_dict of each pod group): under `podGroups`, only when there are any."""
-    out: dict[str, Any] = {"pods": [outcome_dict(o) for o in outcomes]}
-    if groups:
-        out["podGroups"] = list(groups)
-    return json.dumps(out, indent=2)
-
-
-def render_table(outcomes: list[PodOutcome]) -> str:
-    rows = [("POD", "STATUS", "NODE", "REASON")]
-    for o in outcomes:
-        reason = o.message
-        if o.victims:
-            reason = (f"preempted {', '.join(o.victims)}" + (f"; {reason}" if reason else ""))
-        if o.nominatedNode and o.status != "Scheduled":
-            reason = f"nominated to {o.nominatedNode}" + (f"; {reason}" if reason else "")
-        rows.append((o.pod, o.status, o.node or "-", reason))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
-    counts: dict[str, int] = {}
-    for o in outcomes:
-        counts[o.status] = counts.get(o.status, 0) + 1
-    lines.append("")
-    lines.append(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no pods")
-    return "\n".join(lines)
+def object_key(obj: Mapping[str, Any]) -> str:
+    """NAMESPACE/NAME of an input object (namespace `default` when it names none)."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"

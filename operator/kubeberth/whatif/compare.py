@@ -6,17 +6,17 @@ requested share of cpu and memory over the nodes and over the zones under each c
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from .sim_config import READ_KINDS, SimInput, load_config, prepare, profile_config
-from .sim_io import InputError, Origins, PodOutcome, load_files
-from .simulate import report_data, run_simulation
+from .config_files import READ_KINDS, SimInput, load_config, prepare, profile_config
+from .engine import run_simulation
+from .inputs import InputError, Origins, load_files
+from .outcomes import PodOutcome
+from .simulate import report_data
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 PLACED = ("Existing", "Scheduled")
@@ -122,15 +122,15 @@ def _cluster_only(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objects if o.get("kind") in READ_KINDS]
 
 
-def sides_from_args(args: argparse.Namespace, warn: TextIO) -> tuple[tuple[SimInput, str], tuple[SimInput, str]]:
-    """The two sides of --compare: two SchedulingProfile files, or two --config files. Each side's
-    profiles replace the input's profiles serving the same schedulerNames; every profile, the
-    input's included, must be one the operator would run (InputError naming it otherwise)."""
-    profiles = args.compare or []
-    configs = args.config or []
+def sides(files: Sequence[str], profiles: Sequence[str], configs: Sequence[str], warn: TextIO
+          ) -> tuple[tuple[SimInput, str], tuple[SimInput, str]]:
+    """The two sides of --compare: two SchedulingProfile files (`profiles`), or two --config files
+    (`configs`), each with its label. Each side's profiles replace the input's profiles serving the
+    same schedulerNames; every profile, the input's included, must be one the operator would run
+    (InputError naming it otherwise)."""
     if len(profiles) == 2 and not configs:
         origins = Origins()
-        base = load_files(args.files, origins)
+        base = load_files(files, origins)
         prepare(base, warn, origins=origins)  # the input's own warnings (and errors), once
         out = []
         for path in profiles:
@@ -139,7 +139,7 @@ def sides_from_args(args: argparse.Namespace, warn: TextIO) -> tuple[tuple[SimIn
         return out[0], out[1]
     if not profiles and len(configs) == 2:
         origins = Origins()
-        base = load_files(args.files, origins)
+        base = load_files(files, origins)
         first = prepare(base, warn, load_config(configs[0], warn), origins=origins)
         second = prepare(base, io.StringIO(), load_config(configs[1], warn), origins=origins)
         return (first, configs[0]), (second, configs[1])
@@ -147,23 +147,16 @@ def sides_from_args(args: argparse.Namespace, warn: TextIO) -> tuple[tuple[SimIn
                      "or two --config files and a bare --compare")
 
 
-def compare_main(args: argparse.Namespace) -> int:
-    from .report.compare import render_compare_html, render_compare_text
-
-    (a, label_a), (b, label_b) = sides_from_args(args, sys.stderr)
-    flag = int(args.percentage_of_nodes_to_score)
+def compare_files(files: Sequence[str], profiles: Sequence[str], configs: Sequence[str], *, seed: int = 0,
+                  percentage_of_nodes_to_score: int = 0, warn: TextIO | None = None) -> dict[str, Any]:
+    """`simulate --compare`: the cluster of `files` under the two sides (see `sides`), compared.
+    `percentage_of_nodes_to_score`: the flag's value, which wins over each side's configuration."""
+    if warn is None:
+        warn = sys.stderr
+    (a, label_a), (b, label_b) = sides(files, profiles, configs, warn)
 
     def pct(side: SimInput) -> int:
-        return flag or side.percentage_of_nodes_to_score or 0
+        return percentage_of_nodes_to_score or side.percentage_of_nodes_to_score or 0
 
-    result = compare(_cluster_only(a.objects), _cluster_only(b.objects), seed=args.seed,
-                     percentage=(pct(a), pct(b)), labels=(label_a, label_b), origins=a.origins)
-    if args.output == "json":
-        print(json.dumps({k: v for k, v in result.items()} | {
-            "a": {k: v for k, v in result["a"].items() if k != "report"},
-            "b": {k: v for k, v in result["b"].items() if k != "report"}}, indent=2))
-    elif args.output == "html":
-        sys.stdout.write(render_compare_html(result))
-    else:
-        print(render_compare_text(result))
-    return 0
+    return compare(_cluster_only(a.objects), _cluster_only(b.objects), seed=seed,
+                   percentage=(pct(a), pct(b)), labels=(label_a, label_b), warn=warn, origins=a.origins)

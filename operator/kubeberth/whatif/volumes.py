@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .plugins._volume_util import (
+from ..plugins._volume_util import (
     ANN_SELECTED_NODE,
     CSI_NODE,
     NOT_SUPPORTED_PROVISIONER,
@@ -19,7 +19,7 @@ from .plugins._volume_util import (
     meta,
     spec,
 )
-from .plugins.volume_binding import complete_binding, pvc_key
+from ..plugins.volume_binding import complete_binding, pvc_key
 
 # The in-tree provisioners and the volume source their PVs carry.
 _IN_TREE_SOURCES = {"kubernetes.io/aws-ebs": ("awsElasticBlockStore", "volumeID"),
