@@ -167,3 +167,13 @@ def test_the_live_profile_runs_with_the_plugin(workdir: Path) -> None:
 def test_the_benchmarks_copies_are_the_readmes() -> None:
     for name in ("myplugin.py", "myplugin_fast.py"):
         assert (ROOT / "benchmarks" / "plugins" / name).read_text() == files()[name], name
+
+
+def test_the_in_process_test_runs_as_written(workdir: Path) -> None:
+    """The untitled python block of "Test it in-process" runs beside the tutorial's files."""
+    section = tutorial().split("## Test it in-process", 1)[1].split("\n## ", 1)[0]
+    [code] = [body for lang, name, body in (
+        (m.group(1), m.group(2), m.group(3)) for m in FENCE.finditer(section)) if lang == "python" and not name]
+    done = subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(workdir), *sys.path])})
+    assert done.returncode == 0, done.stderr
