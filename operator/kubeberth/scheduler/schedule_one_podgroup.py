@@ -42,7 +42,7 @@ from ..plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from ..plugins.gang_scheduling import GangScheduling
 from ..preemption.pod_group import Assignment, SnapshotEdits
 from . import decision_log, explain, group_explain
-from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
+from .errors import NoNodesAvailable, SchedulingError
 from .records import SCHEDULED as RECORD_SCHEDULED
 from .records import UNSCHEDULABLE as RECORD_UNSCHEDULABLE
 from .records import pod_on_node
@@ -331,7 +331,7 @@ class PodGroupCycles(PlacementAlgorithm, SchedulingCycles):
             explain.begin(state, fw, pod, q.attempts)
         algorithm_started = time.perf_counter()
         try:
-            result = await schedule_pod(fw, state, pod)
+            result = await self._schedule_pod(fw, state, pod)
         except FitError as exc:
             return _PodResult(q, state, Status(Code.UNSCHEDULABLE, exc.message()), fit=exc), None
         except NoNodesAvailable as exc:

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..cache.node_arrays import NodeArrays
-from ..framework.cycle_state import CycleState
-from ..framework.runtime import Framework
-from ..framework.status import Code, Status, filter_failure
-from ..model import NodeInfo, Pod
-from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
-from ..preemption.nominated import nominated_rows, nominated_usage
+from ...cache.node_arrays import NodeArrays
+from ...framework.cycle_state import CycleState
+from ...framework.runtime import Framework
+from ...framework.status import Code, Status, filter_failure
+from ...model import NodeInfo, Pod
+from ...preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
+from ...preemption.nominated import nominated_rows, nominated_usage
 from .fit_statuses import UNRESOLVABLE, row_bits, shared_statuses, status_of
 
 Rejected = Callable[[NodeInfo, int], Status]
