@@ -36,12 +36,16 @@ from tests.cluster.fuzz_groups import Options
 HERE = Path(__file__).resolve().parent
 CASES = load_cases([HERE.parent / "conformance" / "cases"])
 SHARED = Path("/work/shared/conformance/cases")
-FUZZ = [(seed, index, flavour) for seed in (1, 2, 3, 4) for index in range(4) for flavour in ("default",)] + \
-       [(seed, index, "workloads") for seed in (1, 2) for index in range(2)]
+FLAVOURS = {"default": Options(), "workloads": Options(flavour="workloads"),
+            "topology": Options(flavour="workloads", topology=True),
+            "group-preemption": Options(flavour="workloads", group_preemption=True)}
+FUZZ = [(seed, index, "default") for seed in (1, 2, 3, 4) for index in range(4)] + \
+       [(seed, index, flavour) for flavour in ("workloads", "topology", "group-preemption")
+        for seed in (1, 2) for index in range(2)]
 
 
 def fuzz_case(seed: int, index: int, flavour: str) -> Case:
-    doc = generate(seed, index, Options(flavour=flavour))
+    doc = generate(seed, index, FLAVOURS[flavour])
     doc["expect"] = [{"pod": "-/-", "unschedulable": False}]  # simulate's outcome is not judged here
     return parse_case(doc, str(doc["name"]))
 

@@ -44,8 +44,9 @@ DECISION_KEY = "kubeberth.io/cycle-decision"
 
 __all__ = [
     "CycleDecision", "NoNodesAvailable", "ScheduleResult", "SchedulingError", "decision_of",
-    "find_nodes_that_fit_pod", "find_nodes_that_pass_filters", "num_feasible_nodes_to_find",
-    "prioritize_nodes", "schedule_pod", "select_host",
+    "evaluate_nominated_node", "find_nodes_that_fit_pod", "find_nodes_that_pass_extenders",
+    "find_nodes_that_pass_filters", "num_feasible_nodes_to_find", "prioritize_nodes", "schedule_pod",
+    "select_host",
 ]
 
 

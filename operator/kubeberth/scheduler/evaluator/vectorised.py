@@ -26,7 +26,6 @@ import numpy as np
 
 from ...cache.node_arrays import NodeArrays
 from ...framework import CycleState, Diagnosis, FilterPlugin, Framework, Status
-from ...framework.context import nominated_pods_added_for
 from ...framework.status import Code, filter_failure
 from ...framework.vector import AllNodes, NodeView, ScoreTable, arrays_for
 from ...model import NodeInfo, Pod
@@ -34,7 +33,7 @@ from ..errors import SchedulingError
 from .fit_statuses import record_rejections, shared_rejections
 from .nominated_pass import nominated_filter
 from .nominated_rows import vector_nominated_rows
-from .per_node import PerNodeEvaluator, record_status
+from .per_node import PerNodeEvaluator, nodes_with_nominated_pods, record_status
 
 # Look rows up when the allowed names are fewer than this share of the nodes.
 _LOOKUP_RATIO = 8
@@ -92,7 +91,7 @@ class VectorisedEvaluator:
             else:
                 passed &= mask
         vec_rows = vector_nominated_rows(fw, state, pod, arrays, chain) if not per_node else None
-        nominated = set() if vec_rows is not None else _nominated_nodes(fw, pod)
+        nominated = set() if vec_rows is not None else nodes_with_nominated_pods(fw, pod)
 
         def rejected(ni: NodeInfo, i: int) -> Status:
             """The status of a node some filter_all rejected: the first plugin that fails it."""
@@ -158,16 +157,6 @@ class VectorisedEvaluator:
                     stops[status.plugin] = stops.get(status.plugin, 0) + 1
         pm.count_filter_calls(names, stops, plain_passed)
         return NodeView(feasible, arrays, np.asarray(feasible_pos, dtype=np.intp)), processed
-
-
-def _nominated_nodes(fw: Framework, pod: Pod) -> set[str]:
-    """The nodes where the two-pass filter would add nominated pods for `pod` (a pod of equal or
-    higher priority, not `pod` itself)."""
-    nominator = fw.nominator
-    names = nominator.nominated_node_names() if nominator is not None else None
-    if not names:
-        return set()
-    return {name for name in names if nominated_pods_added_for(nominator, pod, name)}
 
 
 def _pass_masks(nodes: Sequence[NodeInfo], arrays: NodeArrays, passed: np.ndarray, to_find: int, start: int,
