@@ -37,13 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "operator" / "kubeberth"
 BENCHMARKS = ROOT / "benchmarks"
 
-# Circles other branches of issue 39 are breaking, allowed here until they are merged (the lead
-# removes this list then): each entry is the set of modules a circle may lie within.
-ALLOWED_CIRCLES: list[frozenset[str]] = [
-    # scheduler/ schedule_one_placement <-> schedule_one_podgroup: the `seam` branch.
-    frozenset({"kubeberth.scheduler.schedule_one_placement", "kubeberth.scheduler.schedule_one_podgroup"}),
-]
-
 
 @dataclass
 class Graph:
@@ -199,21 +192,11 @@ def circles(root: Path) -> tuple[Graph, list[list[str]]]:
     return g, strongly_connected(g.edges)
 
 
-def allowed(component: list[str]) -> bool:
-    return any(set(component) <= entry for entry in ALLOWED_CIRCLES)
-
-
 @pytest.mark.parametrize("root", [PACKAGE, BENCHMARKS], ids=["kubeberth", "benchmarks"])
 def test_no_import_circle(root: Path) -> None:
     g, found = circles(root)
-    bad = [describe(g, c) for c in found if not allowed(c)]
+    bad = [describe(g, c) for c in found]
     assert not bad, "import circles (break each: move the shared part down, or invert the call):\n" + "\n".join(bad)
-
-
-def test_every_allowed_circle_is_still_there() -> None:
-    found = circles(PACKAGE)[1] + circles(BENCHMARKS)[1]
-    stale = [sorted(entry) for entry in ALLOWED_CIRCLES if not any(set(c) <= entry for c in found)]
-    assert not stale, f"these circles are broken: remove them from ALLOWED_CIRCLES: {stale}"
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

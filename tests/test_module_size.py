@@ -10,19 +10,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "operator" / "kubeberth"
 MAX_LINES = 480
 
-# Being split on other branches of issue 39 (the lead removes these once they are merged):
-ALLOWED = {
-    "scheduler/schedule_one_podgroup.py",  # the `seam` branch splits it
-}
-
-
 def test_no_module_is_over_the_limit() -> None:
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in sorted(PACKAGE.rglob("*.py"))}
-    over = {name: n for name, n in sizes.items() if n > MAX_LINES and name not in ALLOWED}
+    over = {name: n for name, n in sizes.items() if n > MAX_LINES}
     assert not over, f"modules over {MAX_LINES} lines (split each along a seam): {over}"
 
-
-def test_every_allowed_module_is_still_over_the_limit() -> None:
-    done = sorted(name for name in ALLOWED
-                  if not (PACKAGE / name).exists() or len((PACKAGE / name).read_text().splitlines()) <= MAX_LINES)
-    assert not done, f"remove from ALLOWED: {done}"

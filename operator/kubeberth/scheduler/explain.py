@@ -1,20 +1,23 @@
 """Why a pod went where it went (or nowhere): one scheduling attempt, every extension point.
 
 Captured only for a pod someone asked about (simulate --explain, the operator's
-`kubeberth.io/explain` annotation): `begin` puts an `Explanation` into the cycle's CycleState and
-the cycle hands it what it decided (algorithm.py: PreFilter, Filter, Score, the pick;
-schedule_one.py: PostFilter and the result). The walk of the cycle stops at the first plugin that
-rejects a node and vectorised plugins decide many nodes at once, so the per-plugin verdicts and
-raw scores are computed again here, per node, on the same CycleState, after the cycle's own
-calls: the decision and the random draws are the cycle's, untouched. `to_dict` is the stable
-structure simulate's `-o json` prints (documented in the README) and the operator publishes.
+`kubeberth.io/explain` annotation): `begin` puts an `Explanation` into the cycle's CycleState.
+The explanation observes the cycle, it is never called from inside it: once schedule_pod has
+returned or raised, `observe` builds PreFilter's, Filter's and Score's parts from what the cycle
+decided (algorithm.CycleDecision: the feasible nodes, the diagnosis with each rejected node's
+status, the score table, the pick); schedule_one.py adds PostFilter and the result. The walk of
+the cycle stops at the first plugin that rejects a node and vectorised plugins decide many nodes
+at once, so the per-plugin verdicts and raw scores are computed again here, per node, on the
+same CycleState, after the cycle's own calls: the decision and the random draws are the
+cycle's, untouched. `to_dict` is the stable structure simulate's `-o json` prints (documented in
+the README) and the operator publishes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..framework import CycleState, Diagnosis, FilterPlugin, Framework, PreFilterResult, ScorePlugin, Status
 from ..framework import events as ev
@@ -22,6 +25,9 @@ from ..framework.explain import PREEMPTION_NOTES_KEY, PreemptionNotes
 from ..framework.status import Code
 from ..framework.vector.views import ScoreTable
 from ..model import NodeInfo, Pod
+
+if TYPE_CHECKING:
+    from .algorithm import CycleDecision
 
 EXPLAIN_KEY = "kubeberth.io/explain"
 EXPLAIN_ANNOTATION = "kubeberth.io/explain"
@@ -84,7 +90,8 @@ class NodeScoreLine:
 
 @dataclass
 class Explanation:
-    """One attempt of one pod. Filled by the cycle through the methods below."""
+    """One attempt of one pod: `observe` fills it from the cycle's decision, `post_filtered` and
+    `finish` from the rest of the attempt."""
 
     pod: str
     profile: str
@@ -115,7 +122,19 @@ class Explanation:
     # A pod of a PodGroup: the group's attempt (group_explain.GroupAttempt.to_dict()), else None.
     pod_group: dict[str, Any] | None = None
 
-    # ---- capture (called by the cycle) ---------------------------------------------------
+    # ---- capture (after the cycle) ---------------------------------------------------------
+    def observe(self, fw: Framework, state: CycleState, pod: Pod, decision: CycleDecision | None) -> None:
+        """What schedule_pod decided, as far as it got (nothing when it stopped before PreFilter)."""
+        if decision is None or not decision.pre_filter_ran:
+            return
+        self.pre_filtered(fw, state, decision.pre_filter_result, decision.pre_filter_status,
+                          decision.pre_filter_plugins)
+        if decision.feasible is None or decision.diagnosis is None:
+            return  # an Error while filtering
+        self.filtered(fw, state, pod, decision.feasible, decision.diagnosis)
+        if decision.scores is not None and decision.host:
+            self.scored_nodes(fw, state, pod, decision.scores, decision.host)
+
     def pre_filtered(self, fw: Framework, state: CycleState, result: PreFilterResult | None,
                      status: Status | None, involved: set[str]) -> None:
         self.pre_filter_plugins = [p.name for p in fw.pre_filter_plugins]

@@ -22,8 +22,9 @@ from ..framework.status import Code
 from ..framework.types import QueuedPodInfo
 from ..model import Pod
 from . import decision_log, explain
-from .algorithm import NoNodesAvailable, SchedulingError, schedule_pod
+from .algorithm import ScheduleResult, decision_of, schedule_pod
 from .base import SchedulerBase
+from .errors import NoNodesAvailable, SchedulingError
 from .records import SCHEDULED, UNSCHEDULABLE, pod_on_node, truncate_message
 
 log = logging.getLogger("kubeberth.scheduler")
@@ -86,7 +87,7 @@ class SchedulingCycles(SchedulerBase):
             self._explaining = explain.begin(state, fw, pod, q.attempts)
         try:
             algorithm_started = time.perf_counter()
-            result = await schedule_pod(fw, state, pod)
+            result = await self._schedule_pod(fw, state, pod)
             self.metrics.scheduling_algorithm_duration(time.perf_counter() - algorithm_started)
         except FitError as fit:
             await self._on_fit_error(fw, state, q, fit, started)
@@ -128,6 +129,15 @@ class SchedulingCycles(SchedulerBase):
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_done)
         self.metrics.goroutines("binding", len(self._binding_tasks))
+
+    async def _schedule_pod(self, fw: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
+        """algorithm.schedule_pod; an explained pod's explanation then observes what it decided
+        (before PostFilter, whether it returned or raised)."""
+        try:
+            return await schedule_pod(fw, state, pod)
+        finally:
+            if (x := explain.explanation_of(state)) is not None:
+                x.observe(fw, state, pod, decision_of(state))
 
     def _binding_done(self, task: asyncio.Task[None]) -> None:
         self._binding_tasks.discard(task)

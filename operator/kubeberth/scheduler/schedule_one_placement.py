@@ -19,26 +19,13 @@ from ..framework import CycleState, Framework, Status
 from ..framework.status import Code
 from ..framework.types import Placement, PodGroupAssignments, ProposedAssignment, QueuedPodInfo
 from ..model import PodGroup
+from .podgroup_results import ERR_POD_GROUP_UNSCHEDULABLE, PodResult, as_error
 
 if TYPE_CHECKING:
     from ..cache.snapshot import Snapshot
     from ..framework.context import MetricsRecorder
-    from .schedule_one_podgroup import _PodResult
 
 log = logging.getLogger("kubeberth.scheduler")
-
-# upstream's errPodGroupUnschedulable (what a status carrying it says as an error)
-ERR_POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
-
-
-def _as_error(status: Status | None) -> str:
-    """upstream's status.AsError() text: the group's error when the status carries it (kubeberth
-    keeps it as the first reason), else the message."""
-    if status is None:
-        return "<nil>"
-    if status.reasons and status.reasons[0] == ERR_POD_GROUP_UNSCHEDULABLE:
-        return ERR_POD_GROUP_UNSCHEDULABLE
-    return status.message()
 
 
 class PlacementAlgorithm:
@@ -48,19 +35,19 @@ class PlacementAlgorithm:
     metrics: MetricsRecorder  # the scheduler's (a property there)
 
     async def _pod_group_default_algorithm(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo],
-                                           in_placement: bool = False) -> tuple[list[_PodResult], Status | None]:
+                                           in_placement: bool = False) -> tuple[list[PodResult], Status | None]:
         raise NotImplementedError
 
     async def _pod_group_placement_algorithm(self, fw: Framework, pg: PodGroup, queued: list[QueuedPodInfo]
-                                             ) -> tuple[list[_PodResult], Status | None]:
+                                             ) -> tuple[list[PodResult], Status | None]:
         snapshot = self.snapshot
         state = CycleState()
         placements, status = fw.run_placement_generate(state, pg, list(snapshot.nodes_in_placement()))
         if status is not None:
             return [], status
         self.metrics.generated_placements(fw.profile_name, len(placements))
-        first: tuple[list[_PodResult], Status | None] | None = None
-        feasible: list[tuple[int, list[_PodResult]]] = []
+        first: tuple[list[PodResult], Status | None] | None = None
+        feasible: list[tuple[int, list[PodResult]]] = []
         parent = snapshot.placement
         try:
             for i, placement in enumerate(placements):
@@ -87,7 +74,7 @@ class PlacementAlgorithm:
             results, st = first
             return results, Status(Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE,
                                    f"0/{len(placements)} placements are available, first placement status: "
-                                   f"{_as_error(st)}")
+                                   f"{as_error(st)}")
         best = 0
         if len(feasible) > 1:
             best, status = self._best_placement(fw, pg, [(placements[i], results) for i, results in feasible])
@@ -99,7 +86,7 @@ class PlacementAlgorithm:
             return results, Status(Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE)
         return results, None
 
-    def _best_placement(self, fw: Framework, pg: PodGroup, feasible: Sequence[tuple[Placement, list[_PodResult]]]
+    def _best_placement(self, fw: Framework, pg: PodGroup, feasible: Sequence[tuple[Placement, list[PodResult]]]
                         ) -> tuple[int, Status | None]:
         """upstream's findBestPlacement: the PlacementScore plugins' totals; the highest wins,
         ties broken uniformly at random (upstream draws a random number per placement)."""

@@ -6,7 +6,7 @@ or NodeResourcesFit (no NodePorts: the pod asks for no host port), no active Pre
 has AddPod extensions, the pod asks for no extended resource and the arrays describe every
 node, the first pass of every such row is NodeResourcesFit's bits (fit_statuses) over the
 row's requests plus its nominated pods' requests, and the node-only masks: the rows then go
-through the masks-only walk (algorithm._pass_masks) like any other, with their first-pass
+through the masks-only walk (vectorised._pass_masks) like any other, with their first-pass
 verdict in place of the mask's. A row that passes the first pass takes the second (the masks
 as for any row), as run_filter_with_nominated_pods does.
 
@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..cache.node_arrays import NodeArrays
-from ..framework.cycle_state import CycleState
-from ..framework.runtime import Framework
-from ..framework.status import Code, Status, filter_failure
-from ..model import NodeInfo, Pod
-from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
-from ..preemption.nominated import nominated_rows, nominated_usage
+from ...cache.node_arrays import NodeArrays
+from ...framework.cycle_state import CycleState
+from ...framework.runtime import Framework
+from ...framework.status import Code, Status, filter_failure
+from ...model import NodeInfo, Pod
+from ...preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
+from ...preemption.nominated import nominated_rows, nominated_usage
 from .fit_statuses import UNRESOLVABLE, row_bits, shared_statuses, status_of
 
 Rejected = Callable[[NodeInfo, int], Status]

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ..cache.node_arrays import CPU as COL_CPU
-from ..cache.node_arrays import EPH as COL_EPH
-from ..cache.node_arrays import MEM as COL_MEM
-from ..cache.node_arrays import PODS as COL_PODS
-from ..framework.cycle_state import CycleState
-from ..framework.status import Code, Status, filter_failure
-from ..model import NodeInfo, Pod, Resource
+from ...cache.node_arrays import CPU as COL_CPU
+from ...cache.node_arrays import EPH as COL_EPH
+from ...cache.node_arrays import MEM as COL_MEM
+from ...cache.node_arrays import PODS as COL_PODS
+from ...framework.cycle_state import CycleState
+from ...framework.status import Code, Status, filter_failure
+from ...model import NodeInfo, Pod, Resource
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 PODS, CPU, MEM, EPH = 1, 2, 4, 8

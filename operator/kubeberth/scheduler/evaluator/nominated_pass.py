@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..framework.context import nominated_pods_added_for
-from ..framework.cycle_state import CycleState
-from ..framework.runtime import Framework
-from ..framework.status import Code, Status, filter_failure
-from ..model import NodeInfo, Pod
-from ..preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
+from ...framework.context import nominated_pods_added_for
+from ...framework.cycle_state import CycleState
+from ...framework.runtime import Framework
+from ...framework.status import Code, Status, filter_failure
+from ...model import NodeInfo, Pod
+from ...preemption.arithmetic_dry_run import NODE_ONLY_FILTERS, NODE_RESOURCES_FIT
 from .fit_statuses import bits_of, status_of
 
 NODE_PORTS = "NodePorts"
