@@ -225,6 +225,31 @@ def test_the_shipped_entries_explain_only_their_own_shapes() -> None:
     assert explain(judge(up, fewer, scores), up, fewer, known, scores).explained_by == ""
 
 
+def test_a_terminating_victim_whose_leaving_leaves_no_room_is_explained_only_in_that_shape() -> None:
+    """Seed 37, case 5 of the workload flavour: both nominated n5 with victims b9 and t10 (already
+    terminating); upstream waits for t10's kubelet, simulate ends it and finds no room after."""
+    known = load_known()
+    filters = ("0/11 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), {} node(s) didn't "
+               "match pod topology spread constraints, 3 node(s) were unschedulable, {} Insufficient memory. ")
+    up = Decision("Unschedulable", None, ["default/b9"], filters.format(2, 5) + (
+        "preemption: found a potential placement for pod on node n5, preempting 1 victims"))
+    after = filters.format(3, 4) + (
+        "preemption: 0/11 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
+        "3 No preemption victims found for incoming pod, 7 Preemption is not helpful for scheduling.")
+    ours = Decision("Unschedulable", None, ["default/b9", "default/t10"], after)
+    verdict = explain(judge(up, ours, None), up, ours, known)
+    assert (verdict.field, verdict.explained_by) == ("victims", "terminating-victim-without-kubelet-no-room-after")
+    not_upstreams = Decision("Unschedulable", None, ["default/b8", "default/t10"], after)
+    assert explain(judge(up, not_upstreams, None), up, not_upstreams, known).explained_by == ""
+    no_terminating = Decision("Unschedulable", None, ["default/b9", "default/b8"], after)
+    assert explain(judge(up, no_terminating, None), up, no_terminating, known).explained_by == ""
+    preempting_again = Decision("Unschedulable", None, ["default/b9", "default/t10"], filters.format(2, 5) + (
+        "preemption: found a potential placement for pod on node n4, preempting 1 victims"))
+    assert explain(judge(up, preempting_again, None), up, preempting_again, known).explained_by == ""
+    not_waiting = Decision("Unschedulable", None, ["default/b9"], after)
+    assert explain(judge(not_waiting, ours, None), not_waiting, ours, known).explained_by == ""
+
+
 # ---- the workload flavour ------------------------------------------------------------------
 
 WORKLOADS = Options("workloads")

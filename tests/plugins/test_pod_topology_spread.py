@@ -439,6 +439,9 @@ def test_add_pod_updates_counts_and_minimum() -> None:
     ("pod in another namespace", pod("foo", node="node-a", ns="other"), "node-a", False),
     ("node without the topology key", pod("foo", node="node-z"), "node-z", False),
     ("node failing the incoming pod's nodeSelector", pod("foo", node="node-b"), "node-b", False),
+    # upstream's updateWithPod does not look at deletionTimestamp: PreFilter skips a terminating
+    # pod, AddPod/RemovePod count it all the same
+    ("terminating pod", pod("foo", node="node-a", terminating=True), "node-a", True),
 ])
 def test_add_pod_only_counts_what_pre_filter_would(case: str, added: Pod, node_name: str, changed: bool) -> None:
     nodes = [zn("node-a", "zone1", ssd="y"), zn("node-b", "zone1"), node("node-z", ssd="y")]
@@ -495,6 +498,32 @@ def test_remove_pod_lets_preemption_fix_the_skew() -> None:
     assert pl.filter(cs, incoming, na) == FAIL
     pl.remove_pod(cs, incoming, victims[0], na)
     assert pl.filter(cs, incoming, na) is None  # node-a 1 + self 1 - min 1 = 1 <= maxSkew
+
+
+def test_remove_pod_of_a_terminating_victim_lowers_a_count_pre_filter_never_raised() -> None:
+    """Preemption removes every victim through RemovePod, a terminating one too (upstream's
+    updateWithPod has no deletionTimestamp check): its zone drops below what PreFilter counted, so
+    the dry run finds the skew fixed where the victim's real leaving fixes nothing (the fuzzer's
+    workload flavour, seed 37, case 5: kube-scheduler nominated with "preempting 2 victims", one
+    of them terminating, and once that one had gone its node failed the constraint)."""
+    incoming = pod("foo", constraints=ZONE_FOO)
+    terminating = pod("foo", node="node-y", terminating=True)
+    pl = plugin(FOUR, [pod("foo", node="node-a"), *pods_on({"node-x": 2}, "foo"), terminating])
+    cs = CycleState()
+    pl.pre_filter(cs, incoming, pl.handle.snapshot.node_infos)
+    s = cs.read(PRE_FILTER_KEY)
+    assert s.counts == [{"zone1": 1, "zone2": 2}]  # the terminating pod is not counted
+    ny = pl.handle.snapshot.get("node-y")
+    assert pl.filter(cs, incoming, ny) == FAIL  # 2 + 1 - 1 > maxSkew 1
+    pl.remove_pod(cs, incoming, terminating, ny)
+    assert s.counts == [{"zone1": 1, "zone2": 1}]
+    assert pl.filter(cs, incoming, ny) is None
+    pl.add_pod(cs, incoming, terminating, ny)  # reprieved: counted back
+    assert s.counts == [{"zone1": 1, "zone2": 2}]
+    without = plugin(FOUR, [pod("foo", node="node-a"), *pods_on({"node-x": 2}, "foo")])
+    gone = CycleState()
+    without.pre_filter(gone, incoming, without.handle.snapshot.node_infos)
+    assert without.filter(gone, incoming, without.handle.snapshot.get("node-y")) == FAIL  # once it has gone
 
 
 # ---- default constraints ------------------------------------------------------------------
