@@ -128,10 +128,11 @@ func main() {
 
 	nodes := &ring{index: map[string]int{}}
 	nodeFactory := informers.NewSharedInformerFactory(client, 0)
-	if _, err := nodeFactory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeHandler, err := nodeFactory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { nodes.add(nodeName(obj)) },
 		DeleteFunc: func(obj interface{}) { nodes.remove(nodeName(obj)) },
-	}); err != nil {
+	})
+	if err != nil {
 		log.Fatalf("nullbinder: node handler: %v", err)
 	}
 
@@ -161,6 +162,9 @@ func main() {
 	podFactory.Start(ctx.Done())
 	nodeFactory.WaitForCacheSync(ctx.Done())
 	podFactory.WaitForCacheSync(ctx.Done())
+	// The informer's store is synced before its handler has seen every node: wait for the
+	// handler too, or the first bindings go round a ring that lacks some nodes.
+	cache.WaitForCacheSync(ctx.Done(), nodeHandler.HasSynced)
 	log.Printf("nullbinder: caches synced %.3fs after start; %d workers", time.Since(started).Seconds(), *workers)
 
 	var bound atomic.Int64
