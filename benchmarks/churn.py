@@ -103,11 +103,28 @@ class Snapshot:
                 "retained": self.retained}
 
 
-def scheduling_profile(strategy: str) -> dict[str, Any]:
+COSCHEDULING = ROOT / "examples" / "plugins" / "coscheduling"
+GANGS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
+GANG_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def coscheduling_installed() -> bool:
+    """Whether kubeberth loads the example Coscheduling plugin (make install installs it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("kubeberth_coscheduling") is not None
+
+
+def scheduling_profile(strategy: str, gangs: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulerName": "default-scheduler",
+                            "pluginConfig": [{"name": "NodeResourcesFit",
+                                              "args": {"scoringStrategy": {"type": strategy}}}]}
+    if gangs:  # scheduler-plugins' Coscheduling, as its README enables it
+        spec["plugins"] = {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                           "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}
+        spec["pluginConfig"].append({"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}})
     return {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": PROFILE},
-            "spec": {"schedulerName": "default-scheduler",
-                     "pluginConfig": [{"name": "NodeResourcesFit",
-                                       "args": {"scoringStrategy": {"type": strategy}}}]}}
+            "spec": spec}
 
 
 @dataclass
@@ -120,6 +137,9 @@ class Churn:
     nodes: int = 20
     node_every: float = 60.0
     profile_every: float = 120.0
+    gangs: bool = False  # also a gang (a Coscheduling PodGroup of 2 pods) every `gang_every` seconds
+    gang_every: float = 10.0
+    gangs_created: int = 0
     created: int = 0
     deleted: int = 0
     nodes_added: int = 0
@@ -128,6 +148,8 @@ class Churn:
     errors: int = 0
     _next_node: float | None = None
     _next_profile: float | None = None
+    _next_gang: float | None = None
+    _live_gangs: list[tuple[float, str]] = field(default_factory=list)
     _live: list[tuple[float, str]] = field(default_factory=list)
     _churn_nodes: list[str] = field(default_factory=list)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -136,7 +158,7 @@ class Churn:
         await self.kube.create("priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                                    "metadata": {"name": HIGH_PRIORITY}, "value": 1000})
         await asyncio.gather(*(self.kube.create("nodes", node(f"churn-base-{i:03d}")) for i in range(self.nodes)))
-        await self.kube.create("schedulingprofiles", scheduling_profile("LeastAllocated"))
+        await self.kube.create("schedulingprofiles", scheduling_profile("LeastAllocated", self.gangs))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(self._guard(coro))
@@ -161,8 +183,9 @@ class Churn:
 
     async def run(self, seconds: float) -> None:
         started = time.monotonic()
-        if self._next_node is None or self._next_profile is None:
+        if self._next_node is None or self._next_profile is None or self._next_gang is None:
             self._next_node, self._next_profile = started + self.node_every, started + self.profile_every
+            self._next_gang = started
         i = self.created
         while (now := time.monotonic()) < started + seconds:
             target = i + int((now - started) * self.rate)
@@ -189,8 +212,34 @@ class Churn:
                 self.profile_edits += 1
                 strategy = "MostAllocated" if self.profile_edits % 2 else "LeastAllocated"
                 self._spawn(self.kube.patch("schedulingprofiles", PROFILE,
-                                            {"spec": scheduling_profile(strategy)["spec"]}))
+                                            {"spec": scheduling_profile(strategy, self.gangs)["spec"]}))
+            if self.gangs:
+                self._gang(now)
             await asyncio.sleep(0.05)
+
+    def _gang(self, now: float) -> None:
+        assert self._next_gang is not None
+        if now >= self._next_gang:
+            self._next_gang += self.gang_every
+            name = f"churn-gang-{self.gangs_created:05d}"
+            self.gangs_created += 1
+            self._live_gangs.append((now, name))
+            self._spawn(self._create_gang(name))
+        while self._live_gangs and self._live_gangs[0][0] <= now - self.lifetime:
+            _, name = self._live_gangs.pop(0)
+            self._spawn(self._delete_gang(name))
+
+    async def _create_gang(self, name: str) -> None:
+        group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 2}}
+        await self.kube.request("POST", GANGS, body=group)
+        for i in range(2):
+            await self.kube.create("pods", as_created(pod(f"{name}-{i}", cpu="500m", labels={GANG_LABEL: name})))
+
+    async def _delete_gang(self, name: str) -> None:
+        for i in range(2):
+            await self.kube.delete("pods", f"{name}-{i}", "default", grace_period=0)
+        await self.kube.request("DELETE", f"{GANGS}/{name}", ok=(200, 202, 404))
 
     async def drain(self) -> None:
         """Every churned pod and node deleted (the base nodes and the profile stay)."""
@@ -199,6 +248,9 @@ class Churn:
         await self.kube.delete_all("pods", "default", grace_period=0)
         self.deleted += len(self._live)
         self._live.clear()
+        for _, name in self._live_gangs:
+            await self._delete_gang(name)
+        self._live_gangs.clear()
         for name in self._churn_nodes:
             await self.kube.delete("nodes", name)
             self.nodes_deleted += 1
@@ -206,13 +258,14 @@ class Churn:
 
     def summary(self) -> dict[str, int]:
         return {"pods_created": self.created, "pods_deleted": self.deleted, "nodes_added": self.nodes_added,
-                "nodes_deleted": self.nodes_deleted, "profile_edits": self.profile_edits, "errors": self.errors}
+                "nodes_deleted": self.nodes_deleted, "profile_edits": self.profile_edits,
+                "gangs_created": self.gangs_created, "errors": self.errors}
 
 
 class Kubeberth:
     """`kubeberth run` on the control plane (as admin), /metrics on plain HTTP on loopback."""
 
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(self, plane: ControlPlane, gangs: bool = False) -> None:
         self.metrics_port = free_port()
         self.health_port = free_port()
         exe = next((e for e in (ROOT / ".venv" / "bin" / "kubeberth", Path(sys.executable).parent / "kubeberth")
@@ -221,7 +274,10 @@ class Kubeberth:
         argv += ["run", f"--kubeconfig={plane.admin_kubeconfig}", f"--metrics-port={self.metrics_port}",
                  "--metrics-host=127.0.0.1", "--metrics-insecure", "--seed=0",
                  f"--liveness=http://127.0.0.1:{self.health_port}/healthz"]
-        self.process = Process.start("kubeberth-churn", argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if gangs:  # this checkout's Coscheduling first
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(COSCHEDULING), env.get("PYTHONPATH", "")) if p)
+        self.process = Process.start("kubeberth-churn", argv, plane.dir, env=env)
 
     @property
     def pid(self) -> int:
@@ -259,19 +315,25 @@ def per_pod_excess(base: Mapping[str, int], end: Mapping[str, int]) -> dict[str,
 
 
 async def run(minutes: float, *, rate: float = 5.0, lifetime: float = 20.0, nodes: int = 20,
-              sample: float = 10.0, warmup: float = 60.0, settle: float = 30.0,
+              sample: float = 10.0, warmup: float = 60.0, settle: float = 30.0, gangs: bool | None = None,
               log: Any = sys.stderr) -> dict[str, Any]:
     from .run import git_commit, machine
 
     seconds = minutes * 60.0
+    if gangs is None:
+        gangs = coscheduling_installed()
     with ControlPlane() as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "crds"))
         kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s",
                 "crd/schedulingprofiles.kubeberth.io")
+        if gangs:
+            kubectl(plane, "apply", "-f", str(COSCHEDULING / "crds"))
+            kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "-f",
+                    str(COSCHEDULING / "crds"))
         async with Kube(plane.url, ADMIN_TOKEN, plane.ssl_context(), connections=20) as kube:
-            churn = Churn(kube, rate=rate, lifetime=lifetime, nodes=nodes)
+            churn = Churn(kube, rate=rate, lifetime=lifetime, nodes=nodes, gangs=gangs)
             await churn.setup()
-            sched = Kubeberth(plane)
+            sched = Kubeberth(plane, gangs)
             try:
                 await sched.wait_synced()
                 await churn.run(warmup)
@@ -303,7 +365,8 @@ async def run(minutes: float, *, rate: float = 5.0, lifetime: float = 20.0, node
     excess = per_pod_excess(start.retained, end.retained)
     return {
         "mode": "churn", "commit": git_commit(), "machine": machine(),
-        "minutes": minutes, "rate_per_s": rate, "pod_lifetime_s": lifetime, "nodes": nodes, "warmup_s": warmup,
+        "minutes": minutes, "rate_per_s": rate, "gangs": gangs, "pod_lifetime_s": lifetime, "nodes": nodes,
+        "warmup_s": warmup,
         "churn": churn.summary(),
         "rss_mib": {"start": round(start.rss_mib or 0.0, 1),
                     "at_10_min": round(at_10.rss_mib or 0.0, 1) if at_10 is not None else None,
