@@ -6,10 +6,13 @@
 A fresh etcd + kube-apiserver (tests/cluster/control_plane.py), kubeberth's CRDs, `NODES` nodes of
 4 CPUs and `kubeberth run` as its own process. Then, for the given minutes: pods are created at
 `rate` per second (one CPU each; one in five of a higher PriorityClass, which preempts when the
-nodes are full; one in ten asking for more than any node has, unschedulable) and each is deleted
+nodes are full; one in ten asking for more than any node has, unschedulable; one in twenty
+annotated kubeberth.io/explain) and each is deleted
 `lifetime` seconds after its creation; every minute a node is added and the oldest churned one
 deleted; every two minutes the SchedulingProfile of default-scheduler is edited (its
-NodeResourcesFit scoring strategy switched). Once the churn stops every pod is deleted and the
+NodeResourcesFit scoring strategy switched). With the example Coscheduling plugin installed (make
+install), the profile enables it and a gang (a PodGroup of minMember 2 and its two pods) comes every
+10 seconds, deleted after the same lifetime. Once the churn stops every pod is deleted and the
 scheduler given `settle` seconds.
 
 Measured: the scheduler process' RSS (VmRSS) every `sample` seconds; the RSS at the start (after a
@@ -81,14 +84,20 @@ def slope_mib_per_hour(samples: list[tuple[float, float]]) -> float:
 
 def parse_metrics(text: str) -> tuple[dict[str, int], int]:
     """(kubeberth_retained_objects by structure, the number of series on /metrics)."""
+    retained, families = parse_families(text)
+    return retained, sum(families.values())
+
+
+def parse_families(text: str) -> tuple[dict[str, int], dict[str, int]]:
+    """(kubeberth_retained_objects by structure, the number of series of each family)."""
     retained: dict[str, int] = {}
-    series = 0
+    families: dict[str, int] = {}
     for family in text_string_to_metric_families(text):
+        families[family.name] = len(family.samples)
         for sample in family.samples:
-            series += 1
             if sample.name == RETAINED:
                 retained[sample.labels["structure"]] = int(sample.value)
-    return retained, series
+    return retained, families
 
 
 @dataclass
@@ -96,11 +105,15 @@ class Snapshot:
     at_s: float
     rss_mib: float | None
     retained: dict[str, int]
-    series: int
+    families: dict[str, int]
+
+    @property
+    def series(self) -> int:
+        return sum(self.families.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {"at_s": round(self.at_s, 1), "rss_mib": round(self.rss_mib or 0.0, 1), "series": self.series,
-                "retained": self.retained}
+                "retained": self.retained, "series_by_family": self.families}
 
 
 COSCHEDULING = ROOT / "examples" / "plugins" / "coscheduling"
@@ -179,7 +192,10 @@ class Churn:
             return as_created(pod(name, cpu="64"))  # no node has 64 CPUs: unschedulable
         if i % 5 == 4:
             return as_created(pod(name, cpu="1", priority_class=HIGH_PRIORITY))
-        return as_created(pod(name, cpu="1"))
+        body = as_created(pod(name, cpu="1"))
+        if i % 20 == 7:  # explained: its attempts published as an annotation and an Event
+            body["metadata"]["annotations"] = {"kubeberth.io/explain": "true"}
+        return body
 
     async def run(self, seconds: float) -> None:
         started = time.monotonic()
@@ -305,8 +321,8 @@ class Kubeberth:
         raise RuntimeError(f"kubeberth run did not sync within {timeout:.0f}s:\n{self.process.tail(40)}")
 
     def snapshot(self, at: float) -> Snapshot:
-        retained, series = parse_metrics(self.metrics_text())
-        return Snapshot(at, rss_mib(self.pid), retained, series)
+        retained, families = parse_families(self.metrics_text())
+        return Snapshot(at, rss_mib(self.pid), retained, families)
 
 
 def per_pod_excess(base: Mapping[str, int], end: Mapping[str, int]) -> dict[str, tuple[int, int]]:
@@ -404,6 +420,12 @@ def print_report(r: dict[str, Any], out: Any = sys.stdout) -> None:
     for k in (*SHOWN, *plugin_keys):
         vals = [r[p]["retained"].get(k, "-") for p in ("start", "churned", "end")]
         out.write(f"{k:<34} {vals[0]!s:>8} {vals[1]!s:>8} {vals[2]!s:>8}\n")
+    grown = {k: (r["start"]["series_by_family"].get(k, 0), r["at_10_min"]["series_by_family"].get(k, 0)
+                 if r["at_10_min"] else "-", v)
+             for k, v in r["end"]["series_by_family"].items() if v != r["start"]["series_by_family"].get(k, 0)}
+    if grown:
+        out.write("metric families whose series changed (start, 10 min, end): "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(grown.items())) + "\n")
     if r["per_pod_above_baseline"]:
         out.write(f"ABOVE BASELINE at the end: {r['per_pod_above_baseline']}\n")
     else:
