@@ -15,7 +15,8 @@ holds per-object state, read when /metrics is scraped (a few `len()` calls on th
 - `event_recorder.*`: the events waiting to be sent and their per-object chains, the isomorphic
   cache (series), the per-object rate-limit buckets; `status_writer.*`; `api_client.bound` (the
   bindings this process made, so that none is sent twice); `explain_publisher.*`; `shadow.*`;
-- `profiles.*`: the profiles in force and the queue's view of them;
+- `profiles.*`: the profiles in force and the queue's view of them; `reflector.<Kind>`: the objects
+  each list-and-watch knows (as many as the cluster has);
 - `plugin.<Plugin>.<attribute>`: the length of each container (dict, set, list, deque) a plugin
   instance holds (and, one level down, the containers of its helper objects, such as
   DefaultPreemption's executor), summed over the profiles using the plugin;
@@ -173,6 +174,11 @@ def app_counts(app: OperatorApp) -> dict[str, int]:
             n = _len(shadow, attr)
             if n is not None:
                 counts[f"shadow.{attr}"] = n
+    informers = app._informers
+    if informers is not None:
+        followed = [r for r, _ in list(informers.followed.values())]
+        for reflector in [*informers.reflectors, *followed]:
+            counts[f"reflector.{reflector.kind.store_key}"] = len(reflector.known)
     profiles = app._profiles
     if profiles is not None:
         for attr in ("running", "objects", "verdicts", "announced", "dirty"):
