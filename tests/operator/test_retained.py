@@ -142,3 +142,49 @@ async def test_retained_objects_on_metrics_back_to_zero_once_the_pods_are_delete
     assert end["scheduler.records"] == 0, end
     assert end["api_client.bound"] == 0, end
     assert end["cache.pods"] == 0 and end["cache.nodes"] == 1, end
+
+
+class _Slotted:
+    __slots__ = ("by_node", "name")
+
+    def __init__(self) -> None:
+        self.by_node = {"n1": 1, "n2": 2}
+        self.name = "not a container"
+
+
+def test_counted_containers_include_slots_and_helpers_of_plugins() -> None:
+    from kubeberth.scheduler import Scheduler
+
+    sched = Scheduler(clock=FakeClock())
+    sched.ctx.shared_indexes["slotted"] = _Slotted()
+    counts = scheduler_counts(sched)
+    assert counts["shared_index.slotted.by_node"] == 2
+    assert "shared_index.slotted.name" not in counts
+    assert counts["cache.pods"] == 0 and counts["queue.unschedulable"] == 0 and counts["nominator.pods"] == 0
+
+
+def test_a_pod_deleted_while_its_binding_is_under_way_leaves_no_record() -> None:
+    """The binding cycle noted the pod's attempts on its record after the bind: for a pod deleted
+    meanwhile, a record came back after its deletion had removed it, and stayed for good."""
+    from kubeberth.plugins import plugin_registry
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import InMemoryClient, build_profiles
+
+    from ..builders import node_dict, pod_dict
+
+    sched = Scheduler(clock=FakeClock(), keep_deleted_records=False)
+
+    class DeletedDuringBind(InMemoryClient):
+        async def bind(self, pod: Any, node_name: str) -> None:
+            await super().bind(pod, node_name)
+            sched.on_pod_delete(pod.key)  # the pod is deleted as it binds
+
+    sched.ctx.client = DeletedDuringBind(sched)
+    for fw in build_profiles([], sched.ctx, plugin_registry()).values():
+        sched.set_profile(fw)
+    sched.on_node_add(node_dict("n1", cpu="2"))
+    sched.on_pod_add(pod_dict("web", cpu="100m"))
+    asyncio.run(sched.run_until_idle())
+    counts = scheduler_counts(sched)
+    assert sched.outcomes == {}, sched.outcomes
+    assert counts["cache.pods"] == 0 and counts["scheduler.uids"] == 0

@@ -17,6 +17,7 @@ holds per-object state, read when /metrics is scraped (a few `len()` calls on th
   bindings this process made, so that none is sent twice); `explain_publisher.*`; `shadow.*`;
 - `profiles.*`: the profiles in force and the queue's view of them; `reflector.<Kind>`: the objects
   each list-and-watch knows (as many as the cluster has);
+- `shared_index.<name>.<attribute>`: the indexes plugins share (pods by label signature, ...);
 - `plugin.<Plugin>.<attribute>`: the length of each container (dict, set, list, deque) a plugin
   instance holds (and, one level down, the containers of its helper objects, such as
   DefaultPreemption's executor), summed over the profiles using the plugin;
@@ -64,10 +65,11 @@ def _len(obj: Any, *path: str) -> int | None:
 def _containers(obj: Any, prefix: str, out: dict[str, int], depth: int = 1) -> None:
     """The lengths of the containers among obj's attributes (one level into kubeberth's own helper
     objects, such as DefaultPreemption's executor)."""
-    try:
-        attributes = vars(obj)
-    except TypeError:
-        return
+    attributes = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if isinstance(slot, str) and hasattr(obj, slot):
+                attributes.setdefault(slot, getattr(obj, slot))
     for name, value in attributes.items():
         if name in _SKIPPED_ATTRIBUTES:
             continue
@@ -134,6 +136,13 @@ def scheduler_counts(scheduler: Any) -> dict[str, int]:
             seen.add(id(plugin))
             _containers(plugin, f"plugin.{name}", plugins)
     counts.update(plugins)
+    shared: dict[str, int] = {}
+    for name, index in list(s.ctx.shared_indexes.items()):
+        if isinstance(index, _CONTAINERS):
+            shared[f"shared_index.{name}"] = len(index)
+        else:
+            _containers(index, f"shared_index.{name}", shared, depth=0)
+    counts.update(shared)
     metrics = s.ctx.metrics
     for attr in ("plugin_execution_duration_seconds", "queueing_hint_execution_duration_seconds"):
         n = _len(getattr(metrics, attr, None), "_series")
