@@ -188,3 +188,16 @@ def test_a_pod_deleted_while_its_binding_is_under_way_leaves_no_record() -> None
     counts = scheduler_counts(sched)
     assert sched.outcomes == {}, sched.outcomes
     assert counts["cache.pods"] == 0 and counts["scheduler.uids"] == 0
+
+
+def test_the_preemption_executors_state_is_counted() -> None:
+    from kubeberth.plugins import plugin_registry
+    from kubeberth.scheduler import Scheduler
+    from kubeberth.simulate import build_profiles
+
+    sched = Scheduler(clock=FakeClock())
+    for fw in build_profiles([], sched.ctx, plugin_registry()).values():
+        sched.set_profile(fw)
+    counts = scheduler_counts(sched)
+    assert counts["plugin.DefaultPreemption.evaluator.executor._preempting"] == 0
+    assert counts["plugin.DefaultPreemption.evaluator.executor._last_victim"] == 0

@@ -19,8 +19,8 @@ holds per-object state, read when /metrics is scraped (a few `len()` calls on th
   each list-and-watch knows (as many as the cluster has);
 - `shared_index.<name>.<attribute>`: the indexes plugins share (pods by label signature, ...);
 - `plugin.<Plugin>.<attribute>`: the length of each container (dict, set, list, deque) a plugin
-  instance holds (and, one level down, the containers of its helper objects, such as
-  DefaultPreemption's executor), summed over the profiles using the plugin;
+  instance holds (and, two levels down, the containers of its helper objects, such as
+  DefaultPreemption's evaluator's executor), summed over the profiles using the plugin;
 - `metrics.*_series`: the label sets kept by the histograms of plugins' durations.
 
 The churn benchmark (benchmarks/churn.py) and tests/cluster/test_churn.py read them: once the pods
@@ -63,8 +63,8 @@ def _len(obj: Any, *path: str) -> int | None:
 
 
 def _containers(obj: Any, prefix: str, out: dict[str, int], depth: int = 1) -> None:
-    """The lengths of the containers among obj's attributes (one level into kubeberth's own helper
-    objects, such as DefaultPreemption's executor)."""
+    """The lengths of the containers among obj's attributes (`depth` levels into kubeberth's own
+    helper objects, such as DefaultPreemption's evaluator and its executor)."""
     attributes = dict(getattr(obj, "__dict__", {}))
     for cls in type(obj).__mro__:
         for slot in getattr(cls, "__slots__", ()):
@@ -134,7 +134,7 @@ def scheduler_counts(scheduler: Any) -> dict[str, int]:
             if id(plugin) in seen:
                 continue
             seen.add(id(plugin))
-            _containers(plugin, f"plugin.{name}", plugins)
+            _containers(plugin, f"plugin.{name}", plugins, depth=2)
     counts.update(plugins)
     shared: dict[str, int] = {}
     for name, index in list(s.ctx.shared_indexes.items()):
