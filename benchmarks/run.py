@@ -9,6 +9,7 @@
     python -m benchmarks.run --per-node           # without the vectorised filter/score path
     python -m benchmarks.run --profile cprofile   # profile the measured phase (or: pyinstrument)
     python -m benchmarks.run --e2e                # through the operator and the API emulator
+    python -m benchmarks.run --churn 20           # 20 minutes of churn on a real API server: RSS, what is kept
 
 In-process mode drives the real `Scheduler` (queue, cache, snapshot, framework, preemption,
 binding cycle) with the in-memory cluster client `kubeberth simulate` uses, under a fake clock
@@ -470,6 +471,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--takeover", metavar="NODES:PODS", action="append", default=[],
                    help="with --e2e --peer: two replicas with leader election on NODES nodes and PODS bound "
                         "pods; the leader is killed (SIGKILL): the time until the standby binds, e.g. 5000:5000")
+    p.add_argument("--churn", type=float, metavar="MINUTES",
+                   help="a long run on a real API server (make control-plane): pods created and deleted, nodes "
+                        "added and removed, the SchedulingProfile edited for MINUTES; kubeberth's RSS (start, "
+                        "10 min, end, slope over the last half) and kubeberth_retained_objects (benchmarks/churn.py)")
+    p.add_argument("--churn-rate", type=float, default=5.0, metavar="PODS_PER_S",
+                   help="with --churn: pods created per second (each deleted 20 s after its creation)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-write", action="store_true", help="do not write JSON results")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -499,6 +506,12 @@ def main(argv: list[str] | None = None) -> int:
                          profile_out=prof_out, loop=args.loop, profile_spec=profile_spec)
         print("RESULT " + json.dumps(r))
         return 0
+
+    if args.churn is not None:
+        from . import churn
+
+        sys.stderr.write(f"churn for {args.churn:g} minutes at {args.churn_rate:g} pods/s on a real API server...\n")
+        return churn.report(asyncio.run(churn.run(args.churn, rate=args.churn_rate)), write=not args.no_write)
 
     if args.e2e and args.peer and (args.sync or args.takeover):
         from . import peer

@@ -122,6 +122,11 @@ class KubernetesClusterClient:
         # (uid, node) of bindings this process made: a bind is never sent twice.
         self._bound: OrderedDict[str, str] = OrderedDict()
 
+    def forget_pod(self, uid: str) -> None:
+        """The pod is deleted: no binding of it can be asked for again (a running scheduler
+        would otherwise keep the last 65536 pods it bound, deleted or not)."""
+        self._bound.pop(uid, None)
+
     async def start(self) -> None:
         self.events.start()
         self.status.start()

@@ -22,7 +22,7 @@ import logging
 import random
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import kopf
@@ -49,6 +49,7 @@ from .plugin_operators import PluginOperators
 from .profiles import ProfileManager
 from .reflector import Informers
 from .rest import RestClient
+from .retained import RetainedCollector, app_counts
 from .shadow import ShadowEvaluator
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class OperatorApp:
         self._stop: asyncio.Event | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._metrics_server: ComponentServer | None = None
+        self._retained: RetainedCollector | None = None
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
     # The parts exist once run() has connected.
@@ -142,7 +144,10 @@ class OperatorApp:
         self._client = KubernetesClusterClient(self._rest, request_timeout=cfg.request_timeout, clock=clock,
                                                bind_concurrency=cfg.bind_concurrency)
         rng = random.Random(cfg.seed) if cfg.seed is not None else random.Random()
-        self._scheduler = Scheduler(client=self._client, clock=clock, rng=rng, metrics=self.metrics)
+        # simulate reports the pods it evicted; a scheduler that runs for months drops the record of
+        # each pod once it is deleted (what it keeps is counted: retained.py).
+        self._scheduler = Scheduler(client=self._client, clock=clock, rng=rng, metrics=self.metrics,
+                                    keep_deleted_records=False)
         self._scheduler.ctx.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
         self.explain_publisher = ExplainPublisher(self._client)  # pods annotated kubeberth.io/explain
         self.explain_publisher.install(self._scheduler)
@@ -152,7 +157,10 @@ class OperatorApp:
         self._profiles = ProfileManager(self._scheduler, plugin_registry(), default_profile=cfg.default_profile,
                                         shadow=self.shadow)
         self._ingest = Ingest(self._scheduler, self._profiles.apply, on_pod=self.shadow.on_pod,
-                              on_pod_delete=self.shadow.on_pod_delete)
+                              on_pod_delete=self._pod_deleted)
+        if self._retained is None:  # kubeberth_retained_objects on /metrics (retained.py)
+            self._retained = RetainedCollector(lambda: app_counts(self))
+            self.metrics.registry.register(self._retained)
         # The table's kinds; those the plugins declare they read (a plugin's CRD) only while a profile
         # needs them (`_on_demand`): a profile whose plugins read one waits until it is listed, and one
         # that cannot be read refuses the profiles whose plugins read it (ProfileManager.set_kind_problem).
@@ -177,6 +185,14 @@ class OperatorApp:
             self._elector = LeaderElector(rest=self._rest, identity=self.identity, config=cfg.lease())
             self._scheduler.may_write = self._client.may_write = lambda: (self._elector is not None
                                                                         and self._elector.is_leader)
+
+    def _pod_deleted(self, raw: Mapping[str, Any]) -> None:
+        """A pod is gone (after the scheduler forgot it): its helpers' state about it goes too."""
+        uid = str((raw.get("metadata") or {}).get("uid") or "")
+        self.shadow.on_pod_delete(raw)
+        if uid:
+            self.client.forget_pod(uid)
+            self.explain_publisher.forget_pod(uid)
 
     async def run(self, *, stop_flag: asyncio.Event | None = None,
                   ready_flag: asyncio.Event | None = None) -> int:

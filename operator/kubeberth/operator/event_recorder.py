@@ -84,6 +84,10 @@ class TokenBucket:
         self.tokens = burst
         self.last = now
 
+    def full(self, now: float) -> bool:
+        """Refilled to its burst by `now`: the same as a new bucket, so it need not be kept."""
+        return self.tokens + (now - self.last) * self.rate >= self.burst
+
     def take(self, now: float) -> bool:
         self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
         self.last = now
@@ -343,12 +347,16 @@ class EventRecorder:
 
     def housekeep(self) -> None:
         """Finish the series quiet for `finish_seconds` (their final count queued, their entry
-        dropped) and drop the singletons as old; every `refresh_seconds`, queue each open series
-        again (the Event's TTL starts over)."""
+        dropped), drop the singletons as old and the rate-limit buckets refilled; every
+        `refresh_seconds`, queue each open series again (the Event's TTL starts over)."""
         now = self.clock.now()
         refresh = now - self._last_refresh >= self.refresh_seconds
         if refresh:
             self._last_refresh = now
+        # A per-object bucket refilled to its burst is as a new one: dropped, so that the buckets of
+        # pods long gone are not kept (until `cache_size` of them pushed the oldest out).
+        for bucket_key in [k for k, b in self._buckets.items() if b.full(now)]:
+            del self._buckets[bucket_key]
         for key, cached in list(self._cache.items()):
             if cached.series is None:
                 if cached.time < now - self.finish_seconds:

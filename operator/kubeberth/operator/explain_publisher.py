@@ -58,6 +58,10 @@ class ExplainPublisher:
         scheduler.on_explained = self.publish
         self.objects = scheduler.ctx.objects
 
+    def forget_pod(self, uid: str) -> None:
+        """The pod is deleted: what it was last told goes with it."""
+        self._last.pop(uid, None)
+
     def scoped(self, pod: Pod, x: Explanation) -> dict[str, Any]:
         """The explanation as the pod's namespace may read it."""
         detail, problem = namespace_detail(self.objects, pod.namespace)

@@ -108,6 +108,15 @@ class SchedulerBase:
             rec.uid = pod.uid
         return rec
 
+    def _record_seen(self, pod: Pod) -> PodRecord:
+        """The record of a pod a cycle has just handled. In a long-running scheduler
+        (keep_deleted_records False), a pod deleted meanwhile gets none back: its deletion
+        removed it, and nothing would remove it again."""
+        if (not self.keep_deleted_records and pod.key not in self.outcomes
+                and self._uids.get(pod.key) != pod.uid):
+            return PodRecord(pod.key, pod.uid)
+        return self._record(pod)
+
     def record_victims(self, preemptor: Pod, victims: Iterable[Pod]) -> None:
         """A PostFilter plugin evicted `victims` for `preemptor` (ctx.record_victims)."""
         rec = self._record(preemptor)

@@ -148,7 +148,7 @@ class SchedulingCycles(SchedulerBase):
         hand it to `on_explained` (the operator publishes it)."""
         self._explaining = None
         pod = q.pod
-        rec = self._record(pod)
+        rec = self._record_seen(pod)
         if self.cache.is_assumed(pod.uid):
             x.finish(SCHEDULED, x.selected, "")
         else:
@@ -187,7 +187,7 @@ class SchedulingCycles(SchedulerBase):
             fit.diagnosis.post_filter_msg = status.message() if status is not None else ""
             if result is not None:
                 nominating = result.nominated_node_name
-            decision_log.preemption(q.pod, nominating, self._record(q.pod).victims, fit.diagnosis.post_filter_msg)
+            decision_log.preemption(q.pod, nominating, self._record_seen(q.pod).victims, fit.diagnosis.post_filter_msg)
             if (x := explain.explanation_of(state)) is not None:
                 x.post_filtered(fit.diagnosis.post_filter_msg, nominating)
         await self._fail(fw, q, Status(Code.UNSCHEDULABLE, fit.message()), fit=fit, nominating=nominating,
@@ -215,7 +215,8 @@ class SchedulingCycles(SchedulerBase):
         if latest is None or latest.node_name:
             # Deleted, or bound by someone else, meanwhile: nothing to requeue or report.
             self.queue.done(uid)
-            self._record(pod).attempts = max(self._record(pod).attempts, q.attempts)
+            rec = self._record_seen(pod)
+            rec.attempts = max(rec.attempts, q.attempts)
             return
         q.pod = pod = latest
         self.queue.add_unschedulable_if_not_present(q)
@@ -277,13 +278,14 @@ class SchedulingCycles(SchedulerBase):
                 self.queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, assumed, None)
             self.queue.done(assumed.uid)
             # The watch brings the rest (the rival's binding, the deletion); until then it is not queued.
-            self._record(assumed).attempts = max(self._record(assumed).attempts, q.attempts)
+            rec = self._record_seen(assumed)
+            rec.attempts = max(rec.attempts, q.attempts)
             return
         except Exception as exc:
             failed = self.ctx.plugin_errors.failure_status(fw.plugins, exc)
             await self._binding_failed(fw, state, q, assumed, host, failed, None, started)
             return
-        rec = self._record(assumed)
+        rec = self._record_seen(assumed)
         if assumed.uid in self._pending or self.cache.get_pod(assumed.uid) is not None:
             rec.status, rec.node, rec.nominated_node, rec.message = SCHEDULED, host, "", ""
         rec.attempts = max(rec.attempts, q.attempts)

@@ -83,7 +83,7 @@ class PodGroupCycles(PlacementAlgorithm, PodGroupPostFilter):
             self.queue.add_attempted_pod_group(g, SCHEDULED)
             return
         for m in queued:
-            rec = self._record(m.pod)
+            rec = self._record_seen(m.pod)
             rec.attempts = max(rec.attempts, m.attempts)
         group_state = self.pod_groups.get(pg.key)
         attempt = group_explain.begin(pg, max(m.attempts for m in queued),
@@ -127,7 +127,7 @@ class PodGroupCycles(PlacementAlgorithm, PodGroupPostFilter):
             if x is None:
                 continue
             x.pod_group = attempt.to_dict()
-            rec = self._record(res.q.pod)
+            rec = self._record_seen(res.q.pod)
             if status is None and res.status is None:
                 x.finish(RECORD_SCHEDULED, res.host, "")
             else:

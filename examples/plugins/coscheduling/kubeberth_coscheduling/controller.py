@@ -17,8 +17,9 @@ from theirs, and patch `/status` with the scheduler's own API client (kopf's mem
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -114,6 +115,14 @@ def reconcile(pg: Mapping[str, Any], pods: list[PodSummary], now: datetime) -> O
     return Outcome(status=changed or None)
 
 
+class _Lock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0  # holding it or waiting for it
+
+
 class Index:
     """The labelled pods by group and the PodGroups, as the watches last showed them."""
 
@@ -121,7 +130,7 @@ class Index:
         self.groups: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.pods: dict[tuple[str, str], dict[str, PodSummary]] = {}
         self._pod_group: dict[str, tuple[str, str]] = {}  # pod uid -> its group
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._locks: dict[tuple[str, str], _Lock] = {}
 
     def clear(self) -> None:
         self.groups.clear()
@@ -129,8 +138,21 @@ class Index:
         self._pod_group.clear()
         self._locks.clear()
 
-    def lock(self, key: tuple[str, str]) -> asyncio.Lock:
-        return self._locks.setdefault(key, asyncio.Lock())
+    @contextlib.asynccontextmanager
+    async def lock(self, key: tuple[str, str]) -> AsyncIterator[None]:
+        """The group's lock, held; kept only while someone holds it or waits for it (a lock per
+        group ever seen would outlive the groups)."""
+        entry = self._locks.get(key)
+        if entry is None:
+            entry = self._locks[key] = _Lock()
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0 and self._locks.get(key) is entry:
+                del self._locks[key]
 
     def pod_event(self, event_type: str | None, body: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Record the pod; the groups whose pods changed."""
@@ -141,7 +163,11 @@ class Index:
         touched: list[tuple[str, str]] = []
         before = self._pod_group.pop(uid, None)
         if before is not None:
-            self.pods.get(before, {}).pop(uid, None)
+            members = self.pods.get(before)
+            if members is not None:
+                members.pop(uid, None)
+                if not members:  # the group's last pod went: nothing kept for it
+                    del self.pods[before]
             touched.append(before)
         if event_type != "DELETED" and group:
             key = (namespace, group)

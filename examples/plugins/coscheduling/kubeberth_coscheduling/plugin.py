@@ -56,6 +56,8 @@ NAME = "Coscheduling"
 DEFAULT_WAIT_SECONDS = 60.0
 # The lifetime of "this group's minResources fit" (go-cache's default when the args' wait is 0).
 PERMITTED_DEFAULT_TTL = 3.0
+# How often PreFilter drops what the manager keeps for PodGroups that are gone (seconds).
+SWEEP_SECONDS = 60.0
 
 
 class CoschedulingArgs(BaseModel):
@@ -109,6 +111,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         self.last_failed: dict[str, float] = {}  # when the group last failed (QueueSort's time)
         self._parsed: dict[str, tuple[Mapping[str, Any], PodGroup]] = {}
         self._unreadable: dict[str, Mapping[str, Any]] = {}  # PodGroups QueueSort warned about
+        self._swept = handle.clock.now()
 
     # ---- events ---------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
@@ -131,6 +134,18 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         pg = parse_pod_group(obj)
         self._parsed[full] = (obj, pg)
         return full, pg
+
+    def _tables(self) -> tuple[dict[str, Any], ...]:
+        return (self.permitted, self.backed_off, self.last_failed, self._parsed, self._unreadable)
+
+    def forget_gone_groups(self) -> None:
+        """Drop what is kept for PodGroups deleted since (a scheduler runs for months: the groups
+        of finished jobs must not stay). PreFilter calls it every SWEEP_SECONDS."""
+        self._swept = self.handle.clock.now()
+        objects = self.handle.objects
+        for table in self._tables():
+            for full in [k for k in table if objects.get(PODGROUP.group_kind, k) is None]:
+                del table[full]
 
     def group_pods(self, namespace: str, group: str) -> list[Pod]:
         """The group's non-terminal pods, bound, assumed or pending (upstream's pod lister)."""
@@ -210,6 +225,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         return None, None
 
     def _pre_filter(self, pod: Pod, nodes: Sequence[NodeInfo]) -> str:
+        if self.handle.clock.now() - self._swept >= SWEEP_SECONDS:
+            self.forget_gone_groups()
         full, pg = self.pod_group(pod)
         if pg is None:
             return ""

@@ -147,3 +147,17 @@ async def test_the_handlers_write_the_status_step_by_step(monkeypatch: pytest.Mo
                                memo=kopf.Memo())
     assert len(writes) == 4
     assert "no API client in kopf's memo (kubeberth_api_client)" in caplog.text
+
+
+async def test_the_index_keeps_nothing_for_a_group_whose_pods_and_podgroup_are_gone() -> None:
+    """An empty pod table and a lock were kept for every group ever seen."""
+    index = Index()
+    index.group_event(None, pod_group("a", 1))
+    w = pod_dict("w", group="a")
+    index.pod_event(None, w)
+    async with index.lock(("default", "a")):
+        assert len(index._locks) == 1
+    assert index._locks == {}
+    index.pod_event("DELETED", w)
+    index.group_event("DELETED", pod_group("a", 1))
+    assert (index.groups, index.pods, index._pod_group, index._locks) == ({}, {}, {}, {})

@@ -276,3 +276,27 @@ def test_queue_sort_orders_a_broken_podgroup_by_first_attempt_and_warns_once(
     a, b = queued(pod("a", group="bad"), T0), queued(pod("b", group="early"), T0)
     assert s.plugin.less(a, b) and s.plugin.less(a, b)  # T0 (Nov 2023) is before the good group
     assert caplog.text.count("PodGroup default/bad: metadata.creationTimestamp 'yesterday'") == 1
+
+
+async def test_what_is_kept_for_a_podgroup_goes_once_it_is_deleted() -> None:
+    """A scheduler runs for months: the manager's tables (parsed groups, the fitting ones, those
+    backing off or failed lately) kept an entry for every PodGroup ever seen."""
+    from kubeberth_coscheduling.podgroup import PODGROUP
+
+    sweep_seconds = 60.0  # the plugin's SWEEP_SECONDS
+    failing = pod("p3", group="pg")
+    s = Setup(PG, pods=[failing], args={"podGroupBackoffSeconds": 5})
+    s.pods += [pod(f"p{i}", group="pg") for i in (1, 2)]
+    await s.plugin.post_filter(CycleState(), failing, NodeToStatus())
+    p = s.plugin
+    tables = (p.permitted, p.backed_off, p.last_failed, p._parsed, p._unreadable)
+    assert sum(len(t) for t in tables) >= 3  # parsed, backed off, failed lately
+    s.ctx.objects.delete(PODGROUP.group_kind, "default/pg")
+    s.pods.clear()
+    s.clock.advance(sweep_seconds - 1)
+    other = pod("lone")
+    s.plugin.pre_filter(CycleState(), other, [])
+    assert sum(len(t) for t in tables) >= 3  # not yet: once a minute
+    s.clock.advance(1)
+    assert s.plugin.pre_filter(CycleState(), other, [])[1] is None
+    assert [len(t) for t in tables] == [0] * len(tables)
