@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -118,26 +118,26 @@ def selector_mask(arrays: NodeArrays, selector: NodeSelector) -> np.ndarray:
     return mask
 
 
+def _all_pairs_mask(n: int, pairs: Mapping[str, str], code_of: Callable[[str, str], int],
+                    codes: Callable[[str], np.ndarray]) -> np.ndarray:
+    """Every node whose column of each key holds that key's value (code 0: no node has it)."""
+    mask = np.ones(n, dtype=bool)
+    for k, v in pairs.items():
+        c = code_of(k, v)
+        if not c:
+            return np.zeros(n, dtype=bool)
+        mask &= codes(k) == c
+    return mask
+
+
 def labels_mask(arrays: NodeArrays, labels: Mapping[str, str]) -> np.ndarray:
     """Every node whose labels include all of `labels` (a nodeSelector)."""
-    mask = np.ones(arrays.n, dtype=bool)
-    for k, v in labels.items():
-        c = arrays.label_code_of(k, v)
-        if not c:
-            return np.zeros(arrays.n, dtype=bool)
-        mask &= arrays.label_codes(k) == c
-    return mask
+    return _all_pairs_mask(arrays.n, labels, arrays.label_code_of, arrays.label_codes)
 
 
 def annotations_mask(arrays: NodeArrays, annotations: Mapping[str, str]) -> np.ndarray:
     """Every node whose annotations include all of `annotations` (key and value)."""
-    mask = np.ones(arrays.n, dtype=bool)
-    for k, v in annotations.items():
-        c = arrays.annotation_code_of(k, v)
-        if not c:
-            return np.zeros(arrays.n, dtype=bool)
-        mask &= arrays.annotation_codes(k) == c
-    return mask
+    return _all_pairs_mask(arrays.n, annotations, arrays.annotation_code_of, arrays.annotation_codes)
 
 
 def label_selector_key(selector: LabelSelector | None) -> tuple[Any, ...] | None:
