@@ -33,7 +33,7 @@ def _simulate(args: argparse.Namespace) -> int:
         outcomes, sched = run_simulation(objects, seed=args.seed, explain=explain,
                                          percentage_of_nodes_to_score=percentage(args.percentage_of_nodes_to_score,
                                                                                  sim_input),
-                                         origins=sim_input.origins)
+                                         origins=sim_input.origins, tie_break=args.tie_break)
     except (InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2
@@ -66,7 +66,8 @@ def _compare(args: argparse.Namespace) -> int:
     from .whatif.compare import compare_files
 
     result = compare_files(args.files, args.compare or [], args.config or [], seed=args.seed,
-                           percentage_of_nodes_to_score=int(args.percentage_of_nodes_to_score), warn=sys.stderr)
+                           percentage_of_nodes_to_score=int(args.percentage_of_nodes_to_score), warn=sys.stderr,
+                           tie_break=args.tie_break)
     if args.output == "json":
         print(json.dumps({k: v for k, v in result.items()} | {
             "a": {k: v for k, v in result["a"].items() if k != "report"},
@@ -264,6 +265,17 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _add_tie_break_argument(parser: argparse.ArgumentParser) -> None:
+    """`--tie-break {reservoir,fixed-order}` (simulate, replay): how score ties are broken."""
+    from .framework.tie_break import RESERVOIR, TIE_BREAKS
+
+    parser.add_argument("--tie-break", dest="tie_break", choices=TIE_BREAKS, default=RESERVOIR,
+                        help="how nodes tied on the highest score are chosen: reservoir (upstream's rule, a "
+                             "uniform draw from --seed's generator; the default) or fixed-order (the first in a "
+                             "random but fixed order of the node names drawn from --seed, as the FGD paper's "
+                             "simulator does)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubeberth", description="A Kubernetes scheduler run as a kopf operator.")
     parser.add_argument("--version", action=_Version, nargs=0,
@@ -277,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="output format; html: a self-contained report page (explains every pod unless "
                           "--explain names some)")
     sim.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks (default 0)")
+    _add_tie_break_argument(sim)
     sim.add_argument("--verbose", "-v", action="store_true",
                      help="log each scheduling attempt, preemption and binding to stderr")
     sim.add_argument("--explain", nargs="*", metavar="POD", default=None,

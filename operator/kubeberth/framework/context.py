@@ -14,6 +14,7 @@ from ..clock import Clock, FakeClock
 from ..model import Pod
 from .isolation import PluginErrors
 from .pods_in_pre_bind import PodsInPreBind
+from .tie_break import RESERVOIR_RULE, TieBreak
 from .waiting_pods import WaitingPods
 
 
@@ -222,6 +223,9 @@ class SchedulerContext:
         self.record_victims: VictimsRecorder | None = None
         # The scheduler-wide percentageOfNodesToScore (a profile's own value wins); 0: adaptive.
         self.percentage_of_nodes_to_score = 0
+        # How select_host (and the pod-group path's placements) break ties: upstream's reservoir
+        # draw unless a what-if tool asks for another rule (tie_break.py; simulate --tie-break).
+        self.tie_break: TieBreak = RESERVOIR_RULE
         # Indexes plugins build over the snapshot's pods and share between profiles, by name.
         self.shared_indexes: dict[str, Any] = {}
         # Free-form state for out-of-tree plugins and tests; kubeberth's own code does not use it.

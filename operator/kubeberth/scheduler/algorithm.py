@@ -31,6 +31,7 @@ from ..framework import (
     Status,
 )
 from ..framework.status import PluginError
+from ..framework.tie_break import RESERVOIR_RULE, TieBreak
 from ..framework.vector import snapshot_arrays
 from ..framework.vector.scores import select_index
 from ..framework.vector.views import ScoreTable
@@ -116,7 +117,7 @@ async def schedule_pod(fw: Framework, state: CycleState, pod: Pod) -> ScheduleRe
         return ScheduleResult(decision.host, evaluated, 1, decision=decision)
     scores = await prioritize_nodes(fw, evaluator, state, pod, feasible)
     decision.scores = scores
-    decision.host = select_host(scores, fw.rng)
+    decision.host = select_host(scores, fw.rng, fw.ctx.tie_break)
     return ScheduleResult(decision.host, evaluated, len(feasible), scores, decision)
 
 
@@ -236,15 +237,20 @@ async def prioritize_nodes(fw: Framework, evaluator: NodeEvaluator, state: Cycle
     return table
 
 
-def select_host(scores: list[NodePluginScores] | ScoreTable, rng: random.Random) -> str:
-    """The highest total; ties broken uniformly at random, as upstream's reservoir sampling over
-    the nodes with the highest score: one draw, `rng.randrange(count)`, names the winner among
-    them in node order (no draw when one node leads). The cycle passes a ScoreTable; the list
-    form is the reference."""
+def select_host(scores: list[NodePluginScores] | ScoreTable, rng: random.Random,
+                tie_break: TieBreak | None = None) -> str:
+    """The highest total; ties broken by `tie_break` (framework/tie_break.py), by default as
+    upstream's reservoir sampling over the nodes with the highest score: one draw,
+    `rng.randrange(count)`, names the winner among them in node order (no draw when one node
+    leads). The cycle passes a ScoreTable and its scheduler's rule; the list form is the
+    reference."""
     if not len(scores):
         raise SchedulingError(Status.error("empty priorityList"))
     if isinstance(scores, ScoreTable):
-        return scores.name(select_index(scores.totals, rng))
+        return scores.name(select_index(scores.totals, rng, tie_break, scores.name))
     best = max(s.total for s in scores)
-    top = [s for s in scores if s.total == best]
-    return top[0].name if len(top) == 1 else top[rng.randrange(len(top))].name
+    top = [i for i, s in enumerate(scores) if s.total == best]
+    if len(top) == 1:
+        return scores[top[0]].name
+    rule = tie_break if tie_break is not None else RESERVOIR_RULE
+    return scores[rule.pick(top, lambda i: scores[i].name, rng)].name

@@ -89,7 +89,8 @@ class PlacementAlgorithm:
     def _best_placement(self, fw: Framework, pg: PodGroup, feasible: Sequence[tuple[Placement, list[PodResult]]]
                         ) -> tuple[int, Status | None]:
         """upstream's findBestPlacement: the PlacementScore plugins' totals; the highest wins,
-        ties broken uniformly at random (upstream draws a random number per placement)."""
+        ties broken by the scheduler's rule (upstream's: uniformly at random; fixed-order: the
+        first placement name in the seeded order, framework/tie_break.py)."""
         snapshot = self.snapshot
         assignments: list[PodGroupAssignments] = []
         for placement, results in feasible:
@@ -104,4 +105,6 @@ class PlacementAlgorithm:
             log.debug("pod group %s: placement %r scored %d %s", pg.key, s.placement.name, s.total, s.scores)
         top = max(s.total for s in scores)
         tied = [i for i, s in enumerate(scores) if s.total == top]
-        return (tied[0] if len(tied) == 1 else tied[fw.rng.randrange(len(tied))]), None
+        if len(tied) == 1:
+            return tied[0], None
+        return fw.ctx.tie_break.pick(tied, lambda i: scores[i].placement.name, fw.rng), None

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from ..framework.tie_break import RESERVOIR
 from .config_files import READ_KINDS, SimInput, load_config, prepare, profile_config
 from .engine import run_simulation
 from .inputs import InputError, Origins, load_files
@@ -96,10 +97,11 @@ def _zones(objects: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 def compare(objects_a: list[dict[str, Any]], objects_b: list[dict[str, Any]], *, seed: int = 0,
             percentage: tuple[int, int] = (0, 0), labels: tuple[str, str] = ("A", "B"),
-            warn: TextIO | None = None, origins: Origins | None = None) -> dict[str, Any]:
+            warn: TextIO | None = None, origins: Origins | None = None, tie_break: str = RESERVOIR
+            ) -> dict[str, Any]:
     """The comparison of one cluster under two sets of objects (the same cluster, other profiles):
     {"seed", "a", "b" (label, counts, utilisation, report), "changes"}. `origins`: where each
-    object was read (for the errors about one)."""
+    object was read (for the errors about one). `tie_break`: the score ties' rule, both sides."""
     if warn is None:
         warn = sys.stderr  # the one of the call's time
     sides = []
@@ -107,7 +109,7 @@ def compare(objects_a: list[dict[str, Any]], objects_b: list[dict[str, Any]], *,
     for i, (objects, pct, label) in enumerate(zip((objects_a, objects_b), percentage, labels, strict=True)):
         # the input's warnings (a node skipped, a PodGroup refused) once: both sides read the same input
         got, sched = run_simulation(objects, seed=seed, warn=warn if i == 0 else io.StringIO(),
-                                    percentage_of_nodes_to_score=pct, origins=origins)
+                                    percentage_of_nodes_to_score=pct, origins=origins, tie_break=tie_break)
         outcomes.append(got)
         data = report_data(objects, got, sched, seed)
         counts: dict[str, int] = {}
@@ -148,7 +150,8 @@ def sides(files: Sequence[str], profiles: Sequence[str], configs: Sequence[str],
 
 
 def compare_files(files: Sequence[str], profiles: Sequence[str], configs: Sequence[str], *, seed: int = 0,
-                  percentage_of_nodes_to_score: int = 0, warn: TextIO | None = None) -> dict[str, Any]:
+                  percentage_of_nodes_to_score: int = 0, warn: TextIO | None = None,
+                  tie_break: str = RESERVOIR) -> dict[str, Any]:
     """`simulate --compare`: the cluster of `files` under the two sides (see `sides`), compared.
     `percentage_of_nodes_to_score`: the flag's value, which wins over each side's configuration."""
     if warn is None:
@@ -159,4 +162,5 @@ def compare_files(files: Sequence[str], profiles: Sequence[str], configs: Sequen
         return percentage_of_nodes_to_score or side.percentage_of_nodes_to_score or 0
 
     return compare(_cluster_only(a.objects), _cluster_only(b.objects), seed=seed,
-                   percentage=(pct(a), pct(b)), labels=(label_a, label_b), warn=warn, origins=a.origins)
+                   percentage=(pct(a), pct(b)), labels=(label_a, label_b), warn=warn, origins=a.origins,
+                   tie_break=tie_break)

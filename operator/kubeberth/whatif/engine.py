@@ -23,6 +23,7 @@ from ..config import DEFAULT_SCHEDULER_NAME, ConfigError, default_spec, parse_pr
 from ..config.models import SHADOW, SchedulingProfileSpec
 from ..framework import Framework, SchedulerContext
 from ..framework.registry import Registry
+from ..framework.tie_break import RESERVOIR, tie_break_rule
 from ..model import ModelError, Pod
 from ..model.pod import parse_time
 from ..plugins import plugin_registry
@@ -157,11 +158,14 @@ def with_template_claims(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def new_scheduler(seed: int = 0) -> tuple[Scheduler, FakeClock]:
+def new_scheduler(seed: int = 0, tie_break: str = RESERVOIR) -> tuple[Scheduler, FakeClock]:
     """A Scheduler (no profile yet) under a FakeClock, writing through an InMemoryClient; a victim
-    already being deleted ends when preemption chooses it (end_terminating_victims_at_once)."""
+    already being deleted ends when preemption chooses it (end_terminating_victims_at_once).
+    `tie_break`: how it breaks score ties (framework/tie_break.py: reservoir, upstream's rule, or
+    fixed-order, the seeded fixed node order); ValueError for another name."""
     clock = FakeClock()
     sched = Scheduler(clock=clock, seed=seed)
+    sched.ctx.tie_break = tie_break_rule(tie_break, seed)
     sched.ctx.client = InMemoryClient(sched)
     end_terminating_victims_at_once(sched)
     return sched, clock
@@ -213,8 +217,8 @@ def load_objects(sched: Scheduler, objects: list[dict[str, Any]], registry: Regi
 
 def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
                    percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None,
-                   origins: Origins | None = None, registry: Registry | None = None
-                   ) -> tuple[list[PodOutcome], Scheduler]:
+                   origins: Origins | None = None, registry: Registry | None = None,
+                   tie_break: str = RESERVOIR) -> tuple[list[PodOutcome], Scheduler]:
     """Schedule the pending pods of `objects`: one outcome per Pod, in input order, and the
     scheduler it ran (for the report, the groups' view). `percentage_of_nodes_to_score`: the
     scheduler-wide value (profiles may set their own). `explain`: pods to explain
@@ -222,11 +226,12 @@ def run_simulation(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO
     of each attempt (the first and the latest ones, records.KEPT_EXPLANATIONS in all). `origins`:
     where each object was read, for the errors about one (a PodGroup admission refuses).
     `registry`: the plugins profiles are built from (default: the process's, plugin_registry()).
+    `tie_break`: the score ties' rule (new_scheduler).
     `warn`: sys.stderr when None (the one of the call's time). Raises UnknownPods for a name that
     matches no pod, InputError for a SchedulingProfile the operator would refuse."""
     if warn is None:
         warn = sys.stderr
-    sched, clock = new_scheduler(seed)
+    sched, clock = new_scheduler(seed, tie_break)
     if explain is not None:
         wanted = explain_filter([obj for obj in objects if obj.get("kind") == "Pod"], explain)
         sched.explain_pods = lambda pod: pod.key in wanted

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
+from ..framework.tie_break import RESERVOIR
 from ..model import ModelError, Node, Pod
 from ..scheduler import EXISTING, SCHEDULED, Scheduler
 from .config_files import SimInput, load_config, prepare
@@ -18,16 +19,17 @@ from .pod_groups import group_dict, group_outcomes
 
 def simulate(objects: list[dict[str, Any]], *, seed: int = 0, warn: TextIO | None = None,
              percentage_of_nodes_to_score: int = 0, explain: Collection[str] | None = None,
-             origins: Origins | None = None) -> list[PodOutcome]:
+             origins: Origins | None = None, tie_break: str = RESERVOIR) -> list[PodOutcome]:
     """Schedule the pending pods of `objects`; one outcome per Pod, in input order.
     `percentage_of_nodes_to_score`: the scheduler-wide value (profiles may set their own).
     `explain`: pods to explain (NAMESPACE/NAME or NAME; empty: every pod; None: none); their
     outcomes carry the explanation of each attempt (the first and the latest ones,
     records.KEPT_EXPLANATIONS in all). Raises UnknownPods for a name that matches no pod, InputError
     for a SchedulingProfile the operator would refuse. `origins`: where each object was read, for
-    the errors about one (a PodGroup admission refuses)."""
+    the errors about one (a PodGroup admission refuses). `tie_break`: the score ties' rule
+    (framework/tie_break.py: reservoir, upstream's, or fixed-order)."""
     return run_simulation(objects, seed=seed, warn=warn, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                          explain=explain, origins=origins)[0]
+                          explain=explain, origins=origins, tie_break=tie_break)[0]
 
 
 def read_input(files: Sequence[str], configs: Sequence[str], warn: TextIO) -> SimInput:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from ..tie_break import RESERVOIR_RULE, TieBreak
 
 _ZERO_BASE = np.zeros(0, dtype=np.int64)
 
@@ -39,11 +42,14 @@ def default_normalize_all(max_priority: int, reverse: bool, scores: np.ndarray) 
     return max_priority - out if reverse else out
 
 
-def select_index(totals: np.ndarray, rng: Any) -> int:
-    """The index select_host picks among `totals`, drawing the same random number: the highest
-    total, and among the nodes that share it (in order) the one `rng.randrange(count)` names."""
+def select_index(totals: np.ndarray, rng: Any, tie_break: TieBreak | None = None,
+                 name_of: Callable[[int], str] | None = None) -> int:
+    """The index select_host picks among `totals`: the highest total; among the indexes that
+    share it (in order), the one `tie_break` picks (given `name_of`, each index's node name), by
+    default upstream's reservoir rule: the one `rng.randrange(count)` names."""
     best = totals.max()
     top = np.flatnonzero(totals == best)
     if top.shape[0] == 1:
         return int(top[0])
-    return int(top[rng.randrange(int(top.shape[0]))])
+    rule = tie_break if tie_break is not None else RESERVOIR_RULE
+    return int(rule.pick(top.tolist(), name_of if name_of is not None else str, rng))
