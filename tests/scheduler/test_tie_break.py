@@ -167,3 +167,30 @@ def test_cli_tie_break_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         main(["simulate", str(path), "--tie-break", "first"])
     assert exc.value.code == 2
     assert "invalid choice: 'first'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_vectorised_path_picks_as_the_per_node_path(seed: int) -> None:
+    from types import SimpleNamespace
+
+    order = FixedNodeOrder(seed)
+    names = [f"n{i:03d}" for i in range(100)]
+    arrays = SimpleNamespace(names=list(names))
+    idx = np.arange(3, 100, 7)  # a feasible subset of the snapshot's rows
+    view = SimpleNamespace(arrays=arrays, idx=idx)
+    top = np.arange(0, len(idx), 2)
+    expected = order.pick(top.tolist(), lambda k: names[int(idx[k])], random.Random(0))
+    assert order.pick_rows(top, view) == expected
+    whole = SimpleNamespace(arrays=arrays, idx=None)  # the whole snapshot in order
+    assert order.pick_rows(np.arange(100), whole) == names.index(order.order(names)[0])
+    arrays.names = list(reversed(names))  # the node list changed: the keys follow it
+    assert arrays.names[order.pick_rows(np.arange(100), whole) or 0] == order.order(names)[0]
+    assert RESERVOIR_RULE.pick_rows(top, view) is None  # upstream's rule draws: no fast path
+
+
+@pytest.mark.parametrize("seed", [0, 9])
+def test_simulate_fixed_order_on_the_vectorised_path(seed: int) -> None:
+    names = [f"big-{i:03d}" for i in range(80)]  # above vector_min_nodes: the arrays' path
+    objects = [*(node_dict(n, cpu="64") for n in names), *(pod_dict(f"p{i}", cpu="1") for i in range(5)), NO_SCORES]
+    got = [o.node for o in simulate(objects, seed=seed, warn=io.StringIO(), tie_break=FIXED_ORDER)]
+    assert got == [FixedNodeOrder(seed).order(names)[0]] * 5

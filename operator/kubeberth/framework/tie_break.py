@@ -26,6 +26,9 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
 
 RESERVOIR = "reservoir"
 FIXED_ORDER = "fixed-order"
@@ -45,6 +48,11 @@ class TieBreak:
         candidate's name (`name_of(index)`) and the scheduler's random generator."""
         raise NotImplementedError
 
+    def pick_rows(self, top: np.ndarray, nodes: Sequence[Any]) -> int | None:
+        """`pick` over the vectorised path's candidates: `top` indexes into `nodes` (a NodeView
+        over the snapshot's arrays); None when the rule has no faster way (then `pick`)."""
+        return None
+
 
 class Reservoir(TieBreak):
     """Upstream's rule: a uniform draw among the tied candidates (one `rng.randrange`)."""
@@ -63,12 +71,15 @@ class FixedNodeOrder(TieBreak):
     scheduler's random generator is not used."""
 
     name = FIXED_ORDER
-    __slots__ = ("_keys", "_salt", "seed")
+    __slots__ = ("_keys", "_row_keys", "_rows_of", "_salt", "seed")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self._salt = f"{seed}\0".encode()
         self._keys: dict[str, int] = {}
+        # the keys of the snapshot's node names, row by row (the vectorised path), and those names
+        self._rows_of: list[str] = []
+        self._row_keys = np.zeros(0, dtype=np.uint64)
 
     def key(self, name: str) -> int:
         """The name's position key: smaller comes first."""
@@ -92,6 +103,18 @@ class FixedNodeOrder(TieBreak):
             if k < best_key or (k == best_key and name < best_name):
                 best, best_name, best_key = i, name, k
         return best
+
+    def pick_rows(self, top: np.ndarray, nodes: Sequence[Any]) -> int | None:
+        arrays = getattr(nodes, "arrays", None)
+        if arrays is None:
+            return None
+        names: list[str] = arrays.names
+        if self._rows_of != names:  # the snapshot's node list changed: the keys of its rows again
+            self._rows_of = list(names)
+            self._row_keys = np.fromiter((self.key(n) for n in names), dtype=np.uint64, count=len(names))
+        idx = getattr(nodes, "idx", None)
+        rows = top if idx is None else idx[top]
+        return int(top[int(np.argmin(self._row_keys[rows]))])
 
     def __repr__(self) -> str:
         return f"FixedNodeOrder(seed={self.seed})"

@@ -247,7 +247,7 @@ def select_host(scores: list[NodePluginScores] | ScoreTable, rng: random.Random,
     if not len(scores):
         raise SchedulingError(Status.error("empty priorityList"))
     if isinstance(scores, ScoreTable):
-        return scores.name(select_index(scores.totals, rng, tie_break, scores.name))
+        return scores.name(select_index(scores.totals, rng, tie_break, scores.name, scores.nodes))
     best = max(s.total for s in scores)
     top = [i for i, s in enumerate(scores) if s.total == best]
     if len(top) == 1:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,13 +43,18 @@ def default_normalize_all(max_priority: int, reverse: bool, scores: np.ndarray) 
 
 
 def select_index(totals: np.ndarray, rng: Any, tie_break: TieBreak | None = None,
-                 name_of: Callable[[int], str] | None = None) -> int:
+                 name_of: Callable[[int], str] | None = None, nodes: Sequence[Any] | None = None) -> int:
     """The index select_host picks among `totals`: the highest total; among the indexes that
-    share it (in order), the one `tie_break` picks (given `name_of`, each index's node name), by
-    default upstream's reservoir rule: the one `rng.randrange(count)` names."""
+    share it (in order), the one `tie_break` picks (given `name_of`, each index's node name, and
+    `nodes`, the NodeView the totals are of, for its faster path), by default upstream's
+    reservoir rule: the one `rng.randrange(count)` names."""
     best = totals.max()
     top = np.flatnonzero(totals == best)
     if top.shape[0] == 1:
         return int(top[0])
     rule = tie_break if tie_break is not None else RESERVOIR_RULE
+    if nodes is not None:
+        got = rule.pick_rows(top, nodes)
+        if got is not None:
+            return got
     return int(rule.pick(top.tolist(), name_of if name_of is not None else str, rng))
