@@ -210,6 +210,7 @@ def test_artifact_protocol() -> None:
     assert [p["metadata"]["annotations"][ARRIVAL_TIME] for p in got] == ["0.0", "1.0", "2.0", "3.0", "4.0"]
     assert all(DEPARTURE_TIME not in p["metadata"]["annotations"] for p in got)
     assert DEPARTURE_TIME in pods[0]["metadata"]["annotations"]  # the input untouched
+    assert proto.summary_source(pods, got) is pods  # FGD's distribution: the trace, not the tuned workload
     for sample in samples(5000, [(1000, 1000), (2000, 1000)]):
         proto.observe(sample)
     result: dict[str, Any] = {"kind": "ReplayResult"}

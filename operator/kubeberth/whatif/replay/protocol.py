@@ -199,7 +199,8 @@ class ReplayProtocol(Protocol):
     (framework/tie_break.py); when `drop_unschedulable`, a pod still unschedulable after its
     first attempt leaves the queue (status Dropped; it counted as arrived); after every sample
     calls `observe` with that instant's GPU sample; at the end calls `finish` with the result
-    object, to which the protocol adds its own keys."""
+    object, to which the protocol adds its own keys. The WorkloadSummary it publishes is
+    computed over `summary_source(input pods, workload)`."""
 
     name: str
     percentage_of_nodes_to_score: int | None
@@ -207,6 +208,9 @@ class ReplayProtocol(Protocol):
     drop_unschedulable: bool
 
     def workload(self, pods: Sequence[Mapping[str, Any]], capacity: int) -> list[dict[str, Any]]: ...
+
+    def summary_source(self, pods: Sequence[Mapping[str, Any]], workload: Sequence[Mapping[str, Any]]
+                       ) -> Sequence[Mapping[str, Any]]: ...
 
     def observe(self, sample: GpuSample) -> None: ...
 
@@ -243,6 +247,13 @@ class ArtifactProtocol:
             meta["annotations"] = ann
             out.append(pod)
         return out
+
+    def summary_source(self, pods: Sequence[Mapping[str, Any]], workload: Sequence[Mapping[str, Any]]
+                       ) -> Sequence[Mapping[str, Any]]:
+        """The pods the WorkloadSummary (FGD's task-type distribution) is computed over: the
+        input trace, every task once, not the workload built for --tune (the artifact computes
+        its typical pods from the trace before tuning)."""
+        return pods
 
     def observe(self, sample: GpuSample) -> None:
         """One sample: after a task's attempt."""
