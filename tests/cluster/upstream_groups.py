@@ -7,9 +7,12 @@ cycles) must not take the True back: upstream's updatePodGroupCondition
 that PodGroup from its informer cache, and when the watch has not yet brought back the True the
 earlier cycle patched (a few milliseconds), the later cycle patches False/Unschedulable over it.
 The condition left on the API server then depends on that race; the one upstream decided does
-not. `ConditionWatch` records every condition each PodGroup carried (a watch started before
-kube-scheduler), and `decided` applies upstream's rule to that history: a True once written
-stands, else the last condition.
+not. (The patch is a strategic merge patch from the cached PodGroup: when the cache still holds
+an earlier False, a failed cycle with another message sends only the message, which lands on the
+server's True.) `ConditionWatch` records every condition each PodGroup carried (a watch started
+before kube-scheduler), and `decided` applies upstream's rule to that history: the True the
+scheduling cycle wrote stands, else the last condition. tests/conformance/fuzz-known.yaml
+explains the same race for the fuzzer (podgroup-condition-written-from-a-lagging-cache).
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ def condition_of(group: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def decided(history: list[dict[str, Any]], final: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The condition upstream decided for a PodGroup: the last True it carried (a False written after
-    it comes from a cycle that read the PodGroup before its watch brought the True), else `final`."""
-    trues = [c for c in history if c.get("status") == "True"]
-    return trues[-1] if trues else final
+    """The condition upstream decided for a PodGroup: the first True it carried, as the cycle that
+    scheduled the group wrote it (a write after it comes from a cycle that read the PodGroup before
+    its watch brought the True: a False, or a failed cycle's message patched onto the True), else
+    `final`."""
+    return next((c for c in history if c.get("status") == "True"), final)
 
 
 def _key(obj: dict[str, Any]) -> str:
