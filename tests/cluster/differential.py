@@ -14,8 +14,10 @@ A case with `featureGates` (e.g. GenericWorkload=true) runs on a control plane s
 GenericWorkload), kube-scheduler with the same --feature-gates, and simulate under them; its
 PodGroups are created before its pods, a group's pods one after the other without waiting for
 each (a gang's first pods wait for the rest), and each PodGroup's PodGroupInitiallyScheduled
-condition is compared too (as `podgroup NAMESPACE/NAME`). `main` starts one control plane per
-set of gates among the cases.
+condition is compared too (as `podgroup NAMESPACE/NAME`): the one kube-scheduler decided, which
+is not always the one it leaves (upstream_groups.py). The wait for nothing changing any more
+watches the conditions beside the pods. `main` starts one control plane per set of gates among
+the cases.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from kubeberth.whatif.engine import by_creation, run_simulation
 
 from .control_plane import ADMIN_TOKEN, ROOT, ControlPlane, Process, kubectl
 from .kube import CLUSTER_SCOPED, ApiError, Kube, as_created, reset_devices
+from .upstream_groups import ConditionWatch, condition_of
 
 CASE_DIRS = [ROOT / "tests" / "conformance" / "cases", ROOT.parent / "shared" / "conformance" / "cases"]
 KNOWN = ROOT / "tests" / "conformance" / "differential.yaml"
@@ -308,8 +311,10 @@ def case_gates(case: dict[str, Any]) -> str:
 
 
 def group_condition(group: dict[str, Any] | None) -> Outcome:
-    cond = next((c for c in ((group or {}).get("status") or {}).get("conditions") or []
-                 if c.get("type") == "PodGroupInitiallyScheduled"), None)
+    return condition_outcome(condition_of(group or {}))
+
+
+def condition_outcome(cond: dict[str, Any] | None) -> Outcome:
     if cond is None:
         return Outcome("NoCondition")
     return Outcome(f"{cond.get('status')}/{cond.get('reason')}: {cond.get('message') or ''}")
@@ -341,8 +346,20 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
     created = await create_objects(kube, case)
     if created.refused:
         return created.refused
-    terminating = created.terminating
     (plane.dir / "kube-scheduler.yaml").write_text(json.dumps(config))
+    if not gates:
+        return await schedule_upstream(plane, kube, case, config, created, None, quiet, timeout, per_pod)
+    async with ConditionWatch(kube) as watch:  # from before kube-scheduler starts
+        return await schedule_upstream(plane, kube, case, config, created, watch, quiet, timeout, per_pod)
+
+
+async def schedule_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], config: dict[str, Any],
+                            created: Created, watch: ConditionWatch | None, quiet: float, timeout: float,
+                            per_pod: float) -> dict[str, Outcome] | str:
+    """kube-scheduler started on the created objects, the pending pods created as the module says,
+    and the outcome once nothing changes any more."""
+    gates = case_gates(case)
+    terminating = created.terminating
     before = await observe(kube)
     served = {p["schedulerName"] for p in config["profiles"]}
     sched = Process.start("kube-scheduler", [str(plane.bin / "kube-scheduler"),
@@ -370,13 +387,15 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
                     break
                 await asyncio.sleep(0.05)
         last, since = await observe(kube), time.monotonic()
+        conditions = await observe_groups(kube, gates)
         while time.monotonic() < deadline:
             if not sched.alive():
                 return f"kube-scheduler exited: {sched.tail(15)}"
             await asyncio.sleep(0.2)
             now = await play_kubelet(kube, await observe(kube), terminating)
-            if now != last:
-                last, since = now, time.monotonic()
+            now_conditions = await observe_groups(kube, gates)
+            if now != last or now_conditions != conditions:
+                last, conditions, since = now, now_conditions, time.monotonic()
             elif time.monotonic() - since >= quiet and not any(
                     t for k, (_, t, _, _) in now.items() if k not in terminating):
                 break
@@ -399,14 +418,21 @@ async def run_upstream(plane: ControlPlane, kube: Kube, case: dict[str, Any], *,
             out[key] = Outcome("Scheduled", last[key][0])
         else:
             out[key] = Outcome("Unschedulable", None, last[key][3])
-    if gates:
-        for g in await kube.list("podgroups"):
-            out[GROUP_PREFIX + _key(g)] = group_condition(g)
+    if watch is not None:  # the condition upstream decided (upstream_groups.py), not a later stale write
+        for key, cond in (await watch.decided(await kube.list("podgroups"))).items():
+            out[GROUP_PREFIX + key] = condition_outcome(cond)
     return out
 
 
 def _group_of(pod: dict[str, Any]) -> str:
     return str(((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or "")
+
+
+async def observe_groups(kube: Kube, gates: str) -> dict[str, str]:
+    """Each PodGroup's condition (none without feature gates: no PodGroups are served then)."""
+    if not gates:
+        return {}
+    return {_key(g): group_condition(g).status for g in await kube.list("podgroups")}
 
 
 def run_kubeberth(case: dict[str, Any]) -> list[dict[str, Outcome]]:
