@@ -80,6 +80,18 @@ class InMemoryClient:
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass
 
+    async def annotate_pod(self, pod: Pod, annotations: Mapping[str, str]) -> None:
+        """The annotations merged into the pod's latest object (pending, assumed or bound), fed
+        back as the watch's update: a pod being bound carries them into its binding, a bound
+        pod's cached copy is replaced. A pod that is gone is left alone."""
+        latest = self.scheduler.pending_pod(pod.uid) or self.scheduler.cache.get_pod(pod.uid)
+        if latest is None:
+            return
+        raw = dict(latest.raw)
+        meta = raw["metadata"] = dict(raw.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **{str(k): str(v) for k, v in annotations.items()}}
+        self.scheduler.on_pod_update(raw)
+
     async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
         """The condition merged (by type) into the PodGroup, fed back as the watch's update."""
         current = self.scheduler.ctx.objects.get("PodGroup", pod_group.key) or pod_group.raw
