@@ -7,8 +7,8 @@ allocatable (Unresolvable); so it is computed as a bit set per row from the node
 the nodes with the same bits share one Status with upstream's reasons in upstream's order (the
 ones NodeResourcesFit.filter writes). Statuses are never changed once recorded in a Diagnosis.
 
-This applies when the pod requests no extended resource that NodeResourcesFit checks (its
-`filter_all` then gives a mask); otherwise the plugin's own per-node filter runs. Other plugins
+This applies when the pod requests no scalar resource (extended, hugepages): otherwise the
+plugin's own per-node filter gives the statuses of the nodes its mask rejects. Other plugins
 give their rejected rows' statuses in bulk through `FilterPlugin.filter_statuses`.
 """
 
@@ -99,7 +99,7 @@ class SharedRejections:
     def _setup(self) -> None:
         chain = self._chain
         at = next((k for k, (p, _) in enumerate(chain) if p.name == NODE_RESOURCES_FIT), None)
-        if at is not None and any(m is None for _, m in chain[:at + 1]):
+        if at is not None and (any(m is None for _, m in chain[:at + 1]) or _asks_scalar(self._pod)):
             at = None
         self._at = at
         self._ready = True
@@ -142,6 +142,8 @@ class SharedRejections:
             undecided &= ~first
             at = np.flatnonzero(first)
             if p.name == NODE_RESOURCES_FIT:
+                if _asks_scalar(self._pod):
+                    continue  # its statuses name the scalar resources too: its own filter gives them
                 statuses = shared_statuses(self._row_bits()[rows[at]])
             else:
                 statuses = p.filter_statuses(self._state, self._pod, self._arrays, rows[at])
@@ -155,6 +157,11 @@ class SharedRejections:
             if not undecided.any():
                 break
         return out
+
+
+def _asks_scalar(pod: Pod) -> bool:
+    """Whether the pod requests a scalar resource (extended, hugepages), which the bits leave out."""
+    return any(pod.requests.scalar.values())
 
 
 def shared_statuses(bits: np.ndarray) -> list[Status | None]:
