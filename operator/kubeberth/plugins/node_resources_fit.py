@@ -363,6 +363,25 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             ok &= (fit | (have == 0)) if name in s.delegated else fit
         return ok
 
+    def scalar_shortages(self, state: CycleState, arrays: Any) -> list[tuple[str, np.ndarray, np.ndarray]] | None:
+        """For the vectorised path's bulk statuses (fit_statuses.py): each scalar resource the pod
+        asks that `filter` checks, in its order, with where it is short and where the request
+        exceeds the allocatable, over every row of `arrays`; None without PreFilter's state."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        out = []
+        for name, quant in s.request.scalar.items():
+            if quant == 0 or ((s.ignored or s.ignored_groups) and is_extended_resource_name(name) and (
+                    name in s.ignored or name.split("/", 1)[0] in s.ignored_groups)):
+                continue
+            col = self._scalar_column(arrays, name)
+            short = quant > col[:, 0] - col[:, 1]
+            if name in s.delegated:
+                short &= col[:, 0] != 0
+            out.append((name, short, quant > col[:, 0]))
+        return out
+
     def _scalar_column(self, arrays: Any, name: str) -> np.ndarray:
         """(allocatable, requested) of scalar resource `name` on every node of `arrays`."""
         def row(ni: NodeInfo) -> np.ndarray:
