@@ -12,6 +12,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubeberth.framework import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -22,7 +27,7 @@ from kubeberth.framework import (
     ReservePlugin,
     Status,
 )
-from kubeberth.framework.vector import AllNodes, NodeView
+from kubeberth.framework.vector import AllNodes, NodeArrays, NodeView
 
 from .ledger import ledger
 from .model import GPU_INDEX, GpuRequest, GpuRequestError, format_gpu_index, gpu_request, model_allowed
@@ -47,6 +52,11 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
         super().__init__(args, handle)
         self.handle: Handle = handle  # type: ignore[assignment]
         self._policy: GpuPolicy | bool | None = False
+
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        """GPUs come free when a bound pod goes; a node may come or change its GPUs or model."""
+        return [ClusterEvent(ASSIGNED_POD, ActionType.DELETE),
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE | ActionType.UPDATE_NODE_LABEL)]
 
     def policy(self) -> GpuPolicy | None:
         """The profile's policy plugin whose rule chooses the GPUs (None: best fit)."""
@@ -93,6 +103,20 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
         if req.models:
             ok &= np.isin(every.model, list(req.models))
         return ok  # type: ignore[no-any-return]
+
+    def filter_statuses(self, state: CycleState, pod: Pod, arrays: NodeArrays,
+                        rows: np.ndarray) -> list[Status] | None:
+        """`filter`'s rejections of `rows` at once (three shared statuses)."""
+        try:
+            req = gpu_request(pod)
+        except GpuRequestError:
+            return None
+        every = NodeState.of_nodes(self.handle, _Whole(arrays))
+        no_gpu = every.count[rows] <= 0
+        wrong = ~np.isin(every.model[rows], list(req.models)) if req.models else np.zeros(len(rows), dtype=bool)
+        table = [Status.unresolvable(NO_GPU), Status.unresolvable(WRONG_MODEL), Status.unschedulable(NO_ROOM)]
+        which = np.where(no_gpu, 0, np.where(wrong, 1, 2))
+        return [table[k] for k in which.tolist()]
 
     # ---- Reserve / Unreserve --------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
