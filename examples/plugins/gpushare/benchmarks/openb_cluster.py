@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from gpushare_testing import node, pod, summary  # noqa: E402
+from gpushare_testing import node, pod, summary
 
 
 def main(argv: list[str]) -> int:

@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 from gpushare_testing import node, pod, shapes_summary
-
-from kubeberth.framework import CycleState, NodeInfo, Pod
-from kubeberth.framework import Node as NodeModel
 from kubeberth_gpushare.fgd import fgd_scores
 from kubeberth_gpushare.model import gpu_request
 from kubeberth_gpushare.policies import BestFit, DotProd, GpuClustering, GpuPacking
 from kubeberth_gpushare.policy_base import GpuPolicy, NodeState, best_fit
 from kubeberth_gpushare.typical import WORKLOAD_SUMMARY, typical_pods
+
+from kubeberth.framework import CycleState, NodeInfo, Pod
+from kubeberth.framework import Node as NodeModel
 
 
 def state(free: list[int], cpu_left: int, tags: int = 0, model: str = "") -> NodeState:
@@ -134,8 +134,9 @@ def test_vectorised_equals_per_node(seed: int) -> None:
     rng = random.Random(seed)
     infos = [_random_node_info(rng, i) for i in range(40)]
     handle = _Handle(infos)
-    handle.objects.put(WORKLOAD_SUMMARY.group_kind, shapes_summary([(5, 1000, 500, 1, ""), (3, 4000, 1000, 2, ""), (2, 2000, 0, 0, ""),
-                                       (2, 1000, 300, 1, "T4")]))
+    typical = shapes_summary([(5, 1000, 500, 1, ""), (3, 4000, 1000, 2, ""), (2, 2000, 0, 0, ""),
+                              (2, 1000, 300, 1, "T4")])
+    handle.objects.put(WORKLOAD_SUMMARY.group_kind, typical)
     assert isinstance(handle.objects, ObjectStore)
     pods = [Pod(pod(f"p{k}", rng.choice([1000, 8000]), *rng.choice([(0, 0), (300, 1), (500, 1), (1000, 1),
                                                                       (1000, 2)]))) for k in range(12)]

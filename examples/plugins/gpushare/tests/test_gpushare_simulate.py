@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import yaml
 from gpushare_testing import node, pod, shapes_summary, summary
+from kubeberth_gpushare import PROFILES
+from kubeberth_gpushare.accounting import NO_GPU, NO_ROOM, WRONG_MODEL, OpenGpuShare
+from kubeberth_gpushare.ledger import ledger
 
 from kubeberth.framework import CycleState, NodeInfo, Pod
 from kubeberth.framework import Node as NodeModel
 from kubeberth.plugins import use_plugins
 from kubeberth.whatif.engine import run_simulation
-from kubeberth_gpushare import PROFILES
-from kubeberth_gpushare.accounting import NO_GPU, NO_ROOM, WRONG_MODEL, OpenGpuShare
-from kubeberth_gpushare.ledger import ledger
 
 POLICIES = ["Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD"]
 INDEX = "alibabacloud.com/gpu-index"
@@ -131,7 +131,7 @@ def test_filter_counts_milli_left_per_gpu() -> None:
 
 def test_reserve_and_unreserve_account_the_chosen_gpus() -> None:
     ni = NodeInfo(NodeModel(node("x", 8000, 2, "T4")))
-    plugin, infos = _accounting([ni])
+    plugin, _ = _accounting([ni])
     p = Pod(pod("p", 1000, 300, 1, uid="u-p"))
     state = CycleState()
     assert plugin.reserve(state, p, "x") is None
