@@ -129,7 +129,7 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
         ni = self.handle.snapshot.get(node_name)
         if ni is None:
             return Status.error(f"node {node_name} is not in the snapshot")
-        gpus = self._choose(state, pod, req, NodeState.of_node(self.handle, ni))
+        gpus = self._choose(state, pod, req, NodeState.of_node(self.handle, ni, pod.uid))
         if len(gpus) != req.count:
             return Status.error(f"no GPU of node {node_name} fits pod {pod.key} any more")
         ledger(self.handle).assigned[pod.uid] = (node_name, gpus)

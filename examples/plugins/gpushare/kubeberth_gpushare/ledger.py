@@ -43,8 +43,8 @@ class GpuLedger:
         self.width = WIDTH
         self._rows = RowCache(limit=2)
 
-    def row(self, ni: NodeInfo) -> np.ndarray:
-        """The table's row of one node, read from its NodeInfo."""
+    def row(self, ni: NodeInfo, without: str = "") -> np.ndarray:
+        """The table's row of one node, read from its NodeInfo (leaving out the pod of UID `without`)."""
         w = self.width
         out = np.full(w + 2, -1, dtype=np.int64)
         out[w + 1] = 0
@@ -53,6 +53,8 @@ class GpuLedger:
         out[w] = n
         out[:min(n, w)] = MILLI
         for pod in ni.pods:
+            if pod.uid == without:
+                continue
             try:
                 req = gpu_request(pod)
             except GpuRequestError:

@@ -30,11 +30,13 @@ class NodeState:
         self.free, self.count, self.tags, self.cpu, self.model = free, count, tags, cpu, model
 
     @classmethod
-    def of_node(cls, handle: Handle, ni: NodeInfo) -> NodeState:
-        row = ledger(handle).row(ni)
+    def of_node(cls, handle: Handle, ni: NodeInfo, without: str = "") -> NodeState:
+        """One node (leaving out the pod of UID `without`: the one being placed, if it is there)."""
+        row = ledger(handle).row(ni, without)
         w = len(row) - 2
         node = ni.node
-        return cls(row[None, :w], row[None, w], row[None, w + 1], np.array([node_cpu_left(ni)], dtype=np.int64),
+        cpu = node_cpu_left(ni) + sum(p.requests.milli_cpu for p in ni.pods if without and p.uid == without)
+        return cls(row[None, :w], row[None, w], row[None, w + 1], np.array([cpu], dtype=np.int64),
                    np.array([node_gpu_model(node) if node is not None else ""], dtype=object))
 
     @classmethod

@@ -141,6 +141,9 @@ def test_reserve_and_unreserve_account_the_chosen_gpus() -> None:
     plugin.unreserve(state, p, "x")
     plugin.unreserve(state, p, "x")  # idempotent
     assert "u-p" not in ledger(plugin.handle).assigned
+    # Reserve reads the node without the pod itself, were it already there (assumed).
+    assert plugin.reserve(CycleState(), p, "x") is None
+    assert ledger(plugin.handle).assigned["u-p"] == ("x", (0,))
 
 
 def test_sample_metrics_fragmentation() -> None:
