@@ -30,9 +30,9 @@ from kubeberth.framework import (
 from kubeberth.framework.vector import AllNodes, NodeArrays, NodeView
 
 from .ledger import ledger
+from .metrics import FragMeter
 from .model import GPU_INDEX, GpuRequest, GpuRequestError, format_gpu_index, gpu_request, model_allowed
 from .policy_base import REQUIRES_API, REQUIRES_VECTOR_API, GpuPolicy, NodeState, best_fit
-from .typical import SummaryError, find_summary, frag_of, typical_pods
 
 POLICIES = ("FGD", "BestFit", "GpuPacking", "GpuClustering", "DotProd", "Random")
 CHOSEN_KEY = "kubeberth_gpushare.chosen"
@@ -52,6 +52,7 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
         super().__init__(args, handle)
         self.handle: Handle = handle  # type: ignore[assignment]
         self._policy: GpuPolicy | bool | None = False
+        self._meter = FragMeter()
 
     def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
         """GPUs come free when a bound pod goes; a node may come or change its GPUs or model."""
@@ -132,12 +133,16 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
         gpus = self._choose(state, pod, req, NodeState.of_node(self.handle, ni, pod.uid))
         if len(gpus) != req.count:
             return Status.error(f"no GPU of node {node_name} fits pod {pod.key} any more")
-        ledger(self.handle).assigned[pod.uid] = (node_name, gpus)
+        book = ledger(self.handle)
+        book.assigned[pod.uid] = (node_name, gpus)
+        book.pending[pod.uid] = (node_name, gpus, req.milli, int(pod.requests.milli_cpu))
         state.write(CHOSEN_KEY, gpus)
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        ledger(self.handle).assigned.pop(pod.uid, None)
+        book = ledger(self.handle)
+        book.assigned.pop(pod.uid, None)
+        book.pending.pop(pod.uid, None)
         state.delete(CHOSEN_KEY) if CHOSEN_KEY in state else None
 
     # ---- PreBind ------------------------------------------------------------------------
@@ -155,26 +160,10 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
     # ---- metrics (API 1.5's Plugin.sample_metrics) ---------------------------------------
     def sample_metrics(self) -> Mapping[str, float]:
         """`gpuMilliUsed`, and with a WorkloadSummary the paper's fragmentation: `fragMilli` (the
-        GPU milli the typical pods could not use, frag.go) and `fragRatio` (% of the idle milli),
-        over the latest cycle's snapshot."""
-        snapshot = self.handle.snapshot
-        if len(snapshot.node_infos) == 0:
-            return {"gpuMilliUsed": 0.0}
-        every = NodeState.of_nodes(self.handle, _Whole(snapshot.arrays()))
-        fz = np.maximum(every.free, 0)
-        idle = float(fz.sum())
-        out = {"gpuMilliUsed": float(np.minimum(every.count, every.free.shape[1]).sum() * 1000 - idle)}
-        found = find_summary(self.handle.objects)
-        if found is not None:
-            try:
-                tp = typical_pods(found[1])
-            except SummaryError:
-                return out
-            frag = float(frag_of(tp, every.free, every.cpu, tp.access(every.model)).sum())
-            out["fragMilli"] = frag
-            out["fragRatio"] = 100.0 * frag / idle if idle > 0 else 0.0
-        return out
-
+        GPU milli the typical pods could not use, frag.go) and `fragRatio` (% of the idle milli).
+        Read from the latest cycle's snapshot plus the pods reserved since (a pod deleted since
+        counts until the next cycle)."""
+        return self._meter.sample(self.handle)
 
 class _Whole:
     idx = None

@@ -40,6 +40,8 @@ class GpuLedger:
 
     def __init__(self) -> None:
         self.assigned: dict[str, tuple[str, tuple[int, ...]]] = {}  # uid -> (node, GPUs) since Reserve
+        # uid -> (node, GPUs, milli, milli-CPU): reserved, not in a row read since (sample_metrics adds them)
+        self.pending: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
         self.width = WIDTH
         self._rows = RowCache(limit=2)
 
@@ -52,9 +54,12 @@ class GpuLedger:
         n = node_gpu_count(node) if node is not None else 0
         out[w] = n
         out[:min(n, w)] = MILLI
+        pending = self.pending
         for pod in ni.pods:
             if pod.uid == without:
                 continue
+            if pending:
+                pending.pop(pod.uid, None)
             try:
                 req = gpu_request(pod)
             except GpuRequestError:

@@ -155,6 +155,11 @@ def test_sample_metrics_fragmentation() -> None:
     # One typical pod (500): GPU 0 has 400 left, too small: 400 of the 1400 idle milli (28.57 %).
     got = plugin.sample_metrics()
     assert got["fragMilli"] == pytest.approx(400.0) and got["fragRatio"] == pytest.approx(100 * 400 / 1400)
+    # A pod reserved since the snapshot counts at once: 300 on GPU 0 (the least left that fits).
+    assert plugin.reserve(CycleState(), Pod(pod("r", 1000, 300, 1, uid="u-r")), "x") is None
+    got = plugin.sample_metrics()
+    assert got["gpuMilliUsed"] == 900.0
+    assert got["fragMilli"] == pytest.approx(100.0) and got["fragRatio"] == pytest.approx(100 * 100 / 1100)
 
 
 def _accounting(infos: list[NodeInfo]) -> tuple[OpenGpuShare, list[NodeInfo]]:
