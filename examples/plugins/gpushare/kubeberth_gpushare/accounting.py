@@ -22,6 +22,7 @@ from kubeberth.framework import (
     FilterPlugin,
     Handle,
     NodeInfo,
+    ObjectKind,
     Pod,
     PreBindPlugin,
     ReservePlugin,
@@ -33,6 +34,7 @@ from .ledger import ledger
 from .metrics import FragMeter
 from .model import GPU_INDEX, GpuRequest, GpuRequestError, format_gpu_index, gpu_request, model_allowed
 from .policy_base import REQUIRES_API, REQUIRES_VECTOR_API, GpuPolicy, NodeState, best_fit
+from .typical import WORKLOAD_SUMMARY
 
 POLICIES = ("FGD", "BestFit", "GpuPacking", "GpuClustering", "DotProd", "Random")
 CHOSEN_KEY = "kubeberth_gpushare.chosen"
@@ -45,6 +47,7 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
     """The GPU-share accounting plugin (enable it at filter, reserve and preBind)."""
 
     name = "OpenGpuShare"
+    reads: ClassVar[tuple[ObjectKind, ...]] = (WORKLOAD_SUMMARY,)  # sample_metrics' fragmentation
     requires_api: ClassVar[str | None] = REQUIRES_API
     requires_vector_api: ClassVar[str | None] = REQUIRES_VECTOR_API
 

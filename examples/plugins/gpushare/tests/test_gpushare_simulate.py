@@ -5,6 +5,7 @@ FGD with and without a WorkloadSummary, and `sample_metrics`."""
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,10 @@ INDEX = "alibabacloud.com/gpu-index"
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _plugins() -> None:
+def _plugins() -> Iterator[None]:
     use_plugins(["kubeberth_gpushare"])
+    yield
+    use_plugins(())  # the entry points alone again
 
 
 def profile(policy: str) -> dict[str, Any]:
