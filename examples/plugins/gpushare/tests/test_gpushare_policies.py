@@ -169,3 +169,28 @@ class _Handle:
         from kubeberth.framework.vector import NodeView
 
         return NodeView(self.snapshot.node_infos, self.snapshot.arrays())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_filter_all_and_statuses_equal_filter(seed: int) -> None:
+    from kubeberth_gpushare.accounting import OpenGpuShare
+
+    rng = random.Random(100 + seed)
+    infos = [_random_node_info(rng, i) for i in range(30)]
+    infos.append(NodeInfo(NodeModel(node("cpu-only", 8000, 0))))
+    handle = _Handle(infos)
+    handle.plugin = lambda name: None  # type: ignore[attr-defined]
+    plugin = OpenGpuShare(None, handle)  # type: ignore[arg-type]
+    shapes = [(0, 0, ""), (300, 1, ""), (700, 1, "T4"), (1000, 1, ""), (1000, 2, "V100M16|P100"), (1000, 4, "")]
+    for k, (milli, count, models) in enumerate(shapes):
+        p = Pod(pod(f"p{k}", 1000, milli, count, models))
+        view = handle.view()
+        mask = plugin.filter_all(CycleState(), p, view)
+        statuses = [plugin.filter(CycleState(), p, ni) for ni in infos]
+        want = [st is None or st.is_success() for st in statuses]
+        assert mask is not None and mask.tolist() == want, p.key
+        rows = np.flatnonzero(~mask)
+        bulk = plugin.filter_statuses(CycleState(), p, view.arrays, rows)
+        assert bulk is not None
+        assert [(s.code, s.message()) for s in bulk] == [
+            (statuses[i].code, statuses[i].message()) for i in rows.tolist()]  # type: ignore[union-attr]
