@@ -5,12 +5,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test docs test-cluster test-upstream control-plane lint bench conformance run clean
 
-$(STAMP): pyproject.toml examples/plugins/coscheduling/pyproject.toml
+$(STAMP): pyproject.toml examples/plugins/coscheduling/pyproject.toml examples/plugins/gpushare/pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python >= 3.11)"; exit 1; }
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,docs]'
 	$(BIN)/pip install --quiet -e examples/plugins/coscheduling
+	$(BIN)/pip install --quiet -e examples/plugins/gpushare
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -22,6 +23,7 @@ test: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks examples/plugins
 	$(BIN)/mypy
 	$(BIN)/mypy --strict examples/plugins/coscheduling/kubeberth_coscheduling
+	$(BIN)/mypy --strict examples/plugins/gpushare/kubeberth_gpushare
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest
 
@@ -56,6 +58,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks examples/plugins
 	$(BIN)/mypy
 	$(BIN)/mypy --strict examples/plugins/coscheduling/kubeberth_coscheduling
+	$(BIN)/mypy --strict examples/plugins/gpushare/kubeberth_gpushare
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run $(ARGS)

@@ -44,7 +44,7 @@ class RecordingClient:
     """
 
     # What it records, by the name `of()` and `fail()` take.
-    CALLS: tuple[str, ...] = ("bind", "nominate", "unschedulable", "delete", "event", "podgroup")
+    CALLS: tuple[str, ...] = ("bind", "nominate", "unschedulable", "delete", "event", "podgroup", "annotate")
 
     def __init__(self, scheduler: Scheduler | None = None, *, feed: bool = True) -> None:
         self.cluster = InMemoryClient(scheduler) if scheduler is not None and feed else None
@@ -111,6 +111,12 @@ class RecordingClient:
             await self.cluster.record_event(pod, event_type, reason, message, reporter=reporter)
         self.calls.append(("event", pod.key, event_type, reason, message))
         self.reporters.append((pod.key, reason, reporter or pod.scheduler_name))
+
+    async def annotate_pod(self, pod: Pod, annotations: Mapping[str, str]) -> None:
+        self._raise_if_failing("annotate")
+        if self.cluster is not None:
+            await self.cluster.annotate_pod(pod, annotations)
+        self.calls.append(("annotate", pod.key, *(f"{k}={v}" for k, v in sorted(annotations.items()))))
 
     async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
         self._raise_if_failing("podgroup")

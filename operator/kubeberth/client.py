@@ -38,7 +38,8 @@ class UpdateRefused(Exception):
 class ClusterClient(Protocol):
     """What the scheduler asks of the cluster (`handle.client`; None where there is none): bind
     a pod (raising BindConflict), patch its nominatedNodeName and PodScheduled condition, delete
-    a victim, record an Event, write volumes' and DRA claims' changes, a PodGroup's condition.
+    a victim, record an Event, write volumes' and DRA claims' changes, a PodGroup's condition,
+    a pod's annotations (`annotate_pod`, API 1.5).
     The operator implements it against the API server, simulate in memory."""
 
     async def bind(self, pod: Pod, node_name: str) -> None: ...
@@ -80,6 +81,12 @@ class ClusterClient(Protocol):
 
     async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         """Name that claim in the pod's status.extendedResourceClaimStatus."""
+        ...
+
+    async def annotate_pod(self, pod: Pod, annotations: Mapping[str, str]) -> None:
+        """Merge `annotations` into the pod's metadata.annotations (a JSON merge patch of the pod;
+        API 1.5): a plugin records what it decided on the pod itself (say, at PreBind, the
+        devices it chose). A pod that is gone is left alone."""
         ...
 
     async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:

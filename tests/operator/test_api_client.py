@@ -299,3 +299,16 @@ async def test_events_queued_before_the_lease_was_lost_are_not_sent(cluster):
         await client.flush()
         await client.close()
     assert events_for(cluster.api, "p") == [] and client.events.dropped == 1
+
+
+async def test_annotate_pod_merges_into_the_pods_annotations(cluster, client):
+    cluster.api.create("pods", make_pod("p"))
+    cluster.api.patch("pods", "p", {"metadata": {"annotations": {"keep": "me", "gpu": "old"}}}, "default")
+    p = Pod(cluster.api.get("pods", "p", "default"))
+    await client.annotate_pod(p, {"alibabacloud.com/gpu-index": "0-1", "gpu": "new"})
+    got = cluster.api.get("pods", "p", "default")["metadata"]["annotations"]
+    assert got == {"keep": "me", "gpu": "new", "alibabacloud.com/gpu-index": "0-1"}
+    [req] = cluster.api.requests("PATCH", "pods")
+    assert (req.subresource, req.content_type) == ("", "application/merge-patch+json")
+    gone = Pod(make_pod("gone"))
+    await client.annotate_pod(gone, {"a": "b"})  # a pod that is gone: nothing to do

@@ -39,6 +39,10 @@ here), so a plugin written against 1.3 loads and runs unchanged; they go in 2.0.
 changed meaning or went; the model's `OBJECT_NAME_FIELD` stays here. `Handle` now lives beside
 the extension points (`framework/interfaces.py`), the same protocol.
 
+API 1.5 added `ClusterClient.annotate_pod(pod, annotations)`: a plugin merges annotations into a
+pod (a JSON merge patch; simulate's and replay's in-memory client changes the pod's object and
+the scheduler's copy), say at PreBind to record the devices it chose.
+
 Constants (names without a docstring of their own):
 
 - `API_VERSION`: this API's version, "major.minor" (a plugin pins it with `requires_api`).

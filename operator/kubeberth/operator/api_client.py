@@ -22,6 +22,7 @@ Writes, as kube-scheduler makes them:
   set, PUT of the PersistentVolumeClaim with its selected-node annotation, as upstream's
   binder (with the resourceVersion read: a concurrent change is a conflict, and the pod is
   scheduled again). 5xx/429 are retried; a refusal raises `UpdateRefused` with its message.
+- a plugin's annotations of a pod (`annotate_pod`): a JSON merge patch of the pod (404: gone).
 - events: events.k8s.io/v1 Events as kube-scheduler's broadcaster writes them (reasons, actions,
   notes, reporting controller and instance, series of isomorphic repeats: `event_recorder.py`),
   sent in the background and rate-limited.
@@ -277,6 +278,20 @@ class KubernetesClusterClient:
     async def set_extended_resource_claim_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         await self._patch_status(pod, {"status": {"extendedResourceClaimStatus": dict(status)}},
                                  "set extendedResourceClaimStatus")
+
+    async def annotate_pod(self, pod: Pod, annotations: Mapping[str, str]) -> None:
+        """A JSON merge patch of the pod's metadata.annotations (404: the pod is gone, nothing to do)."""
+        what = f"annotate {pod.key}"
+        self._fence(what)
+        body = {"metadata": {"annotations": {str(k): str(v) for k, v in annotations.items()}}}
+        try:
+            await self.api.call("PATCH", pod_path(pod.namespace, pod.name), what=what, body=body,
+                                content_type="application/merge-patch+json")
+        except ApiException as exc:
+            if exc.status == 404:
+                logger.debug("%s: the pod is gone", what)
+                return
+            raise
 
     async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
         what = f"set {condition.get('type')} of podgroup {pod_group.key}"

@@ -33,7 +33,7 @@ from ..framework import (
     ScorePlugin,
     Status,
 )
-from ..framework.vector import COL_CPU, COL_EPH, COL_MEM, COL_PODS
+from ..framework.vector import COL_CPU, COL_EPH, COL_MEM, COL_PODS, RowCache
 from ._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
@@ -250,6 +250,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.ignored_resources = frozenset(args.ignoredResources)
         self.ignored_resource_groups = frozenset(args.ignoredResourceGroups)
         self.scorer = build_scorer(args.scoringStrategy)
+        self._scalars = RowCache(limit=16)  # filter_all's (allocatable, requested) of scalar resources
         # The placement score (TopologyAwareWorkloadScheduling) is MostAllocated over the strategy's
         # resources whatever the strategy's type, as upstream's placementScorer.
         self.placement_scorer = ResourceAllocationScorer(
@@ -336,18 +337,12 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return Status.unschedulable(*reasons)
 
     def filter_all(self, state: CycleState, pod: Pod, nodes: Any) -> np.ndarray | None:
-        """`filter` for every node of a NodeView (None when the pod requests a scalar resource)."""
+        """`filter` for every node of a NodeView; a scalar resource (extended, hugepages) is read
+        from a per-resource column of (allocatable, requested), kept current row by row."""
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return None
         request = s.request
-        for name, quant in request.scalar.items():
-            if quant == 0:
-                continue
-            if (s.ignored or s.ignored_groups) and is_extended_resource_name(name) and (
-                    name in s.ignored or name.split("/", 1)[0] in s.ignored_groups):
-                continue
-            return None
         a = nodes.arrays
         alloc = nodes.take(a.alloc)
         used = nodes.take(a.req)
@@ -356,7 +351,51 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                           (COL_EPH, request.ephemeral_storage)):
             if want > 0:
                 ok &= want <= alloc[:, col] - used[:, col]
+        for name, quant in request.scalar.items():
+            if quant == 0:
+                continue
+            if (s.ignored or s.ignored_groups) and is_extended_resource_name(name) and (
+                    name in s.ignored or name.split("/", 1)[0] in s.ignored_groups):
+                continue
+            have_used = nodes.take(self._scalar_column(a, name))
+            have = have_used[:, 0]
+            fit = quant <= have - have_used[:, 1]
+            ok &= (fit | (have == 0)) if name in s.delegated else fit
         return ok
+
+    def scalar_shortages(self, state: CycleState, arrays: Any) -> list[tuple[str, np.ndarray, np.ndarray]] | None:
+        """For the vectorised path's bulk statuses (fit_statuses.py): each scalar resource the pod
+        asks that `filter` checks, in its order, with where it is short and where the request
+        exceeds the allocatable, over every row of `arrays`; None without PreFilter's state."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        out = []
+        for name, quant in s.request.scalar.items():
+            if quant == 0 or ((s.ignored or s.ignored_groups) and is_extended_resource_name(name) and (
+                    name in s.ignored or name.split("/", 1)[0] in s.ignored_groups)):
+                continue
+            col = self._scalar_column(arrays, name)
+            short = quant > col[:, 0] - col[:, 1]
+            if name in s.delegated:
+                short &= col[:, 0] != 0
+            out.append((name, short, quant > col[:, 0]))
+        return out
+
+    def _scalar_column(self, arrays: Any, name: str) -> np.ndarray:
+        """(allocatable, requested) of scalar resource `name` on every node of `arrays`."""
+        def row(ni: NodeInfo) -> np.ndarray:
+            return np.array([ni.allocatable.scalar.get(name, 0), ni.requested.scalar.get(name, 0)], dtype=np.int64)
+
+        def whole(arrs: Any) -> np.ndarray:
+            out = np.zeros((len(arrs.infos), 2), dtype=np.int64)
+            for i, ni in enumerate(arrs.infos):
+                out[i] = row(ni)
+            return out
+
+        got = self._scalars.get(arrays, name, whole, row)
+        assert got is not None
+        return got
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.scorer.pod_requests(pod)))

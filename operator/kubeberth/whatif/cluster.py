@@ -22,11 +22,14 @@ class InMemoryClient:
     the pod's update with its nodeName; a bind of a pod no longer pending raises BindConflict).
 
     Give it to a Scheduler as its cluster client: `sched.ctx.client = InMemoryClient(sched)`;
-    `events` lists the events recorded, as (pod key, type, reason, message)."""
+    `events` lists the events recorded, as (pod key, type, reason, message);
+    `annotations_written` what `annotate_pod` wrote, per pod key."""
 
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.events: list[tuple[str, str, str, str]] = []
+        # pod key -> the annotations written on it through annotate_pod (simulate's outcomes show them)
+        self.annotations_written: dict[str, dict[str, str]] = {}
         self._created = 0
 
     def _latest_raw(self, pod: Pod, section: str) -> dict[str, Any]:
@@ -79,6 +82,20 @@ class InMemoryClient:
 
     async def set_unschedulable(self, pod: Pod, message: str, reason: str = "Unschedulable") -> None:
         pass
+
+    async def annotate_pod(self, pod: Pod, annotations: Mapping[str, str]) -> None:
+        """The annotations merged into the pod's latest object (pending, assumed or bound), fed
+        back as the watch's update: a pod being bound carries them into its binding, a bound
+        pod's cached copy is replaced. A pod that is gone is left alone."""
+        latest = self.scheduler.pending_pod(pod.uid) or self.scheduler.cache.get_pod(pod.uid)
+        if latest is None:
+            return
+        raw = dict(latest.raw)
+        meta = raw["metadata"] = dict(raw.get("metadata") or {})
+        added = {str(k): str(v) for k, v in annotations.items()}
+        meta["annotations"] = {**(meta.get("annotations") or {}), **added}
+        self.annotations_written.setdefault(latest.key, {}).update(added)
+        self.scheduler.on_pod_update(raw)
 
     async def set_pod_group_condition(self, pod_group: PodGroup, condition: Mapping[str, Any]) -> None:
         """The condition merged (by type) into the PodGroup, fed back as the watch's update."""

@@ -35,12 +35,17 @@ class PodOutcome:
     # Only for pods simulate was asked to explain: per attempt (the first and the latest ones kept),
     # scheduler/explain.py's Explanation.to_dict(). Left out of the JSON when empty.
     explanations: list[Mapping[str, Any]] = field(default_factory=list)
+    # The annotations plugins wrote on the pod (ClusterClient.annotate_pod, API 1.5), e.g. the GPUs
+    # a device plugin chose at PreBind. Left out of the JSON when empty.
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 def outcome_dict(o: PodOutcome) -> dict[str, Any]:
     d = asdict(o)
     if not o.explanations:
         del d["explanations"]
+    if not o.annotations:
+        del d["annotations"]
     return d
 
 
@@ -52,6 +57,9 @@ def pod_outcome(key: str, rec: PodRecord | None, sched: Scheduler) -> PodOutcome
         return PodOutcome(key, UNSCHEDULABLE, message="not read")
     out = _plain_outcome(rec, sched)
     out.explanations = [x.to_dict() for x in rec.explanations]
+    written: Mapping[str, Mapping[str, str]] = getattr(sched.ctx.client, "annotations_written", None) or {}
+    if out.status in (SCHEDULED, EXISTING) and key in written:
+        out.annotations = dict(sorted(written[key].items()))
     return out
 
 

@@ -7,8 +7,8 @@ allocatable (Unresolvable); so it is computed as a bit set per row from the node
 the nodes with the same bits share one Status with upstream's reasons in upstream's order (the
 ones NodeResourcesFit.filter writes). Statuses are never changed once recorded in a Diagnosis.
 
-This applies when the pod requests no extended resource that NodeResourcesFit checks (its
-`filter_all` then gives a mask); otherwise the plugin's own per-node filter runs. Other plugins
+Scalar resources (extended, hugepages) the pod asks take one bit each after those, from
+NodeResourcesFit's own columns (`scalar_shortages`), named in its order. Other plugins
 give their rejected rows' statuses in bulk through `FilterPlugin.filter_statuses`.
 """
 
@@ -33,20 +33,24 @@ PODS, CPU, MEM, EPH = 1, 2, 4, 8
 UNRESOLVABLE = 16
 _REASONS = ((PODS, "Too many pods"), (CPU, "Insufficient cpu"), (MEM, "Insufficient memory"),
             (EPH, "Insufficient ephemeral-storage"))
-_shared: dict[int, Status] = {}
+SCALAR = 32  # the first scalar resource's bit (the k-th one: SCALAR << k)
+_shared: dict[tuple[int, tuple[str, ...]], Status] = {}
 
 Rejected = Callable[[NodeInfo, int], Status]
 
 
-def status_of(bits: int) -> Status | None:
-    """The shared status for a bit set (None: it fits)."""
+def status_of(bits: int, scalars: tuple[str, ...] = ()) -> Status | None:
+    """The shared status for a bit set (None: it fits); `scalars` names the scalar resources'
+    bits, in the order NodeResourcesFit checks them."""
     if not bits & ~UNRESOLVABLE:
         return None
-    status = _shared.get(bits)
+    key = (bits, scalars if bits >= SCALAR else ())
+    status = _shared.get(key)
     if status is None:
         reasons = [r for bit, r in _REASONS if bits & bit]
+        reasons += [f"Insufficient {name}" for k, name in enumerate(scalars) if bits & (SCALAR << k)]
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if bits & UNRESOLVABLE else Code.UNSCHEDULABLE
-        status = _shared[bits] = Status(code, *reasons, plugin=NODE_RESOURCES_FIT)
+        status = _shared[key] = Status(code, *reasons, plugin=NODE_RESOURCES_FIT)
     return status
 
 
@@ -82,7 +86,8 @@ class SharedRejections:
     gives the statuses of many rows at once: NodeResourcesFit's shared ones, and those of the
     plugins that answer `filter_statuses` (None where `rejected` must answer)."""
 
-    __slots__ = ("_arrays", "_at", "_bits", "_chain", "_fit_first", "_pod", "_ready", "_rejected", "_state")
+    __slots__ = ("_arrays", "_at", "_bits", "_chain", "_fit_first", "_pod", "_ready", "_rejected", "_scalars",
+                 "_state")
 
     def __init__(self, state: CycleState, pod: Pod, arrays: Any, chain: Sequence[tuple[Any, Any]],
                  rejected: Rejected) -> None:
@@ -94,6 +99,7 @@ class SharedRejections:
         self._ready = False
         self._at: int | None = None   # position of NodeResourcesFit in the chain, if it applies
         self._bits: np.ndarray | None = None
+        self._scalars: tuple[str, ...] = ()
         self._fit_first: list[bool] | None = None  # per row: NodeResourcesFit is its first rejecting mask
 
     def _setup(self) -> None:
@@ -101,6 +107,18 @@ class SharedRejections:
         at = next((k for k, (p, _) in enumerate(chain) if p.name == NODE_RESOURCES_FIT), None)
         if at is not None and any(m is None for _, m in chain[:at + 1]):
             at = None
+        if at is not None and any(self._pod.requests.scalar.values()):
+            shortages = getattr(chain[at][0], "scalar_shortages", None)
+            got = shortages(self._state, self._arrays) if shortages is not None else None
+            if got is None:
+                at = None  # its own filter gives the statuses
+            else:
+                bits = row_bits(self._pod.requests, self._arrays.alloc, self._arrays.req)
+                for k, (_, short, over) in enumerate(got):
+                    bits |= np.where(short, SCALAR << k, 0)
+                    bits |= np.where(short & over, UNRESOLVABLE, 0)
+                self._bits = bits
+                self._scalars = tuple(name for name, _, _ in got)
         self._at = at
         self._ready = True
 
@@ -123,7 +141,7 @@ class SharedRejections:
             fit_first = self._fit_first = first.tolist()
         if not fit_first[row]:
             return self._rejected(node_info, row)
-        status = status_of(int(self._row_bits()[row]))
+        status = status_of(int(self._row_bits()[row]), self._scalars)
         return status if status is not None else self._rejected(node_info, row)
 
     def many(self, rows: np.ndarray) -> list[Status | None]:
@@ -142,7 +160,11 @@ class SharedRejections:
             undecided &= ~first
             at = np.flatnonzero(first)
             if p.name == NODE_RESOURCES_FIT:
-                statuses = shared_statuses(self._row_bits()[rows[at]])
+                if not self._ready:
+                    self._setup()
+                if self._at is None:
+                    continue  # its own filter gives them
+                statuses = shared_statuses(self._row_bits()[rows[at]], self._scalars)
             else:
                 statuses = p.filter_statuses(self._state, self._pod, self._arrays, rows[at])
                 if statuses is None:
@@ -157,10 +179,10 @@ class SharedRejections:
         return out
 
 
-def shared_statuses(bits: np.ndarray) -> list[Status | None]:
+def shared_statuses(bits: np.ndarray, scalars: tuple[str, ...] = ()) -> list[Status | None]:
     """status_of for each entry of `bits` (None for a negative one)."""
     keys, inverse = np.unique(bits, return_inverse=True)
-    table = np.array([status_of(int(b)) if b >= 0 else None for b in keys.tolist()] + [None], dtype=object)
+    table = np.array([status_of(int(b), scalars) if b >= 0 else None for b in keys.tolist()] + [None], dtype=object)
     return table[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
 
 
