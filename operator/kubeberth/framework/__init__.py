@@ -39,6 +39,10 @@ here), so a plugin written against 1.3 loads and runs unchanged; they go in 2.0.
 changed meaning or went; the model's `OBJECT_NAME_FIELD` stays here. `Handle` now lives beside
 the extension points (`framework/interfaces.py`), the same protocol.
 
+API 1.5 added `Plugin.sample_metrics()` (a method; no name was added): a plugin's own numbers
+(name -> float, default none), which `kubeberth replay` records after each sample as the time
+series' `<PluginName>.<metric>` columns.
+
 Constants (names without a docstring of their own):
 
 - `API_VERSION`: this API's version, "major.minor" (a plugin pins it with `requires_api`).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 # `__all__` but stays importable, as a deprecated alias, until the next major is a minor
 # change: the vectorised path's names in 1.4). A plugin pins the versions it was written for with
 # `requires_api = ">=1.0,<2"` (a PEP 440 specifier).
-API_VERSION = "1.4"
+API_VERSION = "1.5"
 
 # The version of the vectorised path's provisional surface (`kubeberth.framework.vector.__all__`),
 # apart from the core's: the same rule (names added: minor; changed or gone: major), but its
