@@ -131,9 +131,9 @@ def test_a_failure_that_names_no_plugin_is_told_with_unknown_names(write: Callab
     (">=1.1,<2", None),  # 1.1 added the names the in-tree plugins took from private modules
     (">=1.3,<2", None),  # 1.3 added the annotations' masks and node_column
     (">=1.4,<2", None),  # 1.4 moved the vectorised path's names to kubeberth.framework.vector
-    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.4"),
-    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.4"),
-    ("<1.1", "plugin 'Pinned' requires kubeberth.framework API <1.1 but this kubeberth has API 1.4"),
+    (">=2.0", "plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API 1.5"),
+    ("<1.0", "plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API 1.5"),
+    ("<1.1", "plugin 'Pinned' requires kubeberth.framework API <1.1 but this kubeberth has API 1.5"),
     ("one point oh", "plugin 'Pinned': requires_api 'one point oh' is not a version specifier (e.g. \">=1.0,<2\")"),
 ])
 def test_api_version_refusal(write: Callable[[str, str], Path], requires: str, refused: str | None) -> None:
