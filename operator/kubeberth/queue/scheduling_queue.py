@@ -372,6 +372,13 @@ class PriorityQueue(PodGroupQueue):
                 moved += 1
         return moved
 
+    def next_unschedulable_timeout(self) -> float | None:
+        """The earliest moment a pod held unschedulable has been so for longer than
+        pod_max_in_unschedulable (flush_unschedulable_leftover would move it then); None when
+        none is held. Gated pods wait for their events only."""
+        stamps = [q.timestamp for q in self._unschedulable.values()]
+        return min(stamps) + self.pod_max_in_unschedulable if stamps else None
+
     def flush_unschedulable_leftover(self) -> None:
         """Pods unschedulable for longer than pod_max_in_unschedulable go to backoffQ/activeQ."""
         now = self.clock.now()
