@@ -206,12 +206,13 @@ class Replay:
 
     def _apply(self, rank: int, item: Timed) -> None:
         obj, kind = item.obj, item.kind
-        if rank == POD_ARRIVES:
-            self._pod_arrives(item)
-        elif rank == NODE_ARRIVES:
-            self._node_arrives(obj)
-        elif rank == OBJECT_ARRIVES:
-            self._object_arrives(obj)
+        if rank in (POD_ARRIVES, NODE_ARRIVES, OBJECT_ARRIVES):
+            {POD_ARRIVES: lambda: self._pod_arrives(item), NODE_ARRIVES: lambda: self._node_arrives(obj),
+             OBJECT_ARRIVES: lambda: self._object_arrives(obj)}[rank]()
+            if item.departure is not None and item.departure <= self.now:
+                # It leaves at the instant it came: its departure's event, earlier in the
+                # instant's order, found nothing to remove.
+                self._apply(POD_LEAVES if kind == "Pod" else OBJECT_LEAVES, item)
         elif kind == "Pod":
             self._pod_leaves(object_key(obj), item.arrival)
         elif kind == "Node":
