@@ -130,8 +130,8 @@ def test_departed_pods_leave_no_trace(tmp_path: Path) -> None:
     assert s.outcomes == {}
     assert s.cache.pod_count() == 0 and s.cache.assumed_count() == 0
     assert sum(len(p) for p in s.queue.pending_pods().values()) == 0
-    assert not s._pending and not s._uids and not s._seqs and not s._given_up  # noqa: SLF001
+    assert not s._pending and not s._uids and not s._seqs and not s._given_up
     assert len(s.ctx.waiting_pods) == 0
-    assert not r._on_node.get("n1") and not r._arrival_annotations  # noqa: SLF001
+    assert not r._on_node.get("n1") and not r._arrival_annotations
     assert s.ctx.client.events == []  # type: ignore[union-attr]
     assert all(p["departure"] is not None for p in result["pods"])  # type: ignore[attr-defined]

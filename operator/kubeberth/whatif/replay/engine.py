@@ -37,7 +37,7 @@ from ...scheduler.watched import OBJECT_KINDS, POD_GROUP, declared_kinds, table_
 from ..cluster import InMemoryClient
 from ..engine import admit_pod_group, end_terminating_victims_at_once, load_objects, with_template_claims
 from ..inputs import object_key
-from .ledger import DROPPED, IGNORED, ORPHANED, PENDING, PREEMPTED, SCHEDULED, Ledger, PodEntry, resource_names
+from .ledger import DROPPED, IGNORED, ORPHANED, PENDING, PREEMPTED, Ledger, PodEntry, resource_names
 from .workload import SUMMARY_STORE_KEY, ReplayInput, Timed, workload_summary
 
 START = 1_700_000_000.0   # the virtual clock's epoch second at replay time 0

@@ -48,7 +48,7 @@ def failure_reasons(message: str) -> list[str]:
     """The reasons of a FailedScheduling message (`0/3 nodes are available: 1 Insufficient cpu,
     2 node(s) didn't match ... preemption: ...`), without their counts; a message of another form
     is its own reason."""
-    head, sep, rest = message.partition("nodes are available: ")
+    _, sep, rest = message.partition("nodes are available: ")
     if not sep:
         return [message.strip().rstrip(".")] if message.strip() else []
     body = rest.split(" preemption: ", 1)[0].strip().rstrip(".")
@@ -62,8 +62,8 @@ def failure_reasons(message: str) -> list[str]:
 class PodEntry:
     """One pod's record; `requests` in the ledger's resource order."""
 
-    __slots__ = ("annotations", "arrival", "bound", "departure", "duration", "key", "last_message", "node",
-                 "requests", "status")
+    __slots__ = ("annotations", "arrival", "bound", "departure", "duration", "key", "last_message",
+                 "node", "requests", "status")
 
     def __init__(self, key: str, arrival: float, requests: tuple[int, ...], duration: float | None) -> None:
         self.key = key
@@ -79,7 +79,8 @@ class PodEntry:
 
     def as_dict(self) -> dict[str, Any]:
         return {"pod": self.key, "arrival": self.arrival, "bound": self.bound, "node": self.node,
-                "departure": self.departure, "status": self.status, "annotations": dict(sorted(self.annotations.items()))}
+                "departure": self.departure, "status": self.status,
+                "annotations": dict(sorted(self.annotations.items()))}
 
 
 class Ledger:

@@ -10,6 +10,7 @@ sample by how long it held (a plain mean when the replay lasts no time)."""
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import math
@@ -137,9 +138,9 @@ def write_dir(result: Mapping[str, Any], out: str | Path) -> list[Path]:
         (d / name).write_text(text)
         written.append(d / name)
     try:
-        from .report import write_report  # type: ignore[attr-defined,unused-ignore]
+        report = importlib.import_module(f"{__package__}.report")
     except ImportError:
-        return written  # the HTML report comes with whatif/replay/report.py
-    write_report(result, d / "report.html")
+        return written  # no whatif/replay/report.py in this tree: no HTML page
+    report.write_report(result, d / "report.html")
     written.append(d / "report.html")
     return written

@@ -186,14 +186,16 @@ def replay_input(objects: list[dict[str, Any]], warn: TextIO, origins: Origins |
     scenario: list[Timed] = []
     timed: list[tuple[dict[str, Any], Timed]] = []
     for i, obj in enumerate(objects):
-        where = (origins.of(obj) if origins is not None else None) or f"{obj.get('kind')} {object_key(obj)} (object {i + 1})"
+        where = ((origins.of(obj) if origins is not None else None)
+                 or f"{obj.get('kind')} {object_key(obj)} (object {i + 1})")
         if obj.get("kind") == SCENARIO_KIND:
             items, bad = scenario_items(obj, where, pods, templates, warn)
             scenario.extend(items)
             out.problems += bad
             continue
         ann = (obj.get("metadata") or {}).get("annotations") or {}
-        if obj.get("kind") in ("Pod", "Node") or ARRIVAL in ann or (obj.get("kind") in TIMED_KINDS and DEPARTURE in ann):
+        timed_kind = obj.get("kind") in ("Pod", "Node")
+        if timed_kind or ARRIVAL in ann or (obj.get("kind") in TIMED_KINDS and DEPARTURE in ann):
             try:
                 timed.append((obj, timed_from_annotations(obj, where)))
             except InputError as exc:
