@@ -110,9 +110,11 @@ def render_summary(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(args: argparse.Namespace, *, hooks: Callable[[Any], None] | None = None) -> int:
-    """Run `kubeberth replay`; `hooks(options)` may change the ReplayOptions before the run (a
-    protocol's). Exit status 2 with a message for input or options refused."""
+def main(args: argparse.Namespace, *, hooks: Callable[[ReplayInput, Any], ReplayInput | None] | None = None) -> int:
+    """Run `kubeberth replay`. `hooks(data, options)` (a protocol's: `args` carry its options) may
+    change the ReplayOptions and return the workload to replay instead of `data` (None: `data`);
+    an InputError it raises is the command's error. Exit status 2 with a message for input or
+    options refused."""
     from .engine import Replay, ReplayOptions
     from .output import build_result, render_json, render_series_csv, write_dir
 
@@ -129,9 +131,9 @@ def main(args: argparse.Namespace, *, hooks: Callable[[Any], None] | None = None
                             progress=bool(args.progress or warn.isatty()),
                             input_info={"format": args.format, "files": files,
                                         "profile": (args.profile or [args.config])[0], "seed": args.seed})
-    if hooks is not None:
-        hooks(options)
     try:
+        if hooks is not None:
+            data = hooks(data, options) or data
         replay = Replay(data, options, warn=warn)
         ledger = replay.run()
     except InputError as exc:

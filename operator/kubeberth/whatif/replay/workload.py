@@ -226,7 +226,8 @@ def _quantities(r: Resource) -> dict[str, str]:
 
 def workload_summary(pods: Iterable[Mapping[str, Any]], name: str = "replay") -> dict[str, Any]:
     """The WorkloadSummary of `pods` (raw objects): how many, and one shape per distinct
-    (effective requests, annotations but kubeberth.io/*), most frequent first, then by shape.
+    (effective requests, annotations but kubeberth.io/*), most frequent first, then by the
+    shape's JSON with sorted keys.
     A pod that cannot be read is left out (it is reported where it is scheduled)."""
     counts: dict[str, int] = {}
     shapes: dict[str, dict[str, Any]] = {}
