@@ -130,14 +130,17 @@ def scenario_items(doc: Mapping[str, Any], where: str, pods: Mapping[str, dict[s
     for i, item in enumerate(items):
         here = f"{where}: spec.items[{i}]"
         try:
-            out.extend(_scenario_item(item, here, pods, templates))
+            copies, template = _scenario_item(item, here, pods)
+            out.extend(copies)
+            if template:
+                templates.add(template)  # only once the item is good: a bad one leaves the pod as it is
         except InputError as exc:
             warn.write(f"{exc}\n")
             bad += 1
     return out, bad
 
 
-def _scenario_item(item: Any, here: str, pods: Mapping[str, dict[str, Any]], templates: set[str]) -> list[Timed]:
+def _scenario_item(item: Any, here: str, pods: Mapping[str, dict[str, Any]]) -> tuple[list[Timed], str]:
     if not isinstance(item, Mapping):
         raise InputError(f"{here}: want a mapping")
     unknown = sorted(set(item) - {"object", "template", "at", "count", "every", "departAt", "duration"})
@@ -151,7 +154,6 @@ def _scenario_item(item: Any, here: str, pods: Mapping[str, dict[str, Any]], tem
             raise InputError(f"{here}.object: want a Kubernetes object with a kind")
     else:
         base = _find_template(str(item["template"]), pods, f"{here}.template")
-        templates.add(object_key(base))
     at = _seconds(item.get("at", 0), f"{here}.at")
     every = _seconds(item.get("every", 0), f"{here}.every")
     count = item.get("count", 1)
@@ -173,7 +175,7 @@ def _scenario_item(item: Any, here: str, pods: Mapping[str, dict[str, Any]], tem
         if depart is not None and depart < arrival:
             raise InputError(f"{here}.departAt ({depart:g}) is before copy {n}'s arrival ({arrival:g})")
         out.append(Timed(obj, arrival, depart, duration))
-    return out
+    return out, object_key(base) if "template" in item else ""
 
 
 def replay_input(objects: list[dict[str, Any]], warn: TextIO, origins: Origins | None = None) -> ReplayInput:
