@@ -130,7 +130,8 @@ class Replay:
                 recorded(preemptor, pods)
 
         self.sched.ctx.record_victims = victims
-        self.ledger = Ledger(self._resources())
+        self.summary = workload_summary(t.obj for t in data.pods)
+        self.ledger = Ledger(self._resources(self.summary))
         self.now = 0.0
         self.end = 0.0
         self._heap: list[tuple[float, int, int, Timed]] = []
@@ -147,17 +148,18 @@ class Replay:
         self._arrival_annotations: dict[str, dict[str, str]] = {}
         self._progress: Any = None
 
-    def _resources(self) -> list[str]:
+    def _resources(self, summary: Mapping[str, Any]) -> list[str]:
+        """cpu, memory and every other resource the nodes offer or the workload's shapes request."""
         amounts = []
         for t in self.data.timed:
-            try:
-                if t.kind == "Pod":
-                    amounts.append(Pod(t.obj).requests)
-                elif t.kind == "Node":
+            if t.kind == "Node":
+                try:
                     amounts.append(Node(t.obj).allocatable)
-            except ModelError:
-                continue
-        return resource_names(amounts)
+                except ModelError:
+                    continue
+        names = {*resource_names(amounts), *(n for shape in summary["spec"]["shapes"] for n in shape["requests"])}
+        storage = ["ephemeral-storage"] if "ephemeral-storage" in names else []
+        return ["cpu", "memory", *storage, *sorted(names - {"cpu", "memory", "ephemeral-storage"})]
 
     # ---- what the cluster tells ------------------------------------------------------------
     def bound(self, key: str, node: str, annotations: Mapping[str, str]) -> None:
@@ -223,28 +225,34 @@ class Replay:
 
     def _pod_arrives(self, item: Timed) -> None:
         key = object_key(item.obj)
-        try:
-            pod = Pod(item.obj)
-        except ModelError as exc:
-            self.warn.write(f"skipping pod {key}: {exc}\n")
-            return
         if key in self.ledger.entries and self.ledger.entries[key].departure is None:
             self.warn.write(f"skipping pod {key} arriving at {self.now:g}: a pod of that name is still there\n")
             return
-        e = self.ledger.arrive(key, self.now, self.ledger.vector(pod.requests), item.duration)
-        self._arrival_annotations[key] = dict(pod.annotations)
-        if self._progress is not None:
-            self._progress.update(1)
         raw = item.obj
+        claims: list[dict[str, Any]] = []
         if (raw.get("spec") or {}).get("resourceClaims") and self._templates:
             made = with_template_claims([*self._templates, raw])
             raw = made[-1]
             claims = [o for o in made[len(self._templates):-1] if o.get("kind") == "ResourceClaim"]
+        for claim in claims:
+            self.sched.on_object("ResourceClaim", claim)
+        pod = self.sched.on_pod_add(raw)  # the scheduler's own reading of it, used here too
+        if pod is None:  # malformed, or naming a PriorityClass that does not exist
+            rec = self.sched.outcomes.get(key)
+            self.warn.write(f"skipping pod {key}: {rec.message if rec is not None else 'unreadable'}\n")
+            self.sched.on_pod_delete(raw)  # nothing of it is kept
             for claim in claims:
-                self.sched.on_object("ResourceClaim", claim)
-            self._claims[key] = [object_key(c) for c in claims]
-        self.sched.on_pod_add(raw)
-        if pod.scheduler_name not in self.sched.profiles:
+                self.sched.on_object_delete("ResourceClaim", store_key(claim))
+            return
+        if claims:
+            self._claims[key] = [store_key(c) for c in claims]
+        e = self.ledger.arrive(key, self.now, self.ledger.vector(pod.requests), item.duration)
+        self._arrival_annotations[key] = dict(pod.annotations)
+        if self._progress is not None:
+            self._progress.update(1)
+        if pod.node_name:  # bound already (as in a cluster's dump): running from its arrival
+            self.bound(key, pod.node_name, pod.annotations)
+        elif pod.scheduler_name not in self.sched.profiles:
             e.status = IGNORED
 
     def _pod_leaves(self, key: str, arrival: float) -> None:
@@ -334,8 +342,7 @@ class Replay:
     def _prepare(self) -> None:
         load_objects(self.sched, self.data.static, self.registry, warn=self.warn, origins=self.data.origins)
         self._declared = {(k.api_version, k.kind): k.store_key for k in declared_kinds(self.registry)}
-        summary = workload_summary(t.obj for t in self.data.pods)
-        self.sched.on_object(SUMMARY_STORE_KEY, summary)
+        self.sched.on_object(SUMMARY_STORE_KEY, self.summary)
         seen: set[str] = set()
         for _, fw in sorted(self.sched.profiles.items()):
             for name, plugin in sorted(fw.plugins.items()):
