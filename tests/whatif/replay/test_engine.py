@@ -160,3 +160,30 @@ def test_an_empty_input_replays_nothing() -> None:
     r = Replay(ReplayInput(), ReplayOptions(), warn=io.StringIO())
     ledger = r.run()
     assert (ledger.arrived, ledger.rows, r.end) == (0, [], 0.0)
+
+
+DRIVER = "gpu.example.com"
+DRA_OBJECTS = [
+    {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+     "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}},
+    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpu"},
+     "spec": {"driver": DRIVER, "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": "gpu-0"}]}},
+    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+     "metadata": {"name": "one-gpu", "namespace": "default"},
+     "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}},
+]
+
+
+def with_gpu(p: dict[str, Any]) -> dict[str, Any]:
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    return p
+
+
+def test_claims_from_templates_come_and_go_with_their_pods() -> None:
+    """One device: b waits for a's claim to go with a (at 10)."""
+    r, _, pods = run([*DRA_OBJECTS, node("n1", "4"), with_gpu(pod("a", "1", departure_time=10)),
+                      with_gpu(pod("b", "1", arrival_time=5))])
+    assert (pods["a"]["bound"], pods["b"]["bound"]) == (0.0, 10.0)
+    claims = list(r.sched.ctx.objects.list("ResourceClaim"))
+    assert [c["metadata"]["ownerReferences"][0]["name"] for c in claims] == ["b"]  # a's went with it
