@@ -92,7 +92,7 @@ class ReplayClient(InMemoryClient):
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         latest = self.scheduler.pending_pod(pod.uid) or pod
-        annotations = dict(latest.annotations)
+        annotations = {**latest.annotations, **pod.annotations}  # the pending pod's, and the assumed copy's
         await super().bind(pod, node_name)
         self.replay.bound(pod.key, node_name, annotations)
 
