@@ -11,6 +11,7 @@ lowest-priority pods that make room.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import pytest
 
 from kubeberth import features
 from kubeberth.features import FeatureGates
+from kubeberth.model import Pod
 from kubeberth.whatif.inputs import Origins, load_files
 from kubeberth.whatif.replay.engine import Replay, ReplayOptions
 from kubeberth.whatif.replay.output import build_result, render_json
@@ -135,3 +137,8 @@ def test_departed_pods_leave_no_trace(tmp_path: Path) -> None:
     assert not r._on_node.get("n1") and not r._arrival_annotations
     assert s.ctx.client.events == []  # type: ignore[union-attr]
     assert all(p["departure"] is not None for p in result["pods"])  # type: ignore[attr-defined]
+    # The snapshot is the cluster as of the last cycle: refreshed as the next cycle would, nothing is left.
+    s.cache.update_snapshot(s.snapshot)
+    gc.collect()
+    keys = {p["pod"] for p in result["pods"]}  # type: ignore[attr-defined]
+    assert [o.key for o in gc.get_objects() if isinstance(o, Pod) and o.key in keys] == []  # no Pod object left
