@@ -59,6 +59,15 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from .whatif.replay.command import main as replay_main
+
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if not _set_gates(args, "replay"):
+        return 2
+    return replay_main(args)
+
+
 def _compare(args: argparse.Namespace) -> int:
     import json
 
@@ -311,6 +320,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plugins_argument(sim)
     _add_feature_gates(sim)
     sim.set_defaults(func=_simulate)
+    from .whatif.replay.command import add_arguments as add_replay_arguments
+
+    replay = sub.add_parser("replay", help="replay a workload over time (arrivals, departures) on a virtual clock",
+                            description="Replay pods (and nodes) arriving and leaving over time through the "
+                                        "scheduler, on a virtual clock; report allocation, pending pods, "
+                                        "queueing delays and preemptions over time.")
+    add_replay_arguments(replay)
+    _add_plugins_argument(replay)
+    _add_feature_gates(replay)
+    replay.set_defaults(func=_replay)
     from .operator.options import add_run_arguments
 
     run = sub.add_parser("run", help="run the scheduler against a cluster (the kopf operator)",

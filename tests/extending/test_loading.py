@@ -131,7 +131,7 @@ def test_a_failure_that_names_no_plugin_is_told_with_unknown_names(write: Callab
     (">=1.1,<2", None),  # 1.1 added the names the in-tree plugins took from private modules
     (">=1.3,<2", None),  # 1.3 added the annotations' masks and node_column
     (">=1.4,<2", None),  # 1.4 moved the vectorised path's names to kubeberth.framework.vector
-    (">=1.5,<2", None),  # 1.5 added ClusterClient.annotate_pod
+    (">=1.5,<2", None),  # 1.5 added ClusterClient.annotate_pod and Plugin.sample_metrics
     (">=2.0", f"plugin 'Pinned' requires kubeberth.framework API >=2.0 but this kubeberth has API {API_VERSION}"),
     ("<1.0", f"plugin 'Pinned' requires kubeberth.framework API <1.0 but this kubeberth has API {API_VERSION}"),
     ("<1.1", f"plugin 'Pinned' requires kubeberth.framework API <1.1 but this kubeberth has API {API_VERSION}"),

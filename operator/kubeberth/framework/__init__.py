@@ -41,7 +41,9 @@ the extension points (`framework/interfaces.py`), the same protocol.
 
 API 1.5 added `ClusterClient.annotate_pod(pod, annotations)`: a plugin merges annotations into a
 pod (a JSON merge patch; simulate's and replay's in-memory client changes the pod's object and
-the scheduler's copy), say at PreBind to record the devices it chose.
+the scheduler's copy), say at PreBind to record the devices it chose; and `Plugin.sample_metrics()`
+(a method; no name was added): a plugin's own numbers (name -> float, default none), which
+`kubeberth replay` records after each sample as the time series' `<PluginName>.<metric>` columns.
 
 Constants (names without a docstring of their own):
 

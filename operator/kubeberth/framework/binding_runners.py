@@ -77,7 +77,8 @@ class BindingCycleRunners:
                 continue
             return Status.error(f'running Permit plugin "{p.name}": {s.message()}', p.name)
         if waits:
-            self.ctx.waiting_pods.add(WaitingPod(pod, waits, asyncio.get_event_loop()))
+            self.ctx.waiting_pods.add(WaitingPod(pod, waits, asyncio.get_event_loop(),
+                                                  clock=self.ctx.waiting_pods.virtual_clock))
             return Status(Code.WAIT, f"one or more plugins asked to wait and no plugin rejected pod {pod.name!r}")
         return None
 

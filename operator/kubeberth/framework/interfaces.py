@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
@@ -81,6 +81,14 @@ class Plugin:
         """Cluster events that may make a pod this plugin rejected schedulable, each with an
         optional QueueingHint (framework/events.py); the default, no list, means any event may help."""
         return []
+
+    def sample_metrics(self) -> Mapping[str, float]:
+        """Numbers this plugin wants in a replay's time series (API 1.5), e.g. its own accounting
+        of a resource: metric name -> value. `kubeberth replay` calls it on every plugin its
+        profiles enable after each sample and records column `<PluginName>.<metric>` (a metric
+        name it has never seen before starts a column, earlier rows empty). Called outside any
+        cycle; keep it cheap and free of side effects. The default: no metric."""
+        return {}
 
 
 class QueueSortPlugin(Plugin):

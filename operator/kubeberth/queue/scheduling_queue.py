@@ -372,6 +372,15 @@ class PriorityQueue(PodGroupQueue):
                 moved += 1
         return moved
 
+    def next_unschedulable_timeout(self, tried_by: float | None = None) -> float | None:
+        """The earliest moment a pod held unschedulable has been so for longer than
+        pod_max_in_unschedulable (flush_unschedulable_leftover would move it then); None when
+        none is held. Gated pods wait for their events only. `tried_by`: only the pods last
+        tried at or before that moment (a replay leaves out those tried since the cluster last
+        changed: trying them again could only fail the same way)."""
+        stamps = [q.timestamp for q in self._unschedulable.values() if tried_by is None or q.timestamp <= tried_by]
+        return min(stamps) + self.pod_max_in_unschedulable if stamps else None
+
     def flush_unschedulable_leftover(self) -> None:
         """Pods unschedulable for longer than pod_max_in_unschedulable go to backoffQ/activeQ."""
         now = self.clock.now()

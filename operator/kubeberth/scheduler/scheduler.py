@@ -172,17 +172,20 @@ class Scheduler(EventHandlers, PodGroupCycles):
         return counts
 
     async def run_until_idle(self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                             max_cycles: int | None = None) -> int:
+                             max_cycles: int | None = None, advance_clock: bool = True) -> int:
         """For simulate: schedule until nothing more can change. Backoffs are expired by moving
         the (fake) clock forward, not by sleeping. A pod popped more than `max_attempts` times is
-        left unschedulable with its last message. Returns the number of cycles run."""
+        left unschedulable with its last message. Returns the number of cycles run.
+
+        `advance_clock` False (a replay, whose loop owns the clock): stop instead when only a
+        timer can change something (a backoff, a virtual-clock Permit deadline: `next_timer`)."""
         cycles = 0
         while True:
             await self._flush_deferred()
             # backoffQ only once nothing else can change: a pod popped early from it would only
             # fail again before the binding and deletions under way have landed.
             q = self.queue.pop_nowait(from_backoff=False)
-            if q is None and not self._binding_tasks and not self._background:
+            if q is None and not self._bindings_running() and not self._background:
                 q = self.queue.pop_nowait()
             if q is not None:
                 if q.attempts > max_attempts:
@@ -197,26 +200,47 @@ class Scheduler(EventHandlers, PodGroupCycles):
                 if max_cycles is not None and cycles >= max_cycles:
                     break
                 continue
-            if self._binding_tasks:
+            if self._bindings_running():
                 await asyncio.wait(list(self._binding_tasks), return_when=asyncio.FIRST_COMPLETED)
                 continue
             if self._background:
                 await asyncio.gather(*list(self._background), return_exceptions=True)
                 continue
-            expiry = self.queue.next_backoff_expiry()
+            expiry = self.next_timer()
             if expiry is None:
                 break
             wait = expiry - self.clock.now()
             if wait > 0:
+                if not advance_clock:
+                    break
                 advance: Callable[[float], None] | None = getattr(self.clock, "advance", None)
                 if advance is not None:
                     advance(wait)
                 else:
                     await asyncio.sleep(wait)
             self.queue.flush_backoff_completed()
+            if self.ctx.waiting_pods.expire_due(self.clock.now()):
+                await asyncio.sleep(0)  # the rejected binding cycles take it from here
         self.report_pending_pods()
         self.ctx.plugin_errors.summarise(everything=True)  # what the plugins raised and was not logged yet
         return cycles
+
+    def _bindings_running(self) -> bool:
+        """Whether a binding cycle can still move on its own: one is under way that does not wait
+        at Permit for a virtual-clock deadline (those wait for whoever moves the clock)."""
+        if not self._binding_tasks:
+            return False
+        if self.ctx.waiting_pods.virtual_clock is None:
+            return True
+        return len(self._binding_tasks) > self.ctx.waiting_pods.parked()
+
+    def next_timer(self) -> float | None:
+        """When the next of the scheduler's own timers is due: a backoff's expiry, a Permit
+        deadline on the virtual clock (None: none). upstream's periodic flush of pods left
+        unschedulable is `queue.next_unschedulable_timeout()`, apart: simulate runs it itself."""
+        times = [t for t in (self.queue.next_backoff_expiry(), self.ctx.waiting_pods.next_deadline())
+                 if t is not None]
+        return min(times) if times else None
 
     def _give_up(self, q: QueuedPodInfo) -> None:
         if isinstance(q, QueuedPodGroupInfo):
