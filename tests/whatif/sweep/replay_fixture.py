@@ -62,7 +62,7 @@ def _binned(arrived: Sequence[float], allocated: Sequence[float]) -> dict[str, f
     return out
 
 
-def replay_result(files: Sequence[str], *, format: str = "openb", nodes: str | None = None,  # noqa: A002
+def replay_result(files: Sequence[str], *, format: str = "openb", nodes: str | None = None,
                   profile: str | None = None, seed: int = 0, protocol: str | None = None,
                   tune: float | None = None, tie_break: str | None = None) -> dict[str, Any]:
     """A ReplayResult of a made-up replay of `files` (see the module's docstring)."""

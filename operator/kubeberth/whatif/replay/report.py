@@ -41,6 +41,8 @@ class Line:
     x: Sequence[float]
     y: Sequence[float]
     steps: bool = False  # a value that holds until the next sample (counts, allocation)
+    colour: int | None = None  # an index into COLOURS (default: the line's position)
+    dashed: bool = False
 
 
 @dataclass(frozen=True)
@@ -234,8 +236,9 @@ def render_svg(plot: Plot) -> str:
         fig = Figure(figsize=(9, 3.8), layout="constrained")
         ax = fig.subplots()
         for i, line in enumerate(plot.lines):
-            ax.plot(line.x, line.y, label=line.label, color=COLOURS[i % len(COLOURS)],
-                    linestyle=STYLES[(i // len(COLOURS)) % len(STYLES)], linewidth=1.2,
+            colour = i if line.colour is None else line.colour
+            ax.plot(line.x, line.y, label=line.label, color=COLOURS[colour % len(COLOURS)],
+                    linestyle="--" if line.dashed else STYLES[(colour // len(COLOURS)) % len(STYLES)], linewidth=1.2,
                     drawstyle="steps-post" if line.steps else "default")
         if plot.lines:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
