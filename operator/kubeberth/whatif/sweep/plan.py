@@ -105,7 +105,7 @@ def file_digest(path: str) -> str:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-") or "x"
+    return re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-") or "x"
 
 
 def run_name(run: Run, sweep: Sweep) -> str:
