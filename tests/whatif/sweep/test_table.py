@@ -9,8 +9,15 @@ from typing import Any
 
 import pytest
 
-from kubeberth.whatif.sweep.table import (add_reference, group_rows, groups_csv, read_reference, result_fields,
-                                          runs_csv, text_table)
+from kubeberth.whatif.sweep.table import (
+    add_reference,
+    group_rows,
+    groups_csv,
+    read_reference,
+    result_fields,
+    runs_csv,
+    text_table,
+)
 from tests.whatif.sweep.replay_fixture import replay_result, write_trace
 
 

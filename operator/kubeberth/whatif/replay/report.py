@@ -185,7 +185,7 @@ def _against_arrived(results: Sequence[Mapping[str, Any]], labels: Sequence[str]
             capacity(result, res)
         if arrived is None or allocated is None or cap <= 0:
             continue
-        used.add("GPU" if res == GPU else res)
+        used.add("GPU" if res == GPU else res.upper())
         lines.append(Line(label, *_thin(_percent(arrived, cap), _percent(allocated, cap))))
     what = "/".join(sorted(used)) or "GPU"
     return Plot("allocation-vs-arrived", f"{what} allocation against arrived workload",

@@ -89,7 +89,7 @@ def sweep_from_args(args: argparse.Namespace) -> Sweep:
 
 def main(args: argparse.Namespace) -> int:
     """Run the sweep, write the table and the page, print the means."""
-    from .execute import run_sweep
+    from . import execute
     from .output import build_table, write_outputs
     from .table import text_table
 
@@ -105,8 +105,13 @@ def main(args: argparse.Namespace) -> int:
         warn(f"--reference: {sweep.reference}: no such file")
         return 2
     try:
-        swept = run_sweep(sweep, args.out, workers=args.workers, scheduler=args.scheduler,
-                          progress=sys.stderr if args.progress else None)
+        replay = execute.default_replay()  # here, so that a missing engine is one line, not a failure per run
+    except (ImportError, RuntimeError) as exc:
+        warn(str(exc))
+        return 2
+    try:
+        swept = execute.run_sweep(sweep, args.out, workers=args.workers, scheduler=args.scheduler, replay=replay,
+                                  progress=sys.stderr if args.progress else None)
     except KeyboardInterrupt:
         warn(f"interrupted: the finished runs are in {args.out}/runs; run the same command again to resume")
         return 130
