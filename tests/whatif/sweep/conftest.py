@@ -16,7 +16,7 @@ from tests.whatif.sweep.replay_fixture import write_trace
 def dask_client() -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
                       silence_logs=40) as cluster, Client(cluster) as client:
         yield client
 

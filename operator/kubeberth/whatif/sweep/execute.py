@@ -151,8 +151,9 @@ def _cluster(stack: ExitStack, workers: int, scheduler: str | None, client: Any)
         if scheduler:
             client = stack.enter_context(Client(scheduler))
         else:
+            # its HTTP server (dashboard, health) on a free loopback port: two sweeps at once do not clash on 8787
             cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                       dashboard_address=None, silence_logs=40))
+                                                       dashboard_address="127.0.0.1:0", silence_logs=40))
             client = stack.enter_context(Client(cluster))
     threads = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
     return client, threads or workers
