@@ -95,6 +95,8 @@ def test_failed_runs_exit_1(tmp_path: Path, dask_client: Any, capsys: pytest.Cap
     (["--trace", "s.yaml", "--seeds", "9-1", "--out", "o"], "--seeds: the range 9-1 is empty"),
     (["--trace", "s.yaml", "--tune", "0", "--out", "o"], "--tune: tune 0.0: must be a positive number"),
     (["--trace", "s.yaml", "--reference", "ref.csv", "--out", "o"], "--reference: ref.csv: no such file"),
+    (["--trace", "s.yaml", "--feature-gates", "NoSuchGate=true", "--out", "o"],
+     "featureGates: unrecognized feature gate: NoSuchGate"),
 ])
 def test_refused_sweeps_exit_2_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str], args: list[str],

@@ -32,15 +32,29 @@ Replay = Callable[..., Mapping[str, Any]]
 _worker_state: dict[str, Any] = {}
 
 
-def result_text(result: Mapping[str, Any]) -> str:
-    """A ReplayResult as `kubeberth replay -o json` prints it (the same function, so a sweep's file
-    and the command's output are the same bytes)."""
-    return json.dumps(result, indent=2, sort_keys=True) + "\n"
-
-
 # The replay package's entry point: `run_replay(files, *, format, nodes, profile, seed, protocol,
 # tune, tie_break) -> ReplayResult dict`, what `kubeberth replay` runs.
 REPLAY_MODULE, REPLAY_FUNCTION = "kubeberth.whatif.replay", "run_replay"
+RENDER_MODULE, RENDER_FUNCTION = "kubeberth.whatif.replay.output", "render_json"
+
+
+def result_text(result: Mapping[str, Any]) -> str:
+    """A ReplayResult as `kubeberth replay -o json` prints it: the replay package's own renderer
+    (RENDER_MODULE.RENDER_FUNCTION), so that a sweep's file and the command's output are the same
+    bytes; its compact form when the replay package has none."""
+    import importlib
+
+    try:
+        module = importlib.import_module(RENDER_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != RENDER_MODULE:
+            raise
+        module = None
+    render = getattr(module, RENDER_FUNCTION, None)
+    if render is None:
+        return json.dumps(result, separators=(",", ":"), allow_nan=False) + "\n"
+    text: str = render(result)
+    return text
 
 
 def default_replay() -> Replay:

@@ -191,7 +191,14 @@ def product(traces: Sequence[Trace], profiles: Sequence[str | None], seeds: Sequ
 
 
 def check_unique(sweep: Sweep) -> Sweep:
-    """Refuse two runs of one name (the same trace listed twice, say): one would overwrite the other."""
+    """Refuse two runs of one name (the same trace listed twice, say): one would overwrite the other;
+    and feature gates the workers would refuse (better once here than once per run)."""
+    from ...features import FeatureGateError, FeatureGates
+
+    try:
+        FeatureGates.parse(list(sweep.feature_gates))
+    except FeatureGateError as exc:
+        raise SweepError(f"featureGates: {exc}") from None
     seen: dict[str, Run] = {}
     for run in sweep.runs:
         name = run_name(run, sweep)
