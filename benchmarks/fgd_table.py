@@ -94,7 +94,7 @@ def render(groups: Sequence[Mapping[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from kubeberth.whatif.sweep import execute
-    from kubeberth.whatif.sweep.output import build_table, write_outputs
+    from kubeberth.whatif.sweep.output import build_table, curves_of, write_outputs
     from kubeberth.whatif.sweep.plan import SweepError, parse_seeds
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.fgd_table", description=__doc__.split("\n\n")[0])
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fgd_table: {len(sweep.runs)} replays on {args.workers} workers into {out}", file=sys.stderr)
     swept = execute.run_sweep(sweep, out, workers=args.workers, replay=replay)
     table = build_table(swept, sweep, lambda m: print(f"fgd_table: {m}", file=sys.stderr))
-    write_outputs(table, out)
+    write_outputs(table, out, curves_of(swept))
     meta, verdict = table["metadata"], checks(table["groups"])
     print(render(table["groups"]))
     worst = verdict["worstDifference"]

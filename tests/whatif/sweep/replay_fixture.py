@@ -6,6 +6,9 @@ GPUs, a few dozen tasks arriving and leaving) whose result has every field the r
 its shapes. Switching the tests to real replays is one change: make `replay_result` call
 `kubeberth.whatif.replay.run_replay` on a small generated openb trace (`write_trace` writes one).
 
+`replay_alone_text(kwargs)` is the same replay run alone, in a fresh interpreter, as the text
+`kubeberth replay -o json` prints (with real replays: that command, run with the same arguments).
+
 Hooks for the sweep's tests, read from the trace files' directory (the workers are other
 processes): a file `FAIL` there lists trace stems whose runs raise; every call appends a line to
 `calls.log` there (which runs really ran).
@@ -13,8 +16,11 @@ processes): a file `FAIL` there lists trace stems whose runs raise; every call a
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
+import sys
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,3 +168,20 @@ def replay_result(files: Sequence[str], *, format: str = "openb", nodes: str | N
     if protocol == "artifact":
         result["gpuAllocation"] = _binned(arrived_pct, alloc_pct)
     return result
+
+
+ROOT = Path(__file__).resolve().parents[3]
+ALONE = """
+import json, sys
+from kubeberth.whatif.sweep.execute import result_text
+from tests.whatif.sweep.replay_fixture import replay_result
+sys.stdout.write(result_text(replay_result(**json.loads(sys.argv[1]))))
+"""
+
+
+def replay_alone_text(kwargs: dict[str, Any]) -> str:
+    """One replay in a fresh interpreter (nothing run before it in that process), its JSON text."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-c", ALONE, json.dumps(kwargs)], capture_output=True, text=True,
+                          env=env, timeout=120, check=True)
+    return proc.stdout

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 
 from kubeberth.whatif.sweep.execute import RunOutcome, result_text, run_sweep
-from kubeberth.whatif.sweep.output import build_table, write_outputs
+from kubeberth.whatif.sweep.output import build_table, curves_of, write_outputs
 from kubeberth.whatif.sweep.plan import Sweep, run_name
 from tests.whatif.sweep.conftest import small_sweep
-from tests.whatif.sweep.replay_fixture import replay_result
+from tests.whatif.sweep.replay_fixture import replay_alone_text, replay_result
 
 
 def sweep_to_end(sweep: Sweep, out: Path, client: Any, **kw: Any) -> dict[str, Any]:
     swept = run_sweep(sweep, out, client=client, replay=replay_result, progress=None, **kw)
     table = build_table(swept, sweep, print)
-    write_outputs(table, out)
+    write_outputs(table, out, curves_of(swept))
     return table
 
 
@@ -39,12 +39,15 @@ def calls(sweep: Sweep) -> list[tuple[str, str, int]]:
     return [(t, p, int(s)) for t, p, s, _ in (line.split() for line in lines)]
 
 
-def test_a_run_in_a_sweep_is_byte_identical_to_the_replay_alone(tmp_path: Path, dask_client: Any) -> None:
-    sweep = small_sweep(tmp_path, traces=("alpha",), seeds=(7,))
+def test_runs_in_a_sweep_are_byte_identical_to_each_replay_alone(tmp_path: Path, dask_client: Any) -> None:
+    sweep = small_sweep(tmp_path, seeds=(7, 8))  # 8 runs on 2 workers: each worker runs several in turn
     sweep_to_end(sweep, tmp_path / "out", dask_client)
-    for run in sweep.runs:
-        alone = result_text(replay_result(**run.replay_kwargs()))
-        assert (tmp_path / "out" / "runs" / f"{run_name(run, sweep)}.json").read_text() == alone
+    texts = {run: (tmp_path / "out" / "runs" / f"{run_name(run, sweep)}.json").read_text() for run in sweep.runs}
+    assert len(set(texts.values())) == len(sweep.runs)
+    for run, text in texts.items():
+        assert text == result_text(replay_result(**run.replay_kwargs()))
+    last = sweep.runs[-1]
+    assert texts[last] == replay_alone_text(last.replay_kwargs())
 
 
 def test_an_interrupted_sweep_resumes_with_the_missing_runs_only(tmp_path: Path, dask_client: Any) -> None:
@@ -76,7 +79,7 @@ def test_an_interrupted_sweep_resumes_with_the_missing_runs_only(tmp_path: Path,
     assert not {(Path(f).stem, p, s) for f, p, s in again} & called_now, "a finished run was run again"
     assert swept.metadata()["resumed"] == 5 and swept.metadata()["ran"] == 7
     table = build_table(swept, sweep, print)
-    write_outputs(table, out)
+    write_outputs(table, out, curves_of(swept))
     assert outputs(out) == outputs(tmp_path / "straight")
 
     third = run_sweep(sweep, out, client=dask_client, replay=replay_result, progress=None)

@@ -90,7 +90,7 @@ def sweep_from_args(args: argparse.Namespace) -> Sweep:
 def main(args: argparse.Namespace) -> int:
     """Run the sweep, write the table and the page, print the means."""
     from . import execute
-    from .output import build_table, write_outputs
+    from .output import build_table, curves_of, write_outputs
     from .table import text_table
 
     def warn(message: str) -> None:
@@ -120,7 +120,7 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a reference file whose header is not the artifact's
         warn(str(exc))
         return 2
-    write_outputs(table, args.out)
+    write_outputs(table, args.out, curves_of(swept))
     sys.stdout.write(f"{text_table(table['groups'])}")
     meta = table["metadata"]
     efficiency = meta["parallelEfficiency"]

@@ -81,13 +81,15 @@ def _prepare_worker(plugins: tuple[str, ...], gates: tuple[str, ...]) -> None:
 
 def replay_task(kwargs: Mapping[str, Any], plugins: tuple[str, ...] = (), gates: tuple[str, ...] = (),
                 replay: Replay | None = None) -> dict[str, Any]:
-    """One run, in a worker: {"text", "fields", "seconds", "worker"} or {"error", "seconds", "worker"}."""
+    """One run, in a worker: {"text", "fields", "curve", "seconds", "worker"} or {"error", "seconds",
+    "worker"}; `curve`: the result's gpuAllocation (for the page's means, without reading the files)."""
     started = time.perf_counter()
     worker = f"{os.uname().nodename}:{os.getpid()}"
     try:
         _prepare_worker(tuple(plugins), tuple(gates))
         result = (replay or default_replay())(**kwargs)
-        out: dict[str, Any] = {"text": result_text(result), "fields": result_fields(result)}
+        out: dict[str, Any] = {"text": result_text(result), "fields": result_fields(result),
+                               "curve": dict(result.get("gpuAllocation") or {})}
     except Exception as exc:
         out = {"error": f"{type(exc).__name__}: {exc}"}
     out |= {"seconds": time.perf_counter() - started, "worker": worker}
@@ -121,6 +123,7 @@ class RunOutcome:
     name: str
     status: str
     fields: dict[str, float] = field(default_factory=dict)
+    curve: dict[str, float] = field(default_factory=dict)  # gpuAllocation
     error: str | None = None
     seconds: float | None = None
     worker: str | None = None
@@ -188,7 +191,8 @@ def run_sweep(sweep: Sweep, out: str | Path, *, workers: int = 2, scheduler: str
         name = run_name(run, sweep)
         done = finished_result(runs_dir / f"{name}.json", run)
         if done is not None:
-            outcomes[name] = RunOutcome(run, name, "resumed", result_fields(done))
+            outcomes[name] = RunOutcome(run, name, "resumed", result_fields(done),
+                                        dict(done.get("gpuAllocation") or {}))
         else:
             todo.append((name, run))
     started = time.perf_counter()
@@ -209,7 +213,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, workers: int = 2, scheduler: str
             submitted, names = [], {}
             for name, run in todo:
                 fut = dask_client.submit(replay_task, run.replay_kwargs(), sweep.plugins, sweep.feature_gates, replay,
-                                         key=f"replay-{name}-{token}", pure=False)
+                                         key=f"replay-{name}-{token}", pure=False, priority=_size(run))
                 submitted.append(fut)
                 names[fut.key] = (name, run)
             try:
@@ -230,6 +234,12 @@ def run_sweep(sweep: Sweep, out: str | Path, *, workers: int = 2, scheduler: str
     return SweepRun([outcomes[n] for n in order], threads, scheduler, wall, startup)
 
 
+def _size(run: Run) -> int:
+    """The bytes of a run's inputs: the larger runs start first, so that the last to finish are
+    short ones (less time with a worker idle at the end)."""
+    return sum(os.path.getsize(f) for f in (*run.trace.files, *([run.trace.nodes] if run.trace.nodes else [])))
+
+
 def _record(runs_dir: Path, name: str, run: Run, fut: Any) -> RunOutcome:
     """Write a finished task's result (or its error) and say what became of the run."""
     try:
@@ -243,4 +253,4 @@ def _record(runs_dir: Path, name: str, run: Run, fut: Any) -> RunOutcome:
         return RunOutcome(run, name, "failed", error=got["error"], seconds=got["seconds"], worker=got["worker"])
     write_atomic(runs_dir / f"{name}.json", got["text"])
     error_file.unlink(missing_ok=True)
-    return RunOutcome(run, name, "ok", got["fields"], seconds=got["seconds"], worker=got["worker"])
+    return RunOutcome(run, name, "ok", got["fields"], got["curve"], seconds=got["seconds"], worker=got["worker"])

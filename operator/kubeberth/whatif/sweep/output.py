@@ -45,13 +45,19 @@ def build_table(swept: SweepRun, sweep: Sweep, warn: Callable[[str], None]) -> d
     return {"runs": rows, "groups": groups, "reference": sweep.reference, "metadata": swept.metadata()}
 
 
+def curves_of(swept: SweepRun) -> dict[str, dict[str, float]]:
+    """Each successful run's gpuAllocation, by run name."""
+    return {o.name: o.curve for o in swept.outcomes if o.status != "failed"}
+
+
 def _mean_curve(curves: Sequence[Mapping[str, float]]) -> tuple[list[float], list[float]]:
     """The mean over runs at each arrived percentage every run has."""
     keys = sorted(set.intersection(*(set(c) for c in curves)), key=float) if curves else []
     return [float(k) for k in keys], [statistics.fmean(c[k] for c in curves) for k in keys]
 
 
-def mean_plots(table: Mapping[str, Any], runs_dir: Path, reference: Mapping[Any, Any] | None) -> list[Plot]:
+def mean_plots(table: Mapping[str, Any], curves: Mapping[str, Mapping[str, float]],
+               reference: Mapping[Any, Any] | None) -> list[Plot]:
     """Per trace and options: GPU allocation against arrived workload, the mean over seeds of each
     policy's gpuAllocation (and the reference's, dashed, in the same colour)."""
     plots = []
@@ -61,11 +67,11 @@ def mean_plots(table: Mapping[str, Any], runs_dir: Path, reference: Mapping[Any,
     for (trace, options), groups in by_trace.items():
         lines = []
         for i, g in enumerate(groups):
-            curves = [json.loads((runs_dir / f"{r['name']}.json").read_text()).get("gpuAllocation") or {}
-                      for r in table["runs"] if r["status"] == "ok" and all(r[k] == g[k] for k in GROUP_KEY)]
-            curves = [c for c in curves if c]
-            if curves:
-                lines.append(Line(f"{g['policy']} (n={len(curves)})", *_mean_curve(curves), colour=i))
+            mine = [curves.get(r["name"]) for r in table["runs"]
+                    if r["status"] == "ok" and all(r[k] == g[k] for k in GROUP_KEY)]
+            present = [c for c in mine if c]
+            if present:
+                lines.append(Line(f"{g['policy']} (n={len(present)})", *_mean_curve(present), colour=i))
             match = find_reference(reference, trace, g["policy"], g.get("tune")) if reference else None
             if match and match["points"]:
                 ref = {k: statistics.fmean(v) for k, v in match["points"].items() if v}
@@ -98,7 +104,8 @@ def group_columns(groups: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return [*cols, ("arrived.mean", "arrived"), ("failed.mean", "failed tasks")]
 
 
-def render_sweep_report(table: Mapping[str, Any], runs_dir: Path, reference: Mapping[Any, Any] | None) -> str:
+def render_sweep_report(table: Mapping[str, Any], runs_dir: Path, curves: Mapping[str, Mapping[str, float]],
+                        reference: Mapping[Any, Any] | None) -> str:
     """The sweep's page (see the module's docstring)."""
     ok = [r for r in table["runs"] if r["status"] == "ok"]
     if len(ok) > MAX_OVERLAID:
@@ -113,7 +120,7 @@ def render_sweep_report(table: Mapping[str, Any], runs_dir: Path, reference: Map
     results = [json.loads((runs_dir / f"{r['name']}.json").read_text()) for r in shown]
     labels = [" / ".join(str(x) for x in (r["trace"], r["policy"], f"seed {r['seed']}", r["options"]) if x)
               for r in shown]
-    means = mean_plots(table, runs_dir, reference)
+    means = mean_plots(table, curves, reference)
     run_cols = [("trace", "trace"), ("policy", "policy"), ("options", "options"), ("seed", "seed"),
                 ("status", "status"), *[(f"gpuAllocation.{k}", f"GPU alloc. @{k}") for k in POINTS],
                 ("arrived", "arrived"), ("failed", "failed tasks"), ("error", "error")]
@@ -130,11 +137,12 @@ def render_sweep_report(table: Mapping[str, Any], runs_dir: Path, reference: Map
     return render_report(results, labels, title="kubeberth sweep", sections=sections)
 
 
-def write_outputs(table: Mapping[str, Any], out: str | Path) -> None:
-    """table.csv, means.csv, table.json and report.html into `out` (each written atomically)."""
+def write_outputs(table: Mapping[str, Any], out: str | Path, curves: Mapping[str, Mapping[str, float]]) -> None:
+    """table.csv, means.csv, table.json and report.html into `out` (each written atomically);
+    `curves`: curves_of the sweep."""
     out = Path(out)
     write_atomic(out / "table.csv", runs_csv(table["runs"]))
     write_atomic(out / "means.csv", groups_csv(table["groups"]))
     write_atomic(out / "table.json", json.dumps(table, indent=2, sort_keys=True) + "\n")
     reference = read_reference(table["reference"], lambda _: None) if table.get("reference") else None
-    write_atomic(out / "report.html", render_sweep_report(table, out / "runs", reference))
+    write_atomic(out / "report.html", render_sweep_report(table, out / "runs", curves, reference))
