@@ -127,3 +127,47 @@ def test_an_interrupted_sweep_says_how_to_resume(tmp_path: Path, monkeypatch: py
     (tmp_path / "s.yaml").write_text("")
     assert main(["sweep", "--trace", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o")]) == 130
     assert "run the same command again to resume" in capsys.readouterr().err
+
+
+KILLED_CLIENT = """
+import os, signal, sys
+from kubeberth.cli import main
+from kubeberth.whatif.sweep import execute
+from tests.whatif.sweep.replay_fixture import replay_result
+
+execute.default_replay = lambda: replay_result
+run_sweep, done = execute.run_sweep, []
+
+def kill_after_three(outcome):
+    done.append(outcome.name)
+    if len(done) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # no clean-up at all: as a lost machine or `kill -9`
+
+execute.run_sweep = lambda *a, **kw: run_sweep(*a, **kw, on_result=kill_after_three)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.usefixtures("made_up_replay")
+def test_a_killed_client_resumes(tmp_path: Path, dask_client: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.whatif.sweep.replay_fixture import ROOT
+
+    path = sweep_file(tmp_path)
+    args = ["sweep", str(path), "--scheduler", dask_client.scheduler.address, "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-c", KILLED_CLIENT, *args, "--out", str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert len(list((tmp_path / "out" / "runs").glob("*.json"))) == 3
+    assert not (tmp_path / "out" / "table.csv").exists()
+
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    assert "8 runs (5 ran, 3 resumed, 0 failed)" in capsys.readouterr().err
+    assert main([*args, "--out", str(tmp_path / "straight")]) == 0
+    for name in ("table.csv", "means.csv", "report.html"):
+        assert (tmp_path / "out" / name).read_text() == (tmp_path / "straight" / name).read_text()
