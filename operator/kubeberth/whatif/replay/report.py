@@ -30,7 +30,7 @@ HASH_SALT = "kubeberth-replay"
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 STYLES = ("-", "--", ":", "-.")
-EXTRA_CSS = "svg.plot{max-width:100%;height:auto}.plot-box{margin:8px 0 20px}"
+EXTRA_CSS = "svg.plot{max-width:100%;height:auto}.plot-box{margin:8px 0 20px}td.num{white-space:nowrap}"
 
 
 @dataclass(frozen=True)
@@ -295,10 +295,12 @@ def _figures(items: Iterable[Plot]) -> str:
 
 
 def render_report(results: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None, *,
-                  title: str = "kubeberth replay", sections: Sequence[tuple[str, str]] = ()) -> str:
+                  title: str = "kubeberth replay", heading: str | None = None,
+                  sections: Sequence[tuple[str, str]] = ()) -> str:
     """The page for these runs (one line per run on each plot; `labels` default to run_labels).
-    `sections`: (heading, HTML) pairs placed after the summary table (the sweep's tables and its
-    plots of means), the HTML already escaped by the caller."""
+    `heading`: the page's h1 (default: the title and the number of runs). `sections`: (heading,
+    HTML) pairs placed first (the sweep's tables and its plots of means), the HTML already
+    escaped by the caller."""
     labels = list(labels) if labels is not None else run_labels(results)
     if len(labels) != len(results):
         raise ValueError(f"{len(labels)} labels for {len(results)} runs")
@@ -309,9 +311,9 @@ def render_report(results: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{CSS}{EXTRA_CSS}</style></head><body>",
-        f"<h1>{escape(title)}: {len(results)} run{'s' if len(results) != 1 else ''}</h1>",
+        f"<h1>{escape(heading or f'{title}: {len(results)} run' + ('s' if len(results) != 1 else ''))}</h1>",
+        "".join(f"<h2>{escape(h)}</h2>{body}" for h, body in sections),
         f"<h2>Runs</h2>{summary_table(results, labels)}",
-        "".join(f"<h2>{escape(heading)}</h2>{body}" for heading, body in sections),
         f"<h2>Allocation over time</h2>{_figures(over_time)}",
         f"<h2>Pending pods over time</h2>{_figures([by_id['pending']])}",
         f"<h2>Allocation against arrived workload</h2>{_figures([by_id['allocation-vs-arrived']])}",
@@ -323,9 +325,10 @@ def render_report(results: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
 
 
 def write_report(results: Sequence[Mapping[str, Any]], path: str | Path, labels: Sequence[str] | None = None, *,
-                 title: str = "kubeberth replay", sections: Sequence[tuple[str, str]] = ()) -> None:
+                 title: str = "kubeberth replay", heading: str | None = None,
+                 sections: Sequence[tuple[str, str]] = ()) -> None:
     """render_report written to `path` (a temporary file renamed into place: never half a page)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_report(results, labels, title=title, sections=sections), encoding="utf-8")
+    tmp.write_text(render_report(results, labels, title=title, heading=heading, sections=sections), encoding="utf-8")
     tmp.replace(path)

@@ -130,11 +130,12 @@ def render_sweep_report(table: Mapping[str, Any], runs_dir: Path, curves: Mappin
         sections.append(("GPU allocation against arrived workload, mean over seeds",
                          "".join(f'<div class="plot-box">{render_svg(p)}</div>' for p in means)))
     sections.append(("Every run", _html_table(table["runs"], run_cols, "every-run")))
-    note = (f"<p>The plots below overlay {len(shown)} of the {len(ok)} successful runs (the lowest seed of each "
-            "trace, policy and options).</p>" if len(shown) < len(ok) else "")
-    if note:
-        sections.append(("Runs overlaid below", note))
-    return render_report(results, labels, title="kubeberth sweep", sections=sections)
+    if len(shown) < len(ok):
+        sections.append(("Runs overlaid below", f"<p>The table and plots below show {len(shown)} of the {len(ok)} "
+                         "successful runs: the lowest seed of each trace, policy and options.</p>"))
+    runs, failed = len(table["runs"]), sum(r["status"] == "failed" for r in table["runs"])
+    heading = f"kubeberth sweep: {runs} runs" + (f", {failed} failed" if failed else "")
+    return render_report(results, labels, title="kubeberth sweep", heading=heading, sections=sections)
 
 
 def write_outputs(table: Mapping[str, Any], out: str | Path, curves: Mapping[str, Mapping[str, float]]) -> None:
