@@ -95,6 +95,11 @@ def test_failed_runs_exit_1(tmp_path: Path, dask_client: Any, capsys: pytest.Cap
     (["--trace", "s.yaml", "--seeds", "9-1", "--out", "o"], "--seeds: the range 9-1 is empty"),
     (["--trace", "s.yaml", "--tune", "0", "--out", "o"], "--tune: tune 0.0: must be a positive number"),
     (["--trace", "s.yaml", "--reference", "ref.csv", "--out", "o"], "--reference: ref.csv: no such file"),
+    (["--trace", "s.yaml", "--out", "s.yaml"], "--out s.yaml: Not a directory"),
+    (["--trace", "s.yaml", "--trace", "d/s.yaml", "--out", "o"],
+     "two traces are labelled 's' (the table would mix them): give each trace a name"),
+    (["--trace", "s.yaml", "--profile", "s.yaml", "--profile", "d/s.yaml", "--out", "o"],
+     "two profiles are labelled 's' (the table would mix them): rename one of the profile files"),
     (["--trace", "s.yaml", "--feature-gates", "NoSuchGate=true", "--out", "o"],
      "featureGates: unrecognized feature gate: NoSuchGate"),
 ])
@@ -103,9 +108,24 @@ def test_refused_sweeps_exit_2_with_one_line(tmp_path: Path, monkeypatch: pytest
                                              message: str) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text("")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "s.yaml").write_text("# another\n")
     assert main(["sweep", *args]) == 2
     err = capsys.readouterr().err
     assert err == f"kubeberth sweep: {message}\n"
+
+
+@pytest.mark.usefixtures("made_up_replay")
+def test_an_unreachable_scheduler_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import dask
+
+    (tmp_path / "s.yaml").write_text("")
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code = main(["sweep", "--trace", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o"), "--scheduler",
+                     "tcp://127.0.0.1:9", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("kubeberth sweep: --scheduler tcp://127.0.0.1:9: ") and "\n" == err[-1]
+    assert "Traceback" not in err
 
 
 def test_without_the_replay_engine_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

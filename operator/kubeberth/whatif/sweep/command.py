@@ -105,6 +105,11 @@ def main(args: argparse.Namespace) -> int:
         warn(f"--reference: {sweep.reference}: no such file")
         return 2
     try:
+        (Path(args.out) / "runs").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        warn(f"--out {args.out}: {exc.strerror or exc}")
+        return 2
+    try:
         replay = execute.default_replay()  # here, so that a missing engine is one line, not a failure per run
     except (ImportError, RuntimeError) as exc:
         warn(str(exc))
@@ -115,6 +120,9 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         warn(f"interrupted: the finished runs are in {args.out}/runs; run the same command again to resume")
         return 130
+    except execute.ClusterError as exc:
+        warn(str(exc))
+        return 2
     try:
         table = build_table(swept, sweep, warn)
     except ValueError as exc:  # a reference file whose header is not the artifact's

@@ -160,13 +160,20 @@ class SweepRun:
                 "perRun": {o.name: {"seconds": round(o.seconds or 0.0, 3), "worker": o.worker} for o in ran}}
 
 
+class ClusterError(RuntimeError):
+    """The Dask cluster could not be reached or started."""
+
+
 def _cluster(stack: ExitStack, workers: int, scheduler: str | None, client: Any) -> tuple[Any, int]:
     """A Dask client (given, connected to `scheduler`, or over a new LocalCluster) and its threads."""
     if client is None:
         from distributed import Client, LocalCluster
 
         if scheduler:
-            client = stack.enter_context(Client(scheduler))
+            try:
+                client = stack.enter_context(Client(scheduler))
+            except (OSError, ValueError) as exc:  # refused, timed out (TimeoutError is an OSError), bad address
+                raise ClusterError(f"--scheduler {scheduler}: {exc or type(exc).__name__}") from None
         else:
             # its HTTP server (dashboard, health) on a free loopback port: two sweeps at once do not clash on 8787
             cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,

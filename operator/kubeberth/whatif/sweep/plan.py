@@ -199,6 +199,15 @@ def check_unique(sweep: Sweep) -> Sweep:
         FeatureGates.parse(list(sweep.feature_gates))
     except FeatureGateError as exc:
         raise SweepError(f"featureGates: {exc}") from None
+    traces: dict[str, Trace] = {}
+    profiles: dict[str, str | None] = {}
+    for r in sweep.runs:  # one label, one input: the table groups by label
+        if traces.setdefault(r.trace.name, r.trace) != r.trace:
+            raise SweepError(f"two traces are labelled {r.trace.name!r} (the table would mix them): "
+                             "give each trace a name")
+        if profiles.setdefault(r.policy, r.profile) != r.profile:
+            raise SweepError(f"two profiles are labelled {r.policy!r} (the table would mix them): "
+                             "rename one of the profile files")
     seen: dict[str, Run] = {}
     for run in sweep.runs:
         name = run_name(run, sweep)
