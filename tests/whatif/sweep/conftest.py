@@ -27,7 +27,8 @@ def profiles(directory: Path, names: tuple[str, ...] = ("FGD", "Random")) -> lis
     out = []
     for name in names:
         path = directory / f"{name}.yaml"
-        path.write_text(f"apiVersion: kubeberth.io/v1alpha1\nkind: SchedulingProfile\nmetadata: {{name: {name}}}\n")
+        path.write_text(f"apiVersion: kubeberth.io/v1alpha1\nkind: SchedulingProfile\nmetadata: {{name: {name}}}\n"
+                        "spec: {}\n")
         out.append(str(path))
     return out
 

@@ -12,6 +12,11 @@ its shapes. Switching the tests to real replays is one change: make `replay_resu
 Hooks for the sweep's tests, read from the trace files' directory (the workers are other
 processes): a file `FAIL` there lists trace stems whose runs raise; every call appends a line to
 `calls.log` there (which runs really ran).
+
+With real replays: `profiles()` (conftest.py) then names the gpushare plugins' profiles; a failing
+run is one whose input the replay refuses as a whole (a profile enabling an unknown plugin, say:
+a malformed row alone is reported and skipped); `calls.log` becomes the sweep's own record
+(`SweepRun.outcomes`' statuses, which the tests check too).
 """
 
 from __future__ import annotations
