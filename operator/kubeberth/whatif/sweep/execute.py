@@ -214,8 +214,13 @@ def run_sweep(sweep: Sweep, out: str | Path, *, workers: int = 2, scheduler: str
 
             bar = stack.enter_context(tqdm(total=len(todo), desc="sweep", unit="run", file=progress,
                                            disable=progress is None, dynamic_ncols=True))
-            if len(outcomes):
-                bar.write(f"sweep: {len(outcomes)} of {len(sweep.runs)} runs already done (resumed)", file=progress)
+
+            def say(message: str) -> None:
+                if progress is not None:
+                    bar.write(message, file=progress)
+
+            if outcomes:
+                say(f"sweep: {len(outcomes)} of {len(sweep.runs)} runs already done (resumed)")
             token = uuid.uuid4().hex[:8]
             submitted, names = [], {}
             for name, run in todo:
@@ -230,7 +235,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, workers: int = 2, scheduler: str
                     outcomes[name] = outcome
                     bar.update(1)
                     if outcome.status == "failed":
-                        bar.write(f"sweep: {name}: {outcome.error}", file=progress)
+                        say(f"sweep: {name}: {outcome.error}")
                     if on_result is not None:
                         on_result(outcome)
             except BaseException:
