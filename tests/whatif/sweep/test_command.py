@@ -63,8 +63,7 @@ def test_flags_a_local_cluster_and_a_reference(tmp_path: Path, capsys: pytest.Ca
                                       "openb_pod_list_alpha,01-Random,1.3,42,32,40.0,45.0\n")
     code = main(["sweep", "--trace", str(trace), "--nodes", str(tmp_path / "data" / "nodes.csv"), "--profile",
                  str(tmp_path / "profiles"), "--seeds", "3", "--protocol", "artifact", "--tune", "1.3",
-                 "--reference", str(tmp_path / "ref.csv"), "--workers", "1", "--out", str(tmp_path / "out"),
-                 "--no-progress"])
+                 "--reference", str(tmp_path / "ref.csv"), "--workers", "1", "--out", str(tmp_path / "out")])
     out, err = capsys.readouterr()
     assert code == 0, err
     means = {r["policy"]: r for r in csv.DictReader((tmp_path / "out" / "means.csv").open())}
@@ -74,6 +73,7 @@ def test_flags_a_local_cluster_and_a_reference(tmp_path: Path, capsys: pytest.Ca
     assert float(means["FGD"]["reference.100.mean"]) == 50.0
     assert float(means["FGD"]["diff.100"]) == pytest.approx(ours["gpuAllocation"]["100"] - 50.0)
     assert "ref@100" in out and "on 1 workers" in err
+    assert "sweep: 100%" in err and "2/2" in err  # the progress bar
     assert "(reference)" in (tmp_path / "out" / "report.html").read_text()
 
 

@@ -86,7 +86,8 @@ def test_an_interrupted_sweep_resumes_with_the_missing_runs_only(tmp_path: Path,
     assert {o.status for o in third.outcomes} == {"resumed"} and third.parallel_efficiency is None
 
 
-def test_a_damaged_result_file_is_run_again(tmp_path: Path, dask_client: Any) -> None:
+def test_a_damaged_result_file_is_run_again(tmp_path: Path, dask_client: Any,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     sweep = small_sweep(tmp_path, traces=("alpha",), seeds=(1,))
     sweep_to_end(sweep, tmp_path / "out", dask_client)
     victim = tmp_path / "out" / "runs" / f"{run_name(sweep.runs[0], sweep)}.json"
@@ -95,6 +96,7 @@ def test_a_damaged_result_file_is_run_again(tmp_path: Path, dask_client: Any) ->
     swept = run_sweep(sweep, tmp_path / "out", client=dask_client, replay=replay_result, progress=None)
     assert [o.status for o in swept.outcomes] == ["ok", "resumed"]
     assert victim.read_text() == good
+    assert capsys.readouterr() == ("", "")  # progress=None: silent
 
 
 def test_a_failing_run_is_recorded_and_the_others_go_on(tmp_path: Path, dask_client: Any) -> None:
