@@ -93,10 +93,12 @@ def test_a_damaged_result_file_is_run_again(tmp_path: Path, dask_client: Any,
     victim = tmp_path / "out" / "runs" / f"{run_name(sweep.runs[0], sweep)}.json"
     good = victim.read_text()
     victim.write_text(good[: len(good) // 2])
+    (victim.parent / f".{victim.name}.123.abcd.tmp").write_text(good[:10])  # a writer killed mid-way
     swept = run_sweep(sweep, tmp_path / "out", client=dask_client, replay=replay_result, progress=None)
     assert [o.status for o in swept.outcomes] == ["ok", "resumed"]
     assert victim.read_text() == good
     assert capsys.readouterr() == ("", "")  # progress=None: silent
+    assert sorted(p.name for p in victim.parent.iterdir()) == sorted(f"{run_name(r, sweep)}.json" for r in sweep.runs)
 
 
 def test_a_failing_run_is_recorded_and_the_others_go_on(tmp_path: Path, dask_client: Any) -> None:

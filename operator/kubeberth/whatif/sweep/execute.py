@@ -192,6 +192,8 @@ def run_sweep(sweep: Sweep, out: str | Path, *, workers: int = 2, scheduler: str
     written left for a resume). `progress`: where tqdm's bar goes (None: no bar)."""
     runs_dir = Path(out) / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
+    for stale in runs_dir.glob(".*.tmp"):  # half-written by a process killed while writing
+        stale.unlink(missing_ok=True)
     outcomes: dict[str, RunOutcome] = {}
     todo: list[tuple[str, Run]] = []
     for run in sweep.runs:
