@@ -52,6 +52,14 @@ def test_the_page_has_one_svg_per_plot_and_every_run_label(tmp_path: Path) -> No
         assert fetch not in page
 
 
+def test_one_result_alone_is_a_page_of_one_run(tmp_path: Path) -> None:
+    run = results(tmp_path)[0]
+    write_report(run, tmp_path / "one.html")  # as `kubeberth replay --out DIR` writes it
+    page = (tmp_path / "one.html").read_text()
+    assert page == render_report([run]) and "kubeberth replay: 1 run</h1>" in page
+    assert page.count('<tr class="run">') == 1 and "<td>FGD / seed 1</td>" in page
+
+
 def test_the_page_is_the_same_bytes_in_another_process(tmp_path: Path) -> None:
     runs = results(tmp_path)
     write_report(runs, tmp_path / "a.html")

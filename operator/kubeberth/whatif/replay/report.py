@@ -294,13 +294,16 @@ def _figures(items: Iterable[Plot]) -> str:
     return "".join(f'<div class="plot-box" id="box-{escape(p.id)}">{render_svg(p)}</div>' for p in items)
 
 
-def render_report(results: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None, *,
+def render_report(results: Sequence[Mapping[str, Any]] | Mapping[str, Any], labels: Sequence[str] | None = None, *,
                   title: str = "kubeberth replay", heading: str | None = None,
                   sections: Sequence[tuple[str, str]] = ()) -> str:
-    """The page for these runs (one line per run on each plot; `labels` default to run_labels).
+    """The page for these runs (one line per run on each plot; `labels` default to run_labels);
+    `results` may be one ReplayResult (`kubeberth replay --out DIR`'s page).
     `heading`: the page's h1 (default: the title and the number of runs). `sections`: (heading,
     HTML) pairs placed first (the sweep's tables and its plots of means), the HTML already
     escaped by the caller."""
+    if isinstance(results, Mapping):
+        results = [results]
     labels = list(labels) if labels is not None else run_labels(results)
     if len(labels) != len(results):
         raise ValueError(f"{len(labels)} labels for {len(results)} runs")
@@ -324,7 +327,8 @@ def render_report(results: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
     return "".join(parts)
 
 
-def write_report(results: Sequence[Mapping[str, Any]], path: str | Path, labels: Sequence[str] | None = None, *,
+def write_report(results: Sequence[Mapping[str, Any]] | Mapping[str, Any], path: str | Path,
+                 labels: Sequence[str] | None = None, *,
                  title: str = "kubeberth replay", heading: str | None = None,
                  sections: Sequence[tuple[str, str]] = ()) -> None:
     """render_report written to `path` (a temporary file renamed into place: never half a page)."""
