@@ -108,9 +108,10 @@ def replay_result(files: Sequence[str], *, format: str = "openb", nodes: str | N
     used = {"cpu": 0, "memory": 0, GPU: 0}
     arrived_req = {"cpu": 0, "memory": 0, GPU: 0}
     counts = {"arrived": 0, "scheduled": 0, "pending": 0, "running": 0, "failed": 0, "preemptions": 0}
-    columns = ["time", "arrived", "scheduled", "pending", "running", "failed", "preemptions",
-               "allocated.cpu", "allocated.memory", f"allocated.{GPU}", "arrivedRequests.cpu",
-               "arrivedRequests.memory", f"arrivedRequests.{GPU}", "GpuShareAccounting.fragmentationRatio"]
+    columns = ["time", "arrived", "scheduled", "pending", "running", "failed", "preemptions", "queueingDelay",
+               "oldestPending", "allocated.cpu", "allocated.memory", f"allocated.{GPU}", "capacity.cpu",
+               "capacity.memory", f"capacity.{GPU}", "arrivedRequests.cpu", "arrivedRequests.memory",
+               f"arrivedRequests.{GPU}", "GpuShareAccounting.fragmentationRatio"]
     rows, pods, on = [], [], set()
     reasons: dict[str, int] = {}
     delays: list[float] = []
@@ -150,8 +151,9 @@ def replay_result(files: Sequence[str], *, format: str = "openb", nodes: str | N
         arrived_pct.append(arrived_req[GPU] / cap[GPU] * 100)
         alloc_pct.append(used[GPU] / cap[GPU] * 100)
         rows.append([time, counts["arrived"], counts["scheduled"], counts["pending"], counts["running"],
-                     counts["failed"], 0, used["cpu"], used["memory"], used[GPU], arrived_req["cpu"],
-                     arrived_req["memory"], arrived_req[GPU], round(rng.random() * 10, 3)])
+                     counts["failed"], 0, wait if fits else 0.0, 0.0, used["cpu"], used["memory"], used[GPU],
+                     cap["cpu"], cap["memory"], cap[GPU], arrived_req["cpu"], arrived_req["memory"], arrived_req[GPU],
+                     round(rng.random() * 10, 3)])
     allocation = {}
     for r, name in (("cpu", "allocated.cpu"), ("memory", "allocated.memory"), (GPU, f"allocated.{GPU}")):
         pct = [row[columns.index(name)] / cap[r] * 100 for row in rows]

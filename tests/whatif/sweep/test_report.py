@@ -3,6 +3,7 @@ plots' data from the series, and matplotlib loaded only when a page is drawn."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -41,7 +42,8 @@ def test_the_page_has_one_svg_per_plot_and_every_run_label(tmp_path: Path) -> No
     page = render_report(runs)
     ids = [p.id for p in plots(runs, labels)]
     assert ids == [f"allocation-{r}" for r in ("alibabacloud-com-gpu-milli", "cpu", "memory")] + \
-        ["pending", "allocation-vs-arrived", "queueing-delay", "metric-gpushareaccounting-fragmentationratio"]
+        ["pending", "allocation-vs-arrived", "queueing-delay", "queueing-delay-over-time", "oldest-pending",
+         "metric-gpushareaccounting-fragmentationratio"]
     assert page.count("<svg") == len(ids)
     for plot_id in ids:
         assert page.count(f'id="plot-{plot_id}"') == 1
@@ -90,6 +92,16 @@ def test_allocation_against_arrived_from_the_series() -> None:
     assert list(alloc_cpu.lines[0].x) == [0.0, 10.0, 20.0] and alloc_cpu.xlabel == "time (s)"
     assert [line.label for line in by_id[f"allocation-{'alibabacloud-com-gpu-milli'}"].lines] == ["g"]
     assert [list(line.y) for line in by_id["pending"].lines] == [[0.0, 1.0, 0.0], [0.0, 0.0]]
+
+
+def test_shares_of_the_capacity_at_each_sample_when_the_series_has_it() -> None:
+    run = hand_made(["time", "allocated.cpu", "capacity.cpu", "arrivedRequests.cpu"],
+                    [[0, 500, 1000, 500], [5, 500, 2000, 1000], [9, 500, 0, 1000]], {"cpu": 2000})
+    by_id = {p.id: p for p in plots([run], ["r"])}
+    y = list(by_id["allocation-cpu"].lines[0].y)
+    assert y[:2] == [50.0, 25.0] and math.isnan(y[2])  # no node left: no share
+    assert list(by_id["allocation-vs-arrived"].lines[0].x)[:2] == [50.0, 50.0]
+    assert [p for p in by_id if p.startswith("metric-")] == []  # capacity.* are replay's, not a plugin's
 
 
 @pytest.mark.parametrize("longest, label, scale", [(0, "sample", None), (90, "time (s)", 1.0),

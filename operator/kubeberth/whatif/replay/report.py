@@ -2,8 +2,11 @@
 or more ReplayResult objects (the documented JSON, nothing else), the runs overlaid on every plot,
 one line per run: each resource's allocation over time (% of capacity), pending pods over time,
 allocation against the arrived workload (the FGD paper's Fig. 9a: x the arrived requests, y the
-allocation, both % of capacity; GPU when the cluster has GPUs, else CPU), the queueing delay's
-distribution, each plugin metric over time, and a summary table, one row per run.
+allocation, both % of capacity; GPU when the cluster has GPUs, else CPU), the queueing delay
+(its distribution; over time, and the longest wait, from the series' `queueingDelay` and
+`oldestPending`), each plugin metric over time, and a summary table, one row per run. Shares of
+capacity are of the series' `capacity.<r>` at each sample when it has them (nodes come and go),
+else of the summary's capacity.
 
 Matplotlib draws the plots (a `Figure` of its own, never pyplot: no GUI backend, no global figure
 state) and is imported when a page is drawn, not with this module: the command line loads it only
@@ -24,6 +27,7 @@ from typing import Any
 from ...report.html import CSS
 
 GPU = "alibabacloud.com/gpu-milli"
+SERIES_PREFIXES = ("allocated.", "capacity.", "arrivedRequests.")  # replay's own per-resource columns
 # Points per line at most: a 149-day replay has a sample per instant; the plots need far fewer.
 MAX_POINTS = 1500
 HASH_SALT = "kubeberth-replay"
@@ -105,8 +109,20 @@ def capacity(result: Mapping[str, Any], resource: str) -> float:
     return float(((result.get("summary") or {}).get("capacity") or {}).get(resource) or 0)
 
 
-def _percent(values: Sequence[float], cap: float) -> list[float]:
-    return [v / cap * 100 for v in values]
+def share(result: Mapping[str, Any], name: str, resource: str) -> list[float] | None:
+    """A column as % of the resource's capacity: of the `capacity.<r>` column's at each sample when
+    the series has one (nodes come and go), else of the summary's; None without the column or a
+    capacity."""
+    values = column(result, name)
+    if values is None:
+        return None
+    caps = column(result, f"capacity.{resource}")
+    if caps is None:
+        cap = capacity(result, resource)
+        if cap <= 0:
+            return None
+        caps = [cap] * len(values)
+    return [v / c * 100 if c and c > 0 else math.nan for v, c in zip(values, caps, strict=True)]
 
 
 def _thin(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -137,14 +153,9 @@ def _over_time(results: Sequence[Mapping[str, Any]], labels: Sequence[str], name
                scale: float | None, cap_of: str | None) -> list[Line]:
     lines = []
     for result, label in zip(results, labels, strict=True):
-        y = column(result, name)
+        y = column(result, name) if cap_of is None else share(result, name, cap_of)
         if y is None:
             continue
-        if cap_of is not None:
-            cap = capacity(result, cap_of)
-            if cap <= 0:
-                continue
-            y = _percent(y, cap)
         t = column(result, "time") or []
         x = [v / scale for v in t] if scale else [float(i) for i in range(len(y))]
         lines.append(Line(label, *_thin(x, y), steps=True))
@@ -157,7 +168,7 @@ def resources(results: Sequence[Mapping[str, Any]]) -> list[str]:
     for r in results:
         cols = (r.get("series") or {}).get("columns") or []
         found |= {c[len("allocated."):] for c in cols if c.startswith("allocated.")
-                  and capacity(r, c[len("allocated."):]) > 0}
+                  and (capacity(r, c[len("allocated."):]) > 0 or f"capacity.{c[len('allocated.'):]}" in cols)}
     return sorted(found)
 
 
@@ -166,7 +177,7 @@ def plugin_metrics(results: Sequence[Mapping[str, Any]]) -> list[str]:
     found = set()
     for r in results:
         for c in (r.get("series") or {}).get("columns") or []:
-            if "." in c and not c.startswith(("allocated.", "arrivedRequests.")):
+            if "." in c and not c.startswith(SERIES_PREFIXES):
                 found.add(c)
     return sorted(found)
 
@@ -181,12 +192,11 @@ def _against_arrived(results: Sequence[Mapping[str, Any]], labels: Sequence[str]
     lines, used = [], set()
     for result, label in zip(results, labels, strict=True):
         res = arrived_resource(result)
-        arrived, allocated, cap = column(result, f"arrivedRequests.{res}"), column(result, f"allocated.{res}"), \
-            capacity(result, res)
-        if arrived is None or allocated is None or cap <= 0:
+        arrived, allocated = share(result, f"arrivedRequests.{res}", res), share(result, f"allocated.{res}", res)
+        if arrived is None or allocated is None:
             continue
         used.add("GPU" if res == GPU else res.upper())
-        lines.append(Line(label, *_thin(_percent(arrived, cap), _percent(allocated, cap))))
+        lines.append(Line(label, *_thin(arrived, allocated)))
     what = "/".join(sorted(used)) or "GPU"
     return Plot("allocation-vs-arrived", f"{what} allocation against arrived workload",
                 f"arrived {what} requests (% of capacity)", f"{what} allocation (%)", lines)
@@ -207,7 +217,8 @@ def _queueing_delay(results: Sequence[Mapping[str, Any]], labels: Sequence[str])
 
 def plots(results: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> list[Plot]:
     """Every plot of the page, in order: allocation per resource, pending, allocation against
-    arrived, queueing delay, plugin metrics."""
+    arrived, queueing delay (its distribution; over time and the longest wait when the series
+    has them), plugin metrics."""
     xlabel, scale = _time_axis(results)
     out = [Plot(f"allocation-{_slug(res)}", f"{res} allocation over time", xlabel, f"{res} allocated (% of capacity)",
                 _over_time(results, labels, f"allocated.{res}", scale, res)) for res in resources(results)]
@@ -215,6 +226,12 @@ def plots(results: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> list[P
                     _over_time(results, labels, "pending", scale, None)))
     out.append(_against_arrived(results, labels))
     out.append(_queueing_delay(results, labels))
+    for plot_id, name, title, ylabel in (
+            ("queueing-delay-over-time", "queueingDelay", "Queueing delay over time (pods bound since the previous "
+                                                          "sample)", "mean delay (s)"),
+            ("oldest-pending", "oldestPending", "Longest wait of a pending pod", "waiting for (s)")):
+        if any(column(r, name) is not None for r in results):
+            out.append(Plot(plot_id, title, xlabel, ylabel, _over_time(results, labels, name, scale, None)))
     out += [Plot(f"metric-{_slug(m)}", f"{m} over time", xlabel, m, _over_time(results, labels, m, scale, None))
             for m in plugin_metrics(results)]
     return out
@@ -320,7 +337,8 @@ def render_report(results: Sequence[Mapping[str, Any]] | Mapping[str, Any], labe
         f"<h2>Allocation over time</h2>{_figures(over_time)}",
         f"<h2>Pending pods over time</h2>{_figures([by_id['pending']])}",
         f"<h2>Allocation against arrived workload</h2>{_figures([by_id['allocation-vs-arrived']])}",
-        f"<h2>Queueing delay</h2>{_figures([by_id['queueing-delay']])}",
+        "<h2>Queueing delay</h2>" + _figures(by_id[i] for i in ("queueing-delay", "queueing-delay-over-time",
+                                                                "oldest-pending") if i in by_id),
         f"<h2>Plugin metrics over time</h2>{_figures(metrics)}" if metrics else "",
         "</body></html>\n",
     ]
