@@ -95,9 +95,11 @@ def test_allocation_against_arrived_from_the_series() -> None:
 
 
 def test_shares_of_the_capacity_at_each_sample_when_the_series_has_it() -> None:
-    run = hand_made(["time", "allocated.cpu", "capacity.cpu", "arrivedRequests.cpu"],
-                    [[0, 500, 1000, 500], [5, 500, 2000, 1000], [9, 500, 0, 1000]], {"cpu": 2000})
+    run = hand_made(["time", "allocated.cpu", "capacity.cpu", "arrivedRequests.cpu", "allocated.x/count",
+                     "capacity.x/count"],
+                    [[0, 500, 1000, 500, 0, 8], [5, 500, 2000, 1000, 0, 8], [9, 500, 0, 1000, 0, 8]], {"cpu": 2000})
     by_id = {p.id: p for p in plots([run], ["r"])}
+    assert "allocation-x-count" not in by_id  # never allocated: no plot
     y = list(by_id["allocation-cpu"].lines[0].y)
     assert y[:2] == [50.0, 25.0] and math.isnan(y[2])  # no node left: no share
     assert list(by_id["allocation-vs-arrived"].lines[0].x)[:2] == [50.0, 50.0]

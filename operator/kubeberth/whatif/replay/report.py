@@ -163,12 +163,17 @@ def _over_time(results: Sequence[Mapping[str, Any]], labels: Sequence[str], name
 
 
 def resources(results: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The resources with a capacity and an `allocated.` column in some run, sorted."""
+    """The resources with a capacity and an `allocated.` column in some run, sorted, but those no
+    run ever allocated (a node's `gpu-count` beside the `gpu-milli` pods request, say)."""
     found = set()
     for r in results:
         cols = (r.get("series") or {}).get("columns") or []
-        found |= {c[len("allocated."):] for c in cols if c.startswith("allocated.")
-                  and (capacity(r, c[len("allocated."):]) > 0 or f"capacity.{c[len('allocated.'):]}" in cols)}
+        for c in cols:
+            if not c.startswith("allocated."):
+                continue
+            res = c[len("allocated."):]
+            if (capacity(r, res) > 0 or f"capacity.{res}" in cols) and any(v for v in column(r, c) or []):
+                found.add(res)
     return sorted(found)
 
 
