@@ -10,6 +10,7 @@
     python -m benchmarks.run --profile cprofile   # profile the measured phase (or: pyinstrument)
     python -m benchmarks.run --e2e                # through the operator and the API emulator
     python -m benchmarks.run --churn 20           # 20 minutes of churn on a real API server: RSS, what is kept
+    python -m benchmarks.run --fgd-table          # the FGD paper's table, 300 replays as one sweep (fgd_table.py)
 
 In-process mode drives the real `Scheduler` (queue, cache, snapshot, framework, preemption,
 binding cycle) with the in-memory cluster client `kubeberth simulate` uses, under a fake clock
@@ -432,6 +433,11 @@ def _selected(args: argparse.Namespace) -> list[wl.Workload]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--fgd-table"]:  # the FGD paper's table as one sweep: its own options follow
+        from . import fgd_table
+
+        return fgd_table.main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-w", "--workload", action="append", default=[],

@@ -88,6 +88,12 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from .whatif.sweep.command import main as sweep_main
+
+    return sweep_main(args)
+
+
 def _snapshot(args: argparse.Namespace) -> int:
     import time
 
@@ -347,6 +353,17 @@ def build_parser() -> argparse.ArgumentParser:
     test.add_argument("--verbose", "-v", action="store_true", help="list the cases that pass too")
     _add_plugins_argument(test)
     test.set_defaults(func=_test)
+    from .whatif.sweep.command import add_arguments as add_sweep_arguments
+
+    sweep = sub.add_parser("sweep", help="many replays (traces x profiles x seeds x options) on Dask, one table",
+                           description="Run replays as Dask tasks (a local cluster of worker processes, or "
+                                       "--scheduler ADDRESS), write each result, one table (CSV, JSON) with the "
+                                       "mean and std over seeds, and one HTML page. Resumes: runs already in "
+                                       "--out are not redone.")
+    add_sweep_arguments(sweep)
+    _add_plugins_argument(sweep)
+    _add_feature_gates(sweep)
+    sweep.set_defaults(func=_sweep)
     snap = sub.add_parser("snapshot", help="write a live cluster as YAML for simulate",
                           description="List (page by page) exactly the kinds simulate reads and write them as one "
                                       "YAML stream, without managedFields and status noise.")
