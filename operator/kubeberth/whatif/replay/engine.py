@@ -64,10 +64,13 @@ class ReplayOptions:
     unschedulable at the end of the instant it was tried in is deleted and recorded as Dropped
     (arrived and failed, never retried). `progress`: a tqdm bar on stderr.
 
-    Hooks: `configure(scheduler)` once its profiles are built, before any event; `on_sample(
-    sample)` after each row; `extend_result(result)` returns keys added to the result (e.g.
-    `gpuAllocation`). `input_info`: the result's `input` section (format, files, profile,
-    protocol, tune, tieBreak), as the caller describes its input."""
+    Hooks: `configure(scheduler)` once its profiles are built, before any event; `on_instant(
+    scheduler, time)` at each instant once its events are applied and its timers due have fired,
+    just before the scheduler runs (the cluster as the scheduler then finds it: its cache, its
+    queue; to look at, not to change); `on_sample(sample)` after each row;
+    `extend_result(result)` returns keys added to the result (e.g. `gpuAllocation`).
+    `input_info`: the result's `input` section (format, files, profile, protocol, tune,
+    tieBreak), as the caller describes its input."""
 
     seed: int = 0
     until: float | None = None
@@ -76,6 +79,7 @@ class ReplayOptions:
     drop_unschedulable: bool = False
     progress: bool = False
     configure: Callable[[Scheduler], None] | None = None
+    on_instant: Callable[[Scheduler, float], None] | None = None
     on_sample: Callable[[Sample], None] | None = None
     extend_result: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     input_info: dict[str, Any] = field(default_factory=dict)
@@ -318,6 +322,8 @@ class Replay:
         self.sched.ctx.waiting_pods.expire_due(self.clock.now())
         if _on_tick(self.clock.now()):
             self.sched.queue.flush_unschedulable_leftover()
+        if self.options.on_instant is not None:
+            self.options.on_instant(self.sched, self.now)
         await self.sched.run_until_idle(max_attempts=NO_GIVING_UP, advance_clock=False)
         if self._failed_now:
             for key in self._failed_now:
