@@ -287,7 +287,7 @@ def test_replay_instant_equals_simulate(seed: int) -> None:
     assert seen.retried > 0             # and pods tried again, not only new arrivals
 
 
-# ---- the gpushare profile BestFit on a small GPU cluster, the WorkloadSummary published ----
+# ---- gpushare's profiles on a small GPU cluster, the WorkloadSummary published ----
 def gpu_workload(seed: int, profile: dict[str, Any]) -> ReplayInput:
     rng = random.Random(seed)
     timed = []
@@ -318,10 +318,11 @@ def gpu_workload(seed: int, profile: dict[str, Any]) -> ReplayInput:
     return ReplayInput(static=[profile], timed=timed)
 
 
-@pytest.mark.parametrize("seed", [4, 5])
-def test_gpushare_bestfit_instant_equals_simulate(seed: int) -> None:
+@pytest.mark.parametrize(("policy", "seed"), [("BestFit", 4), ("BestFit", 5), ("FGD", 6)])
+def test_gpushare_instant_equals_simulate(policy: str, seed: int) -> None:
+    """gpushare's BestFit; and FGD, which reads the WorkloadSummary (simulate without it fails)."""
     gpushare = pytest.importorskip("kubeberth_gpushare", reason="the gpushare plugins are not installed")
-    profile = yaml.safe_load(resources.files(gpushare).joinpath("profiles/BestFit.yaml").read_text())
+    profile = yaml.safe_load(resources.files(gpushare).joinpath(f"profiles/{policy}.yaml").read_text())
     seen = compare(gpu_workload(seed, profile), seed, most=12)
     assert seen.instants >= 8
     assert 0 < seen.failed < seen.pods
