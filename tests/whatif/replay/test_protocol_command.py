@@ -219,6 +219,7 @@ def test_run_replay_raises_on_refused_input(tmp_path: Path, kwargs: dict[str, An
 @pytest.mark.parametrize("policy", ["BestFit", "GpuPacking"])
 def test_the_shared_trace_decisions_equal_the_oracle(policy: str) -> None:
     from benchmarks.openb_oracle import OracleRun, read_nodes, read_tasks
+
     from kubeberth.whatif.replay.protocol import build_artifact_workload
 
     seed = 11
