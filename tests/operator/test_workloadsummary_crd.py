@@ -46,9 +46,13 @@ def test_crd_names_the_kind_the_plugins_read() -> None:
     assert crd()["metadata"]["name"] == f"{kind.resource}.{kind.group}"
 
 
-def test_operator_may_list_and_watch_it() -> None:
-    rules = [r for doc in yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text())
-             if doc and doc["kind"] == "ClusterRole" for r in doc.get("rules", [])]
+def test_the_gpushare_distribution_lets_kubeberth_list_and_watch_it() -> None:
+    docs = [d for d in yaml.safe_load_all((ROOT / "examples/plugins/gpushare/manifests/rbac.yaml").read_text()) if d]
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    [binding] = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kubeberth", "namespace": "kubeberth-system"}]
+    rules = [r for doc in docs if doc["kind"] == "ClusterRole" for r in doc.get("rules", [])]
     allowed = {v for r in rules if "kubeberth.io" in r["apiGroups"] and "workloadsummaries" in r["resources"]
                for v in r["verbs"]}
     assert {"list", "watch"} <= allowed
