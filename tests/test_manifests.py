@@ -13,7 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 K8S_VERSION = "1.30"
 CUSTOM_KINDS = {"SchedulingProfile", "ClusterKopfPeering"}
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "SchedulingProfile", "ClusterKopfPeering",
-                  "CustomResourceDefinition", "PriorityClass"}  # checked against their CRDs in tests/operator
+                  "CustomResourceDefinition", "PriorityClass",
+                  "WorkloadSummary"}  # checked against their CRDs in tests/operator
 
 
 def documents(*dirs: str) -> list[tuple[pathlib.Path, dict[str, Any]]]:

@@ -36,7 +36,8 @@ TEST_NAMESPACES = ("default", "team-a")
 # installs Coscheduling's). `kubeberth run` reads their kinds only while a profile enables them
 # (test_coscheduling.py's profiles do), but `kubeberth snapshot` lists the kinds of every loaded
 # plugin: the cluster gets their CRDs and RBAC as their READMEs tell an administrator to apply them.
-PLUGIN_DISTRIBUTIONS = {"kubeberth-coscheduling": ROOT / "examples" / "plugins" / "coscheduling"}
+PLUGIN_DISTRIBUTIONS = {"kubeberth-coscheduling": ROOT / "examples" / "plugins" / "coscheduling",
+                        "kubeberth-gpushare": ROOT / "examples" / "plugins" / "gpushare"}
 
 
 def installed_plugins() -> dict[str, Path]:
@@ -58,11 +59,13 @@ def install_kubeberth(plane: ControlPlane) -> None:
     """kubeberth's CRDs and manifests, and those of the repository's plugin distributions that are
     installed (make install adds Coscheduling; see PLUGIN_DISTRIBUTIONS)."""
     kubectl(plane, "apply", "-f", "crds/")
-    kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "crd/schedulingprofiles.kubeberth.io")
+    kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "crd/schedulingprofiles.kubeberth.io",
+            "crd/workloadsummaries.kubeberth.io")
     kubectl(plane, "apply", "-k", "manifests/")
     for path in installed_plugins().values():
-        kubectl(plane, "apply", "-f", str(path / "crds"))
-        kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(path / "crds"))
+        if (path / "crds").is_dir():  # gpushare's kind is kubeberth's own (crds/workloadsummary.yaml)
+            kubectl(plane, "apply", "-f", str(path / "crds"))
+            kubectl(plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(path / "crds"))
         kubectl(plane, "apply", "-f", str(path / "manifests" / "rbac.yaml"))
 
 

@@ -101,3 +101,27 @@ def test_short_name_and_category(control_plane: ControlPlane) -> None:
 def test_the_manifests_samples_apply(control_plane: ControlPlane) -> None:
     out = kubectl(control_plane, "apply", "--dry-run=server", "-k", "manifests/samples/")
     assert "bin-packing" in out.stdout and "with-extender" in out.stdout
+
+
+def test_a_workload_summary_is_served_and_readable_by_kubeberth(control_plane: ControlPlane) -> None:
+    from kubeberth.whatif.replay.workload import workload_summary
+
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default",
+                                                             "annotations": {"alibabacloud.com/gpu-milli": "500"}},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {
+                 "cpu": "1", "alibabacloud.com/gpu-milli": str(500 * (1 + i % 2))}}}]}} for i in range(3)]
+    summary = workload_summary(pods)
+    kubectl(control_plane, "apply", "-f", "-", input=yaml.safe_dump(summary))
+    got = json.loads(kubectl(control_plane, "get", "wsum", "replay", "-o", "json").stdout)
+    assert got["spec"] == summary["spec"]
+    assert "3" in kubectl(control_plane, "get", "workloadsummaries").stdout.split()
+    bad = {**summary, "metadata": {"name": "bad"}, "spec": {"total": -1, "shapes": []}}
+    refused = kubectl(control_plane, "apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    assert refused.returncode != 0 and "spec.total" in refused.stderr
+    from .conftest import installed_plugins
+
+    sa = "system:serviceaccount:kubeberth-system:kubeberth"
+    for verb in () if "kubeberth-gpushare" not in installed_plugins() else ("list", "watch"):
+        can = kubectl(control_plane, "auth", "can-i", verb, "workloadsummaries.kubeberth.io", f"--as={sa}", check=False)
+        assert can.stdout.strip() == "yes", (verb, can.stdout, can.stderr)
+    kubectl(control_plane, "delete", "wsum", "replay")

@@ -22,13 +22,13 @@ def dask_client() -> Iterator[Any]:
 
 
 def profiles(directory: Path, names: tuple[str, ...] = ("FGD", "Random")) -> list[str]:
-    """Profile files named after policies (the made-up replay reads only their names)."""
+    """Copies of the gpushare plugins' profiles of these policies in `directory`."""
+    source = Path(pytest.importorskip("kubeberth_gpushare").__file__).parent / "profiles"
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     for name in names:
         path = directory / f"{name}.yaml"
-        path.write_text(f"apiVersion: kubeberth.io/v1alpha1\nkind: SchedulingProfile\nmetadata: {{name: {name}}}\n"
-                        "spec: {}\n")
+        path.write_text((source / f"{name}.yaml").read_text())
         out.append(str(path))
     return out
 

@@ -33,7 +33,7 @@ def outputs(out: Path) -> dict[str, Any]:
 
 
 def calls(sweep: Sweep) -> list[tuple[str, str, int]]:
-    """(trace, policy, seed) of every replay that ran, from the made-up replay's log."""
+    """(trace, policy, seed) of every replay that ran, from replay_fixture's log (calls.log)."""
     log = Path(sweep.runs[0].trace.files[0]).parent / "calls.log"
     lines = log.read_text().splitlines() if log.exists() else []
     return [(t, p, int(s)) for t, p, s, _ in (line.split() for line in lines)]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kubeberth.whatif.replay.report import GPU, MAX_POINTS, _thin, plots, render_report, run_labels, write_report
+from tests.whatif.sweep.conftest import profiles
 from tests.whatif.sweep.replay_fixture import replay_result, write_trace
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -21,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[3]
 def results(tmp_path: Path) -> list[dict[str, Any]]:
     """FGD and Random, two seeds, with and without the artifact's protocol."""
     trace = write_trace(tmp_path, "alpha", tasks=40)
-    return [replay_result([str(trace)], nodes=str(tmp_path / "nodes.csv"), profile=f"profiles/{p}.yaml", seed=s,
-                          protocol=proto, tune=tune)
+    profiles(tmp_path / "profiles")
+    return [replay_result([str(trace)], nodes=str(tmp_path / "nodes.csv"),
+                          profile=str(tmp_path / "profiles" / f"{p}.yaml"), seed=s, protocol=proto, tune=tune)
             for p in ("FGD", "Random") for s in (1, 2) for proto, tune in ((None, None), ("artifact", 1.3))]
 
 
@@ -43,7 +45,7 @@ def test_the_page_has_one_svg_per_plot_and_every_run_label(tmp_path: Path) -> No
     ids = [p.id for p in plots(runs, labels)]
     assert ids == [f"allocation-{r}" for r in ("alibabacloud-com-gpu-milli", "cpu", "memory")] + \
         ["pending", "allocation-vs-arrived", "queueing-delay", "queueing-delay-over-time", "oldest-pending",
-         "metric-gpushareaccounting-fragmentationratio"]
+         *(f"metric-opengpushare-{m}" for m in ("fragmilli", "fragratio", "gpumilliused"))]
     assert page.count("<svg") == len(ids)
     for plot_id in ids:
         assert page.count(f'id="plot-{plot_id}"') == 1

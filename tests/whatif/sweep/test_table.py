@@ -18,6 +18,7 @@ from kubeberth.whatif.sweep.table import (
     runs_csv,
     text_table,
 )
+from tests.whatif.sweep.conftest import profiles
 from tests.whatif.sweep.replay_fixture import replay_result, write_trace
 
 
@@ -90,7 +91,8 @@ def test_a_reference_with_another_header_is_refused(tmp_path: Path) -> None:
 
 def test_result_fields_and_the_csv_columns(tmp_path: Path) -> None:
     trace = write_trace(tmp_path, "alpha")
-    result = replay_result([str(trace)], nodes=str(tmp_path / "nodes.csv"), profile="FGD.yaml", seed=1,
+    [fgd] = profiles(tmp_path / "profiles", ("FGD",))
+    result = replay_result([str(trace)], nodes=str(tmp_path / "nodes.csv"), profile=fgd, seed=1,
                            protocol="artifact", tune=1.3)
     fields = result_fields(result)
     s = result["summary"]

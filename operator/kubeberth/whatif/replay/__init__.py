@@ -12,3 +12,7 @@
 - `report.py`: the HTML page (matplotlib plots), one run or several overlaid.
 - `command.py`: the command line (cli.py's thin shell calls it).
 """
+
+from .command import run_replay
+
+__all__ = ["run_replay"]

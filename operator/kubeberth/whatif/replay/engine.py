@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -70,7 +70,9 @@ class ReplayOptions:
     queue; to look at, not to change); `on_sample(sample)` after each row;
     `extend_result(result)` returns keys added to the result (e.g. `gpuAllocation`).
     `input_info`: the result's `input` section (format, files, profile, protocol, tune,
-    tieBreak), as the caller describes its input."""
+    tieBreak), as the caller describes its input. `summary_pods`: the pod objects the published
+    WorkloadSummary counts (None: the pods replayed; a protocol may count the original trace
+    instead of the workload it built from it)."""
 
     seed: int = 0
     until: float | None = None
@@ -83,6 +85,7 @@ class ReplayOptions:
     on_sample: Callable[[Sample], None] | None = None
     extend_result: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     input_info: dict[str, Any] = field(default_factory=dict)
+    summary_pods: Sequence[Mapping[str, Any]] | None = None
 
 
 class ReplayClient(InMemoryClient):
@@ -134,7 +137,8 @@ class Replay:
                 recorded(preemptor, pods)
 
         self.sched.ctx.record_victims = victims
-        self.summary = workload_summary(t.obj for t in data.pods)
+        self.summary = workload_summary(options.summary_pods if options.summary_pods is not None
+                                        else (t.obj for t in data.pods))
         self.ledger = Ledger(self._resources(self.summary))
         self.now = 0.0
         self.end = 0.0
