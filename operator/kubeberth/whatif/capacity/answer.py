@@ -1,0 +1,153 @@
+"""`kubeberth capacity`'s answer: how many copies of a template the cluster takes now, where, and
+the diagnosis of the first one it does not take. Two paths give it:
+
+- exact: one scheduler (session.py) over the cluster; copy 1 is added and scheduled until it is
+  placed or left unschedulable, then copy 2, ... up to the first copy not placed (after simulate's
+  settle rounds). Copies are identical and queue in creation order, so simulate given copies
+  1..N+1 at once pops them in the same order, places copies 1..N where this does, and leaves copy
+  N+1 unschedulable with the same diagnosis: N is what simulate places of N+1 copies.
+- per-node (per_node.py), when every filter's verdict for a copy on a node depends on that node
+  alone: each node's limit counted at once, the nodes filled to it, copy N+1 scheduled for the
+  diagnosis (falling back to the exact path should it be placed).
+
+The cluster's own pending pods are left out: they hold nothing now (say it with --explain of
+simulate to see where they would go)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from ...framework.registry import Registry
+from ...framework.tie_break import RESERVOIR
+from ...model import ModelError, Pod
+from ..inputs import InputError, Origins
+from .copies import CopyMaker, base_time
+from .session import Session
+from .template import Template
+
+DEFAULT_MAX = 100_000
+EXACT, PER_NODE = "exact", "per-node"
+
+
+@dataclass
+class Answer:
+    """The answer (the JSON keys are `as_dict`'s)."""
+
+    total: int
+    per_node: dict[str, int]
+    stopped_by: str | None  # the diagnosis of copy total+1; None when --max stopped the count
+    path: str = EXACT
+    per_node_limit: dict[str, int] | None = None  # the per-node path's count of each node
+    not_per_node: str = ""  # why the per-node path was not taken
+    victims: list[str] = field(default_factory=list)
+    pending_left_out: int = 0
+    max_reached: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"total": self.total, "perNode": dict(sorted(self.per_node.items())),
+                               "stoppedBy": self.stopped_by, "path": self.path}
+        if self.per_node_limit is not None:
+            out["perNodeLimit"] = dict(sorted(self.per_node_limit.items()))
+        if self.not_per_node:
+            out["notPerNode"] = self.not_per_node
+        if self.victims:
+            out["victims"] = self.victims
+        out["pendingLeftOut"] = self.pending_left_out
+        out["maxReached"] = self.max_reached
+        return out
+
+
+@dataclass
+class Options:
+    """The run's choices (as simulate's flags)."""
+
+    seed: int = 0
+    tie_break: str = RESERVOIR
+    percentage_of_nodes_to_score: int = 0
+    allow_preemption: bool = False
+    max_copies: int = DEFAULT_MAX
+    per_node: bool = True  # False: the exact path always (the tests compare the two)
+
+
+def cluster_objects(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The cluster without its pending pods (those with no spec.nodeName), and how many were left out."""
+    kept = [o for o in objects if o.get("kind") != "Pod" or (o.get("spec") or {}).get("nodeName")]
+    return kept, len(objects) - len(kept)
+
+
+def check_copy(session: Session, maker: CopyMaker, template: Template) -> Pod:
+    """Copy 1's first pod as the scheduler reads it; InputError (the template's file, document and
+    field) when the API server would refuse it or its schedulerName has no profile."""
+    objs = maker.make(1)
+    pods = [o for o in objs if o.get("kind") == "Pod"]
+    for member, raw in zip(template.members, pods, strict=True):
+        prefix = f"{member.path}." if member.path else ""
+        try:
+            pod = Pod(raw)
+            pod.priority, pod.preemption_policy = session.sched.ctx.objects.priorities.resolve(pod.spec)
+        except ModelError as exc:
+            raise InputError(f"{member.where}: {prefix}{exc}") from None
+        if pod.scheduler_name not in session.sched.profiles:
+            raise InputError(f"{member.where}: {prefix}spec.schedulerName: {pod.scheduler_name} is served by no "
+                             f"profile (served: {', '.join(sorted(session.sched.profiles))})")
+    return Pod(pods[0]) if pods else Pod({})
+
+
+def capacity(objects: list[dict[str, Any]], template: Template, registry: Registry, options: Options, *,
+             warn: TextIO, origins: Origins | None = None) -> Answer:
+    """The answer for the cluster `objects` (module docstring). InputError for a template refused."""
+    cluster, left_out = cluster_objects(objects)
+    maker = CopyMaker(template, base_time(cluster), allow_preemption=options.allow_preemption)
+
+    def new_session() -> Session:
+        return Session(cluster, registry, seed=options.seed, tie_break=options.tie_break,
+                       percentage_of_nodes_to_score=options.percentage_of_nodes_to_score, warn=warn,
+                       origins=origins)
+
+    session = new_session()
+    try:
+        check_copy(session, maker, template)
+        answer: Answer | None = None
+        reason = "--exact"
+        if options.per_node:
+            from .per_node import per_node_answer
+
+            answer, reason = per_node_answer(session, maker, options)
+            if answer is None and reason.startswith("fallback"):
+                session.close()
+                session = new_session()
+        if answer is None:
+            answer = exact_answer(session, maker, options)
+            answer.not_per_node = reason
+        answer.pending_left_out = left_out
+        return answer
+    finally:
+        session.close()
+
+
+def exact_answer(session: Session, maker: CopyMaker, options: Options,
+                 progress: Callable[[int], None] | None = None) -> Answer:
+    """Copies added one at a time until one is not placed (module docstring)."""
+    per_node: dict[str, int] = {}
+    victims: list[str] = []
+    i = 0
+    while True:
+        i += 1
+        if i > options.max_copies:
+            return Answer(options.max_copies, per_node, None, victims=victims, max_reached=True)
+        session.add(maker.make(i))
+        keys = maker.pod_keys(i)
+        session.run()
+        placed = session.placed(keys)
+        if placed is None:
+            session.settle()
+            placed = session.placed(keys)
+        if placed is None:
+            return Answer(i - 1, per_node, session.message(keys), victims=victims)
+        for node in placed.values():
+            per_node[node] = per_node.get(node, 0) + 1
+        victims += session.victims(keys)
+        if progress is not None:
+            progress(i)

@@ -1,0 +1,193 @@
+"""The per-node path of `kubeberth capacity`: when whether a copy fits a node depends on that node
+alone, the total is the sum over the nodes of how many copies each takes, whatever order the
+scores place them in (a copy is refused only once every node is at its limit), and every node
+ends at its limit: perNode is that count, exactly what simulate places.
+
+Eligible: one pod (no gang), no preemption, no extenders, and every PreFilter and Filter plugin
+of the pod's profile is one whose verdict for copy k on node n depends only on node n and the pods
+on it: NodeResourcesFit, NodePorts, TaintToleration, NodeAffinity, NodeName, NodeUnschedulable,
+NodeDeclaredFeatures, the node-condition checks; InterPodAffinity when the pod has no required
+(anti-)affinity term (existing pods' anti-affinity against it is then the same for every copy);
+PodTopologySpread when no DoNotSchedule constraint applies to it (its own or the defaults); the
+volume plugins when it has no volume but emptyDir, configMap, secret, downwardAPI, projected and
+hostPath; DynamicResources when it has no claim and no extended resource a DeviceClass serves; the
+gang plugins for a pod of no group; and a plugin of one's own that says so (`per_node_filter =
+True` on its class). Anything else takes the exact path.
+
+A node's limit: copy 1 through the real filters (the nodes it fits), then NodeResourcesFit's
+arithmetic (free room over the request, per resource, and the pod count; one copy where host ports
+are asked). The nodes are then filled to their limits in the scheduler's cache and copy N+1
+scheduled for the diagnosis; should it be placed, the counting was wrong and the caller takes the
+exact path."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from ...framework import CycleState
+from ...framework.types import Diagnosis
+from ...model import Pod
+from ...model.nodeinfo import NodeInfo
+from ...plugins.dynamic_resources.extended import delegated_resources
+from ...plugins.node_resources_fit import is_extended_resource_name
+from ...scheduler.evaluator import node_evaluator
+from .answer import PER_NODE, Answer, Options
+from .copies import CopyMaker, copy_name
+from .session import Session
+
+NODE_ONLY = frozenset({
+    "NodeResourcesFit", "NodePorts", "TaintToleration", "NodeAffinity", "NodeName", "NodeUnschedulable",
+    "NodeDeclaredFeatures", "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "CheckNodePIDPressure",
+    "CheckNodeCondition", "PrioritySort", "DefaultBinder", "DefaultPreemption", "SchedulingGates",
+})
+VOLUME_PLUGINS = frozenset({"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits", "EBSLimits",
+                            "GCEPDLimits", "AzureDiskLimits", "CinderLimits"})
+GROUP_PLUGINS = frozenset({"GangScheduling", "PodGroupPodsCount", "TopologyPlacementGenerator"})
+LOCAL_VOLUMES = frozenset({"emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "name"})
+
+
+def _required_pod_affinity(spec: Mapping[str, Any]) -> bool:
+    aff = spec.get("affinity") or {}
+    return any((aff.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+               for kind in ("podAffinity", "podAntiAffinity"))
+
+
+def why_not(session: Session, maker: CopyMaker, pod: Pod, options: Options) -> str:
+    """Why the per-node path does not apply ("" when it does)."""
+    template = maker.template
+    if template.group is not None or len(template.members) != 1:
+        return "a gang: its placement depends on other nodes"
+    if options.allow_preemption:
+        return "--allow-preemption: evicting depends on the pods placed so far"
+    spec = pod.spec
+    if spec.get("schedulingGates"):
+        return "the pod has scheduling gates"
+    fw = session.sched.profiles[pod.scheduler_name]
+    if fw.extenders:
+        return "the profile has extenders"
+    names = {p.name: p for p in [*fw.pre_filter_plugins, *fw.filter_plugins]}
+    for name, plugin in sorted(names.items()):
+        if name in NODE_ONLY or getattr(plugin, "per_node_filter", False) is True:
+            continue
+        if name == "InterPodAffinity" and not _required_pod_affinity(spec):
+            continue
+        if name == "PodTopologySpread":
+            try:
+                hard = plugin.constraints(pod, "DoNotSchedule")  # type: ignore[attr-defined]
+            except ValueError:
+                return "PodTopologySpread cannot read the pod's constraints"
+            if not hard:
+                continue
+            return "PodTopologySpread: a DoNotSchedule constraint counts the copies across nodes"
+        if name in VOLUME_PLUGINS and all(set(v) <= LOCAL_VOLUMES for v in spec.get("volumes") or ()):
+            continue
+        if name == "DynamicResources" and not spec.get("resourceClaims") and not (
+                pod.requests.scalar and delegated_resources(session.sched.ctx.objects, pod)):
+            continue
+        if name in GROUP_PLUGINS and not pod.pod_group_name:
+            continue
+        return f"plugin {name}: its verdict on a node may depend on the pods of other nodes"
+    return ""
+
+
+def _limit(pod: Pod, ni: NodeInfo, ignored: frozenset[str], ignored_groups: frozenset[str],
+           resources_fit: bool, ports: bool) -> int | None:
+    """How many copies node `ni` takes (None: no limit here), copy 1 fitting it."""
+    limits: list[int] = []
+    if ports and pod.host_ports:
+        limits.append(1)
+    if resources_fit:
+        alloc, used, req = ni.allocatable, ni.requested, pod.requests
+        limits.append(alloc.allowed_pod_number - len(ni.pods))
+        pairs = [(req.milli_cpu, alloc.milli_cpu - used.milli_cpu), (req.memory, alloc.memory - used.memory),
+                 (req.ephemeral_storage, alloc.ephemeral_storage - used.ephemeral_storage)]
+        for name, quant in (req.scalar or {}).items():
+            if (ignored or ignored_groups) and is_extended_resource_name(name) and (
+                    name in ignored or name.split("/", 1)[0] in ignored_groups):
+                continue
+            pairs.append((quant, alloc.scalar.get(name, 0) - used.scalar.get(name, 0)))
+        limits += [free // want for want, free in pairs if want > 0]
+    if not limits:
+        return None
+    return max(0, min(limits))
+
+
+def node_limits(session: Session, pod: Pod) -> dict[str, int] | str:
+    """Each node copy 1 fits, with its limit; a reason (str) when a node has no limit."""
+    sched = session.sched
+    fw = sched.profiles[pod.scheduler_name]
+    sched.cache.update_snapshot(sched.snapshot)
+    sched.ctx.snapshot = sched.snapshot
+    nodes = sched.snapshot.node_infos
+    state = CycleState()
+    pre_res, status, _ = fw.run_pre_filter(state, pod, nodes)
+    if status is not None and not status.is_success():
+        return "PreFilter refuses copy 1"
+    evaluator = node_evaluator(fw)
+    if pre_res is not None and not pre_res.all_nodes():
+        nodes = evaluator.nodes_allowed(fw, nodes, pre_res.node_names or set())
+    start = sched.ctx.next_start_node_index
+    feasible, _ = evaluator.pass_filters(fw, state, pod, Diagnosis(), nodes, len(nodes), 0)
+    sched.ctx.next_start_node_index = start
+    names = {p.name for p in fw.filter_plugins}
+    fit = fw.plugin("NodeResourcesFit")
+    ignored = frozenset(fit._ignored()) if fit is not None else frozenset()  # type: ignore[attr-defined]
+    groups = frozenset(getattr(fit, "ignored_resource_groups", ()) or ())
+    out: dict[str, int] = {}
+    for ni in feasible:
+        n = _limit(pod, ni, ignored, groups, "NodeResourcesFit" in names, "NodePorts" in names)
+        if n is None:
+            return f"node {ni.name} sets no limit (no resource or port filter counts the copies)"
+        out[ni.name] = n
+    return out
+
+
+def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]) -> None:
+    """Copies 1..sum(limits) bound in the scheduler's cache, each node up to its limit (in node order)."""
+    member = maker.template.members[0]
+    raw = maker.make(1)[0]
+    raw["spec"]["nodeName"] = next(iter(limits), "")
+    base = Pod(raw)
+    base.priority, base.preemption_policy = pod.priority, pod.preemption_policy
+    cache = session.sched.cache
+    i = 0
+    for node, n in limits.items():
+        for _ in range(n):
+            i += 1
+            clone = copy.copy(base)
+            clone.name = copy_name(member.name, i)
+            clone.key = f"{member.namespace}/{clone.name}"
+            clone.uid = f"capacity-fill-{i}"
+            clone.node_name = node
+            clone.cache = {}
+            cache.add_pod(clone)
+
+
+def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tuple[Answer | None, str]:
+    """The answer by the per-node path, or None and why not ("fallback: ..." when the session was
+    changed and the caller needs a new one)."""
+    raw = maker.make(1)[0]
+    pod = Pod(raw)
+    pod.priority, pod.preemption_policy = session.sched.ctx.objects.priorities.resolve(pod.spec)
+    reason = why_not(session, maker, pod, options)
+    if reason:
+        return None, reason
+    limits = node_limits(session, pod)
+    if isinstance(limits, str):
+        return None, limits
+    limits = {name: n for name, n in limits.items() if n > 0}
+    total = sum(limits.values())
+    if total >= options.max_copies:
+        return None, f"the nodes take at least --max ({options.max_copies}) copies"
+    fill(session, maker, pod, limits)
+    nxt = total + 1
+    session.add(maker.make(nxt))
+    keys = maker.pod_keys(nxt)
+    session.run()
+    if session.placed(keys) is None:
+        session.settle()
+    if session.placed(keys) is not None:
+        return None, f"fallback: copy {nxt} was placed after the per-node count (a limit was wrong)"
+    return Answer(total, dict(limits), session.message(keys), path=PER_NODE, per_node_limit=dict(limits)), ""
