@@ -44,6 +44,7 @@ class Answer:
     victims: list[str] = field(default_factory=list)
     pending_left_out: int = 0
     max_reached: bool = False
+    verified: bool | None = None  # --verify (and --allow-preemption): simulate of total+1 copies agrees
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"total": self.total, "perNode": dict(sorted(self.per_node.items())),
@@ -56,6 +57,8 @@ class Answer:
             out["victims"] = self.victims
         out["pendingLeftOut"] = self.pending_left_out
         out["maxReached"] = self.max_reached
+        if self.verified is not None:
+            out["verified"] = self.verified
         return out
 
 
@@ -69,6 +72,7 @@ class Options:
     allow_preemption: bool = False
     max_copies: int = DEFAULT_MAX
     per_node: bool = True  # False: the exact path always (the tests compare the two)
+    verify: bool = False  # check the answer with simulate of total+1 copies
 
 
 def cluster_objects(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -122,6 +126,8 @@ def capacity(objects: list[dict[str, Any]], template: Template, registry: Regist
             answer = exact_answer(session, maker, options)
             answer.not_per_node = reason
         answer.pending_left_out = left_out
+        if options.allow_preemption or options.verify:
+            answer = by_simulation(answer, cluster, maker, registry, options, warn, origins)
         return answer
     finally:
         session.close()
@@ -151,3 +157,34 @@ def exact_answer(session: Session, maker: CopyMaker, options: Options,
         victims += session.victims(keys)
         if progress is not None:
             progress(i)
+
+
+# How many times --allow-preemption's answer is taken again from simulate when it places another count.
+CONVERGE_ROUNDS = 4
+
+
+def by_simulation(answer: Answer, cluster: list[dict[str, Any]], maker: CopyMaker, registry: Registry,
+                  options: Options, warn: TextIO, origins: Origins | None) -> Answer:
+    """The answer checked by simulate of total+1 copies (verify.py): `verified` says whether it
+    agrees. With --allow-preemption simulate's placement is the answer: when it places another
+    count M, simulate of M+1 copies is asked in turn (at most CONVERGE_ROUNDS times)."""
+    from .verify import simulate_copies
+
+    if answer.max_reached:
+        return answer
+    total = answer.total
+    for _ in range(CONVERGE_ROUNDS if options.allow_preemption else 1):
+        sim = simulate_copies(cluster, maker, total + 1, registry, seed=options.seed, tie_break=options.tie_break,
+                              percentage_of_nodes_to_score=options.percentage_of_nodes_to_score, warn=warn,
+                              origins=origins)
+        agrees = sim.placed == total and sim.message is not None
+        if not options.allow_preemption:
+            answer.verified = agrees and sim.per_node == answer.per_node and sim.message == answer.stopped_by
+            return answer
+        if agrees:
+            answer.total, answer.per_node, answer.stopped_by = total, sim.per_node, sim.message
+            answer.victims, answer.verified = sim.victims, True
+            return answer
+        total = sim.placed
+    answer.verified = False
+    return answer

@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "each copy says preemptionPolicy: Never")
     parser.add_argument("--exact", action="store_true",
                         help="always schedule the copies one by one (no per-node count)")
+    parser.add_argument("--verify", action="store_true",
+                        help="check the answer with simulate of N+1 copies (`verified` in the output)")
     parser.add_argument("--emit-copies", dest="emit_copies", type=_count, default=None, metavar="K",
                         help="write copies 1..K as YAML (for `kubeberth simulate CLUSTER.yaml COPIES.yaml`) and stop")
     parser.add_argument("--config", action="append", metavar="FILE",
@@ -68,6 +70,8 @@ def render_text(answer: Answer, maker: CopyMaker, args: argparse.Namespace) -> s
         lines.append(f"stopped at --max {answer.total}: more may fit")
     else:
         lines.append(f"copy {nxt} ({t.namespace}/{copy_name(t.members[0].name, nxt)}): {answer.stopped_by}")
+    if answer.verified is not None:
+        lines.append(f"simulate of {nxt} copies {'agrees' if answer.verified else 'DISAGREES'}")
     if answer.pending_left_out:
         lines.append(f"({answer.pending_left_out} pending pod(s) of the input left out: they hold nothing now)")
     lines.append(f"check: kubeberth capacity ... --emit-copies {nxt} > copies.yaml; "
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         options = Options(seed=args.seed, tie_break=args.tie_break,
                           percentage_of_nodes_to_score=percentage(args.percentage_of_nodes_to_score, sim_input),
                           allow_preemption=args.allow_preemption, max_copies=args.max_copies,
-                          per_node=not args.exact)
+                          per_node=not args.exact, verify=args.verify)
         answer = capacity(objects, template, plugin_registry(), options, warn=sys.stderr,
                           origins=sim_input.origins)
     except InputError as exc:
