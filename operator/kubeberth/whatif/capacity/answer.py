@@ -16,64 +16,18 @@ simulate to see where they would go)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ...framework.registry import Registry
-from ...framework.tie_break import RESERVOIR
 from ...model import ModelError, Pod
 from ..inputs import InputError, Origins
 from .copies import CopyMaker, base_time
+from .per_node import per_node_answer
+from .result import EXACT, PER_NODE, Answer, Options
 from .session import Session
 from .template import Template
 
-DEFAULT_MAX = 100_000
-EXACT, PER_NODE = "exact", "per-node"
-
-
-@dataclass
-class Answer:
-    """The answer (the JSON keys are `as_dict`'s)."""
-
-    total: int
-    per_node: dict[str, int]
-    stopped_by: str | None  # the diagnosis of copy total+1; None when --max stopped the count
-    path: str = EXACT
-    per_node_limit: dict[str, int] | None = None  # the per-node path's count of each node
-    not_per_node: str = ""  # why the per-node path was not taken
-    victims: list[str] = field(default_factory=list)
-    pending_left_out: int = 0
-    max_reached: bool = False
-    verified: bool | None = None  # --verify (and --allow-preemption): simulate of total+1 copies agrees
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"total": self.total, "perNode": dict(sorted(self.per_node.items())),
-                               "stoppedBy": self.stopped_by, "path": self.path}
-        if self.per_node_limit is not None:
-            out["perNodeLimit"] = dict(sorted(self.per_node_limit.items()))
-        if self.not_per_node:
-            out["notPerNode"] = self.not_per_node
-        if self.victims:
-            out["victims"] = self.victims
-        out["pendingLeftOut"] = self.pending_left_out
-        out["maxReached"] = self.max_reached
-        if self.verified is not None:
-            out["verified"] = self.verified
-        return out
-
-
-@dataclass
-class Options:
-    """The run's choices (as simulate's flags)."""
-
-    seed: int = 0
-    tie_break: str = RESERVOIR
-    percentage_of_nodes_to_score: int = 0
-    allow_preemption: bool = False
-    max_copies: int = DEFAULT_MAX
-    per_node: bool = True  # False: the exact path always (the tests compare the two)
-    verify: bool = False  # check the answer with simulate of total+1 copies
-
+__all__ = ["EXACT", "PER_NODE", "Answer", "Options", "capacity", "cluster_objects", "exact_answer"]
 
 def cluster_objects(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """The cluster without its pending pods (those with no spec.nodeName), and how many were left out."""
@@ -116,8 +70,6 @@ def capacity(objects: list[dict[str, Any]], template: Template, registry: Regist
         answer: Answer | None = None
         reason = "--exact"
         if options.per_node:
-            from .per_node import per_node_answer
-
             answer, reason = per_node_answer(session, maker, options)
             if answer is None and reason.startswith("fallback"):
                 session.close()

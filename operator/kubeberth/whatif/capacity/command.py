@@ -11,8 +11,9 @@ import sys
 from typing import TextIO
 
 from ..inputs import InputError
-from .answer import DEFAULT_MAX, Answer, Options, capacity, cluster_objects
+from .answer import capacity, cluster_objects
 from .copies import CopyMaker, base_time, copy_name, emit_copies
+from .result import DEFAULT_MAX, Answer, Options
 from .template import read_template
 
 

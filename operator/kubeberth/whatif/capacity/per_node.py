@@ -33,8 +33,8 @@ from ...model.nodeinfo import NodeInfo
 from ...plugins.dynamic_resources.extended import delegated_resources
 from ...plugins.node_resources_fit import is_extended_resource_name
 from ...scheduler.evaluator import node_evaluator
-from .answer import PER_NODE, Answer, Options
 from .copies import CopyMaker, copy_name
+from .result import PER_NODE, Answer, Options
 from .session import Session
 
 NODE_ONLY = frozenset({
@@ -94,7 +94,8 @@ def why_not(session: Session, maker: CopyMaker, pod: Pod, options: Options) -> s
 
 def _limit(pod: Pod, ni: NodeInfo, ignored: frozenset[str], ignored_groups: frozenset[str],
            resources_fit: bool, ports: bool) -> int | None:
-    """How many copies node `ni` takes (None: no limit here), copy 1 fitting it."""
+    """How many copies node `ni` takes (None: no limit here; negative: the node holds more than
+    NodeResourcesFit lets in, which after the fill means a copy was counted there that would not fit)."""
     limits: list[int] = []
     if ports and pod.host_ports:
         limits.append(1)
@@ -109,9 +110,7 @@ def _limit(pod: Pod, ni: NodeInfo, ignored: frozenset[str], ignored_groups: froz
                 continue
             pairs.append((quant, alloc.scalar.get(name, 0) - used.scalar.get(name, 0)))
         limits += [free // want for want, free in pairs if want > 0]
-    if not limits:
-        return None
-    return max(0, min(limits))
+    return (min(limits) if limits else None)
 
 
 def node_limits(session: Session, pod: Pod) -> dict[str, int] | str:
@@ -140,12 +139,13 @@ def node_limits(session: Session, pod: Pod) -> dict[str, int] | str:
         n = _limit(pod, ni, ignored, groups, "NodeResourcesFit" in names, "NodePorts" in names)
         if n is None:
             return f"node {ni.name} sets no limit (no resource or port filter counts the copies)"
-        out[ni.name] = n
+        out[ni.name] = max(0, n)
     return out
 
 
-def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]) -> None:
-    """Copies 1..sum(limits) bound in the scheduler's cache, each node up to its limit (in node order)."""
+def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]) -> bool:
+    """Copies 1..sum(limits) bound in the scheduler's cache, each node up to its limit (in node
+    order). False when a node then holds more than NodeResourcesFit lets in (a limit too high)."""
     member = maker.template.members[0]
     raw = maker.make(1)[0]
     raw["spec"]["nodeName"] = next(iter(limits), "")
@@ -163,6 +163,18 @@ def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]
             clone.node_name = node
             clone.cache = {}
             cache.add_pod(clone)
+    fw = session.sched.profiles[pod.scheduler_name]
+    if "NodeResourcesFit" not in {p.name for p in fw.filter_plugins}:
+        return True
+    fit = fw.plugin("NodeResourcesFit")
+    ignored = frozenset(fit._ignored()) if fit is not None else frozenset()  # type: ignore[attr-defined]
+    groups = frozenset(getattr(fit, "ignored_resource_groups", ()) or ())
+    for node in limits:
+        ni = cache.get_node(node)
+        room = None if ni is None else _limit(pod, ni, ignored, groups, True, False)
+        if room is None or room < 0:
+            return False
+    return True
 
 
 def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tuple[Answer | None, str]:
@@ -181,7 +193,8 @@ def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tup
     total = sum(limits.values())
     if total >= options.max_copies:
         return None, f"the nodes take at least --max ({options.max_copies}) copies"
-    fill(session, maker, pod, limits)
+    if not fill(session, maker, pod, limits):
+        return None, "fallback: a node's count exceeded its room"
     nxt = total + 1
     session.add(maker.make(nxt))
     keys = maker.pod_keys(nxt)

@@ -1,0 +1,130 @@
+"""Random clusters for the capacity brute-force check: the fuzzer's cases (tests/cluster/fuzz_gen.py,
+every flavour: affinity, spreading, volumes, gangs, group preemption, topology), each with a
+template picked among its pending pods (a PodGroup with its pods in the workloads flavours), one
+in five of the default ones given DRA devices (a DeviceClass, ResourceSlices on random nodes, a
+ResourceClaimTemplate the template's pod claims from), one in three run with --allow-preemption."""
+
+from __future__ import annotations
+
+import copy
+import io
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from kubeberth import features
+from kubeberth.whatif.capacity import Options
+from kubeberth.whatif.policy_tests import parse_case, prepare_case
+from tests.cluster.fuzz_gen import generate
+from tests.cluster.fuzz_groups import Options as FuzzOptions
+
+FLAVOURS = {"default": FuzzOptions(), "workloads": FuzzOptions(flavour="workloads"),
+            "topology": FuzzOptions(flavour="workloads", topology=True),
+            "group-preemption": FuzzOptions(flavour="workloads", group_preemption=True)}
+SEED = 41
+DRIVER = "gpu.example.com"
+
+
+@dataclass
+class FuzzCase:
+    name: str
+    objects: list[dict[str, Any]]
+    template: list[dict[str, Any]]
+    options: Options
+    gates: features.FeatureGates
+
+
+def _dra(rng: random.Random, objects: list[dict[str, Any]], template: dict[str, Any]) -> None:
+    nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+    objects.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
+                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    for name in rng.sample(nodes, rng.randint(1, len(nodes))):
+        objects.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                        "metadata": {"name": f"{name}-gpu"}, "spec": {"driver": DRIVER, "nodeName": name,
+                                 "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                                 "devices": [{"name": f"gpu-{d}"} for d in range(rng.randint(1, 3))]}})
+    ns = template["metadata"].get("namespace") or "default"
+    objects.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": "gpu", "namespace": ns},
+                    "spec": {"spec": {"devices": {"requests": [
+                        {"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}}})
+    template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+
+
+def fuzz_case(number: int) -> FuzzCase:
+    """Case `number`: the flavours in turn, the fuzzer's index growing."""
+    flavour = list(FLAVOURS)[number % len(FLAVOURS)]
+    index = number // len(FLAVOURS)
+    doc = generate(SEED, index, FLAVOURS[flavour])
+    doc["expect"] = [{"pod": "-/-", "unschedulable": False}]
+    case = parse_case(doc, str(doc["name"]))
+    with features.override(case.gates):
+        sim = prepare_case(case, io.StringIO())
+    objects = copy.deepcopy(sim.objects)
+    rng = random.Random(number)
+    pending = [o for o in objects if o["kind"] == "Pod" and not o["spec"].get("nodeName")]
+    groups = [o for o in objects if o["kind"] == "PodGroup"]
+    if groups:
+        group = rng.choice(groups)
+        gname = group["metadata"]["name"]
+        template = [group] + [p for p in pending
+                              if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") == gname]
+    else:
+        template = [rng.choice(pending)]
+        if number % 20 == 0 or (flavour == "default" and index % 5 == 4):
+            _dra(rng, objects, template[0])
+    options = Options(seed=case.seed, percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0,
+                      allow_preemption=number % 3 == 2)
+    return FuzzCase(f"{flavour}-{SEED}-{index}", objects, copy.deepcopy(template), options, case.gates)
+
+
+def features_of(case: FuzzCase) -> set[str]:
+    """What the template exercises (for the coverage check)."""
+    out = set()
+    for obj in case.template:
+        if obj["kind"] == "PodGroup":
+            out.add("gang")
+            continue
+        spec = obj["spec"]
+        aff = spec.get("affinity") or {}
+        if aff.get("podAffinity") or aff.get("podAntiAffinity"):
+            out.add("pod-affinity")
+        if aff.get("nodeAffinity") or spec.get("nodeSelector"):
+            out.add("node-affinity")
+        if spec.get("topologySpreadConstraints"):
+            out.add("spreading")
+        if any("persistentVolumeClaim" in v for v in spec.get("volumes") or ()):
+            out.add("volumes")
+        if spec.get("resourceClaims"):
+            out.add("dra")
+        if any(p.get("hostPort") for c in spec["containers"] for p in c.get("ports") or ()):
+            out.add("host-ports")
+    if case.options.allow_preemption:
+        out.add("preemption")
+    return out
+
+
+def per_node_case(number: int) -> FuzzCase:
+    """A default-flavour case whose template keeps only what the per-node path counts (requests,
+    host ports, node affinity, tolerations, preferred terms): its pod (anti-)affinity requirements,
+    spreading, volumes and priority are dropped, its requests sometimes halved."""
+    doc = generate(SEED + 1, number, FLAVOURS["default"])
+    doc["expect"] = [{"pod": "-/-", "unschedulable": False}]
+    case = parse_case(doc, str(doc["name"]))
+    sim = prepare_case(case, io.StringIO())
+    rng = random.Random(number)
+    pending = [o for o in sim.objects if o["kind"] == "Pod" and not o["spec"].get("nodeName")]
+    pod = copy.deepcopy(rng.choice(pending))
+    spec = pod["spec"]
+    for key in ("topologySpreadConstraints", "volumes", "priorityClassName"):
+        spec.pop(key, None)
+    aff = spec.get("affinity") or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        (aff.get(kind) or {}).pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+    if rng.random() < 0.5:
+        for c in spec["containers"]:
+            requests = (c.get("resources") or {}).get("requests") or {}
+            if "cpu" in requests:
+                requests["cpu"] = "250m"
+    options = Options(seed=case.seed, percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+    return FuzzCase(f"per-node-{SEED + 1}-{number}", sim.objects, [pod], options, case.gates)
