@@ -15,6 +15,7 @@ simulate to see where they would go)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -45,8 +46,9 @@ def check_copy(session: Session, maker: CopyMaker, template: Template) -> Pod:
         try:
             pod = Pod(raw)
             pod.priority, pod.preemption_policy = session.sched.ctx.objects.priorities.resolve(pod.spec)
-        except ModelError as exc:
-            raise InputError(f"{member.where}: {prefix}{exc}") from None
+        except ModelError as exc:  # named after the template, not the copy
+            text = re.sub(r"^pod \S+?:? (?=field )", "", str(exc))
+            raise InputError(f"{member.where}: {prefix}{text}") from None
         if pod.scheduler_name not in session.sched.profiles:
             raise InputError(f"{member.where}: {prefix}spec.schedulerName: {pod.scheduler_name} is served by no "
                              f"profile (served: {', '.join(sorted(session.sched.profiles))})")

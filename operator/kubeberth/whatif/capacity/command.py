@@ -80,8 +80,11 @@ def render_text(answer: Answer, maker: CopyMaker, args: argparse.Namespace) -> s
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """The command (its feature gates and plugins already in force): 0, or 2 for a refused input."""
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """The command (its feature gates and plugins already in force): 0, or 2 for a refused input.
+    `out`: sys.stdout when None (the one of the call's time)."""
+    if out is None:
+        out = sys.stdout
     from ...plugins import plugin_registry
     from ..simulate import percentage, read_input
 
