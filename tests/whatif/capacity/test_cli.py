@@ -98,3 +98,19 @@ def test_bad_templates_are_refused(capsys: pytest.CaptureFixture[str], tmp_path:
     assert code == 2 and out == ""
     assert message in err, err
     assert "Traceback" not in err
+
+
+def test_with_cluster_reproduces_alone(capsys: pytest.CaptureFixture[str], tmp_path: Path, cluster: Path) -> None:
+    """--emit-copies --with-cluster: simulate of that one file places N copies and not copy N+1,
+    although the input cluster had a pending pod (left out)."""
+    template = write_yaml(tmp_path / "pod.yaml", [pod("web", "500m")])
+    _, out, _ = run(capsys, "capacity", str(cluster), "--pod", str(template), "-o", "json")
+    total = json.loads(out)["total"]
+    _, stream, _ = run(capsys, "capacity", str(cluster), "--pod", str(template), "--emit-copies", str(total + 1),
+                       "--with-cluster")
+    (tmp_path / "check.yaml").write_text(stream)
+    _, out, _ = run(capsys, "simulate", str(tmp_path / "check.yaml"), "-o", "json")
+    status = {p["pod"]: p["status"] for p in json.loads(out)["pods"]}
+    assert "default/pending" not in status
+    copies = [status[f"default/web-capacity-{i}"] for i in range(1, total + 2)]
+    assert copies == ["Scheduled"] * total + ["Unschedulable"]

@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="check the answer with simulate of N+1 copies (`verified` in the output)")
     parser.add_argument("--emit-copies", dest="emit_copies", type=_count, default=None, metavar="K",
                         help="write copies 1..K as YAML (for `kubeberth simulate CLUSTER.yaml COPIES.yaml`) and stop")
+    parser.add_argument("--with-cluster", dest="with_cluster", action="store_true",
+                        help="with --emit-copies: write the cluster first (without its pending pods, with the "
+                             "profiles of --config), so that `simulate` of that one file reproduces the answer")
     parser.add_argument("--config", action="append", metavar="FILE",
                         help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), as simulate's")
     parser.add_argument("--percentage-of-nodes-to-score", dest="percentage_of_nodes_to_score", metavar="PERCENT",
@@ -97,7 +100,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         cluster, _ = cluster_objects(objects)
         maker = CopyMaker(template, base_time(cluster), allow_preemption=args.allow_preemption)
         if args.emit_copies is not None:
-            out.write(emit_copies(maker, args.emit_copies))
+            out.write(emit_copies(maker, args.emit_copies, cluster if args.with_cluster else []))
             return 0
         options = Options(seed=args.seed, tie_break=args.tie_break,
                           percentage_of_nodes_to_score=percentage(args.percentage_of_nodes_to_score, sim_input),

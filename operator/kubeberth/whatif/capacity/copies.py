@@ -88,7 +88,8 @@ class CopyMaker:
         return out
 
 
-def emit_copies(maker: CopyMaker, count: int) -> str:
-    """Copies 1..count as a YAML stream (to give `simulate` beside the cluster)."""
-    docs = [obj for i in range(1, count + 1) for obj in maker.make(i)]
+def emit_copies(maker: CopyMaker, count: int, before: Iterable[Mapping[str, Any]] = ()) -> str:
+    """Copies 1..count as a YAML stream (to give `simulate` beside the cluster), after the
+    objects `before` (the cluster, for a stream simulate reproduces the answer from alone)."""
+    docs = [dict(o) for o in before] + [obj for i in range(1, count + 1) for obj in maker.make(i)]
     return yaml.safe_dump_all(docs, sort_keys=False)
