@@ -152,6 +152,7 @@ def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]
     base = Pod(raw)
     base.priority, base.preemption_policy = pod.priority, pod.preemption_policy
     cache = session.sched.cache
+    parsed: dict[str, Any] | None = None  # what the cache parses of a pod once: the same for every copy
     i = 0
     for node, n in limits.items():
         for _ in range(n):
@@ -161,8 +162,10 @@ def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]
             clone.key = f"{member.namespace}/{clone.name}"
             clone.uid = f"capacity-fill-{i}"
             clone.node_name = node
-            clone.cache = {}
+            clone.cache = {} if parsed is None else dict(parsed)
             cache.add_pod(clone)
+            if parsed is None:
+                parsed = clone.cache
     fw = session.sched.profiles[pod.scheduler_name]
     if "NodeResourcesFit" not in {p.name for p in fw.filter_plugins}:
         return True
