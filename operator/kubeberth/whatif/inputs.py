@@ -10,7 +10,6 @@ from typing import Any
 
 import yaml
 
-
 # libyaml's safe loader when PyYAML has it (the same objects, ten times faster on a 5,000-node dump).
 SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -98,3 +98,33 @@ def test_max_stops_the_count(tmp_path: Path) -> None:
     got = answer([node("n1", "4")], write_yaml(tmp_path / "pod.yaml", [pod("web", "1")]),
                  Options(max_copies=2, per_node=False))
     assert (got.total, got.max_reached, got.stopped_by) == (2, True, None)
+
+
+def test_statefulset_claims_per_copy(tmp_path: Path) -> None:
+    """Each copy of a StatefulSet gets its own claim from volumeClaimTemplates: three local volumes
+    (two on n2, one on n1), three copies."""
+    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+          "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}
+    pvs = [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv{i}"},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                     "local": {"path": f"/mnt/{i}"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": [on]}]}]}}}}
+           for i, on in enumerate(["n1", "n2", "n2"])]
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "default"},
+           "spec": {"template": {"metadata": {"labels": {"app": "db"}}, "spec": pod("db")["spec"]},
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                        "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                        "resources": {"requests": {"storage": "1Gi"}}}}]}}
+    got = check([sc, node("n1"), node("n2"), *pvs], write_yaml(tmp_path / "pod.yaml", [sts]), Options())
+    assert (got.total, got.per_node, got.path) == (3, {"n1": 1, "n2": 2}, "exact")
+    assert "didn't find available persistent volumes to bind" in str(got.stopped_by)
+
+
+def test_max_on_the_per_node_path(tmp_path: Path) -> None:
+    """Counted past --max: the total stops there, each node's count is still given."""
+    from .brute import answer
+
+    got = answer([node("n1", "4"), node("n2", "2")], write_yaml(tmp_path / "pod.yaml", [pod("web", "1")]),
+                 Options(max_copies=5))
+    assert (got.total, got.max_reached, got.path, got.per_node_limit) == (5, True, "per-node", {"n1": 4, "n2": 2})

@@ -78,8 +78,9 @@ def render_text(answer: Answer, maker: CopyMaker, args: argparse.Namespace) -> s
         lines.append(f"simulate of {nxt} copies {'agrees' if answer.verified else 'DISAGREES'}")
     if answer.pending_left_out:
         lines.append(f"({answer.pending_left_out} pending pod(s) of the input left out: they hold nothing now)")
-    lines.append(f"check: kubeberth capacity ... --emit-copies {nxt} > copies.yaml; "
-                 f"kubeberth simulate {' '.join(args.files)} copies.yaml --seed {args.seed}")
+    if not answer.max_reached:
+        lines.append(f"check: kubeberth capacity ... --emit-copies {nxt} --with-cluster > check.yaml; "
+                     f"kubeberth simulate check.yaml --seed {args.seed} (or --verify)")
     return "\n".join(lines)
 
 

@@ -58,12 +58,16 @@ class CopyMaker:
         g = self.template.group
         return None if g is None else copy_name(str(g["metadata"]["name"]), i)
 
+    def first_pod(self, i: int) -> dict[str, Any]:
+        """The first Pod of copy i."""
+        return next(o for o in self.make(i) if o.get("kind") == "Pod")
+
     def pod_keys(self, i: int) -> list[str]:
         """NAMESPACE/NAME of the pods of copy i."""
         return [f"{m.namespace}/{copy_name(m.name, i)}" for m in self.template.members]
 
     def make(self, i: int) -> list[dict[str, Any]]:
-        """Copy i: its PodGroup (a gang's) then its pods."""
+        """Copy i: its PodGroup (a gang's) then its pods, each after its claims (a StatefulSet's)."""
         stamp = _stamp(self.base + i)
         out: list[dict[str, Any]] = []
         group = self.group_name(i)
@@ -84,7 +88,28 @@ class CopyMaker:
                 spec["schedulingGroup"] = dict(spec.get("schedulingGroup") or {}, podGroupName=group)
             if not self.allow_preemption:
                 spec["preemptionPolicy"] = NEVER
+            out += self._claims(m.claim_templates, str(meta["name"]), m.namespace, spec)
             out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+        return out
+
+
+    @staticmethod
+    def _claims(templates: list[dict[str, Any]], pod_name: str, namespace: str,
+                spec: dict[str, Any]) -> list[dict[str, Any]]:
+        """A StatefulSet's claims for one copy, `<template>-<pod>` as its controller names them, each
+        mounted as the volume of the template's name (unbound: the scheduler's VolumeBinding binds them)."""
+        out = []
+        names = {t["metadata"]["name"] for t in templates}
+        volumes = [v for v in spec.get("volumes") or () if v.get("name") not in names]
+        for t in templates:
+            vct = str(t["metadata"]["name"])
+            claim = f"{vct}-{pod_name}"
+            meta = {"name": claim, "namespace": namespace, "labels": dict(t["metadata"].get("labels") or {})}
+            out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
+                        "spec": copy.deepcopy(t.get("spec") or {}), "status": {"phase": "Pending"}})
+            volumes.append({"name": vct, "persistentVolumeClaim": {"claimName": claim}})
+        if templates:
+            spec["volumes"] = volumes
         return out
 
 

@@ -147,7 +147,7 @@ def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]
     """Copies 1..sum(limits) bound in the scheduler's cache, each node up to its limit (in node
     order). False when a node then holds more than NodeResourcesFit lets in (a limit too high)."""
     member = maker.template.members[0]
-    raw = maker.make(1)[0]
+    raw = maker.first_pod(1)
     raw["spec"]["nodeName"] = next(iter(limits), "")
     base = Pod(raw)
     base.priority, base.preemption_policy = pod.priority, pod.preemption_policy
@@ -183,7 +183,7 @@ def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]
 def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tuple[Answer | None, str]:
     """The answer by the per-node path, or None and why not ("fallback: ..." when the session was
     changed and the caller needs a new one)."""
-    raw = maker.make(1)[0]
+    raw = maker.first_pod(1)
     pod = Pod(raw)
     pod.priority, pod.preemption_policy = session.sched.ctx.objects.priorities.resolve(pod.spec)
     reason = why_not(session, maker, pod, options)
@@ -194,8 +194,8 @@ def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tup
         return None, limits
     limits = {name: n for name, n in limits.items() if n > 0}
     total = sum(limits.values())
-    if total >= options.max_copies:
-        return None, f"the nodes take at least --max ({options.max_copies}) copies"
+    if total > options.max_copies:  # counted, but not placed: which `max` copies go where is the scores' choice
+        return Answer(options.max_copies, {}, None, path=PER_NODE, per_node_limit=dict(limits), max_reached=True), ""
     if not fill(session, maker, pod, limits):
         return None, "fallback: a node's count exceeded its room"
     nxt = total + 1

@@ -42,6 +42,9 @@ class Session:
         sched = self.sched
         pods = [o for o in objects if o.get("kind") == "Pod"]
         for obj in objects:
+            if obj.get("kind") == "PersistentVolumeClaim":
+                sched.on_object("PersistentVolumeClaim", obj)
+        for obj in objects:
             if obj.get("kind") == "PodGroup" and sched.pod_groups_enabled:
                 admitted = admit_pod_group(sched, obj)
                 if admitted is None:

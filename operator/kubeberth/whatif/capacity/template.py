@@ -1,7 +1,8 @@
 """The pod template of `kubeberth capacity` (POD.yaml): a Pod, the `spec.template` of a workload
 (Deployment, ReplicaSet, StatefulSet, Job, CronJob's `spec.jobTemplate`), or a gang: a PodGroup
 (scheduling.k8s.io/v1beta1) with the Pods naming it in `spec.schedulingGroup.podGroupName`, given as
-Pod documents beside it (its members as written; a copy is the group and all of them). Anything
+Pod documents beside it (its members as written; a copy is the group and all of them). A
+StatefulSet's volumeClaimTemplates give each copy its claims, as its controller does. Anything
 else, two templates, or a template the API server would refuse is an InputError naming the file,
 the document and the field."""
 
@@ -32,6 +33,7 @@ class Member:
     spec: dict[str, Any]
     where: str
     path: str = ""
+    claim_templates: list[dict[str, Any]] = field(default_factory=list)  # a StatefulSet's volumeClaimTemplates
 
 
 @dataclass
@@ -105,7 +107,11 @@ def _member(obj: Mapping[str, Any], where: str) -> Member:
     spec = _check_spec(template.get("spec"), where, f"{dotted}.")
     tmeta = copy.deepcopy(dict(_meta(template)))
     tmeta["namespace"] = namespace  # the pods of a workload are in its namespace
-    return Member(name, namespace, tmeta, spec, where, dotted)
+    claims = _dig(obj, ("spec", "volumeClaimTemplates")) if kind == "StatefulSet" else None
+    if claims is not None and (not isinstance(claims, list) or not all(
+            isinstance(c, Mapping) and isinstance(_dig(c, ("metadata", "name")), str) for c in claims)):
+        raise InputError(f"{where}: {kind} {name}: spec.volumeClaimTemplates: each needs metadata.name")
+    return Member(name, namespace, tmeta, spec, where, dotted, copy.deepcopy(list(claims or [])))
 
 
 def read_template(path: str | Path) -> Template:
