@@ -128,3 +128,15 @@ def test_max_on_the_per_node_path(tmp_path: Path) -> None:
     got = answer([node("n1", "4"), node("n2", "2")], write_yaml(tmp_path / "pod.yaml", [pod("web", "1")]),
                  Options(max_copies=5))
     assert (got.total, got.max_reached, got.path, got.per_node_limit) == (5, True, "per-node", {"n1": 4, "n2": 2})
+
+
+def test_no_filter_limits_the_copies(tmp_path: Path) -> None:
+    """A profile without NodeResourcesFit's filter: a node takes any number of copies; the count
+    stops at --max at once (per-node path), the node's count given as None."""
+    from .brute import answer
+
+    profile = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "loose"},
+               "spec": {"plugins": {"filter": {"disabled": [{"name": "NodeResourcesFit"}]}}}}
+    got = answer([profile, node("n1", "1"), node("n2", "1", taints=TAINT)],
+                 write_yaml(tmp_path / "pod.yaml", [pod("web", "1")]), Options(max_copies=7))
+    assert (got.total, got.max_reached, got.path, got.per_node_limit) == (7, True, "per-node", {"n1": None})

@@ -113,8 +113,9 @@ def _limit(pod: Pod, ni: NodeInfo, ignored: frozenset[str], ignored_groups: froz
     return (min(limits) if limits else None)
 
 
-def node_limits(session: Session, pod: Pod) -> dict[str, int] | str:
-    """Each node copy 1 fits, with its limit; a reason (str) when a node has no limit."""
+def node_limits(session: Session, pod: Pod) -> dict[str, int | None] | str:
+    """Each node copy 1 fits, with its limit (None: no filter limits the copies there: it takes
+    any number); a reason (str) when PreFilter refuses copy 1."""
     sched = session.sched
     fw = sched.profiles[pod.scheduler_name]
     sched.cache.update_snapshot(sched.snapshot)
@@ -134,12 +135,10 @@ def node_limits(session: Session, pod: Pod) -> dict[str, int] | str:
     fit = fw.plugin("NodeResourcesFit")
     ignored = frozenset(fit._ignored()) if fit is not None else frozenset()  # type: ignore[attr-defined]
     groups = frozenset(getattr(fit, "ignored_resource_groups", ()) or ())
-    out: dict[str, int] = {}
+    out: dict[str, int | None] = {}
     for ni in feasible:
         n = _limit(pod, ni, ignored, groups, "NodeResourcesFit" in names, "NodePorts" in names)
-        if n is None:
-            return f"node {ni.name} sets no limit (no resource or port filter counts the copies)"
-        out[ni.name] = max(0, n)
+        out[ni.name] = None if n is None else max(0, n)
     return out
 
 
@@ -189,13 +188,15 @@ def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tup
     reason = why_not(session, maker, pod, options)
     if reason:
         return None, reason
-    limits = node_limits(session, pod)
-    if isinstance(limits, str):
-        return None, limits
-    limits = {name: n for name, n in limits.items() if n > 0}
+    counted = node_limits(session, pod)
+    if isinstance(counted, str):
+        return None, counted
+    if any(n is None for n in counted.values()) or sum(n or 0 for n in counted.values()) > options.max_copies:
+        # counted (None: no end), not placed: which `max` copies go where is the scores' choice
+        return Answer(options.max_copies, {}, None, path=PER_NODE, per_node_limit=dict(counted),
+                      max_reached=True), ""
+    limits = {name: n for name, n in counted.items() if n}
     total = sum(limits.values())
-    if total > options.max_copies:  # counted, but not placed: which `max` copies go where is the scores' choice
-        return Answer(options.max_copies, {}, None, path=PER_NODE, per_node_limit=dict(limits), max_reached=True), ""
     if not fill(session, maker, pod, limits):
         return None, "fallback: a node's count exceeded its room"
     nxt = total + 1

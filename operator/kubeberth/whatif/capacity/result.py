@@ -19,7 +19,7 @@ class Answer:
     per_node: dict[str, int]
     stopped_by: str | None  # the diagnosis of copy total+1; None when --max stopped the count
     path: str = EXACT
-    per_node_limit: dict[str, int] | None = None  # the per-node path's count of each node
+    per_node_limit: dict[str, int | None] | None = None  # the per-node path's count of each node (None: no end)
     not_per_node: str = ""  # why the per-node path was not taken
     victims: list[str] = field(default_factory=list)
     pending_left_out: int = 0
