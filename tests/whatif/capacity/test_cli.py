@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubeberth.cli import main
 
@@ -114,3 +115,23 @@ def test_with_cluster_reproduces_alone(capsys: pytest.CaptureFixture[str], tmp_p
     assert "default/pending" not in status
     copies = [status[f"default/web-capacity-{i}"] for i in range(1, total + 2)]
     assert copies == ["Scheduled"] * total + ["Unschedulable"]
+
+
+def test_gang_without_its_gate_is_said(capsys: pytest.CaptureFixture[str], tmp_path: Path, cluster: Path) -> None:
+    from .clusters import gang
+
+    template = write_yaml(tmp_path / "pod.yaml", gang("train", 2, "1"))
+    code, _, err = run(capsys, "capacity", str(cluster), "--pod", str(template))
+    assert code == 0 and "PodGroups are not read without the GenericWorkload feature gate" in err
+    code, _, err = run(capsys, "capacity", str(cluster), "--pod", str(template), "--feature-gates",
+                       "GenericWorkload=true")
+    assert code == 0 and "GenericWorkload" not in err
+
+
+def test_generate_name_names_the_copies(capsys: pytest.CaptureFixture[str], tmp_path: Path, cluster: Path) -> None:
+    raw = pod("x", "1")
+    raw["metadata"] = {"generateName": "job-", "namespace": "batch"}
+    template = write_yaml(tmp_path / "pod.yaml", [raw])
+    _, out, _ = run(capsys, "capacity", str(cluster), "--pod", str(template), "--emit-copies", "2")
+    names = [d["metadata"]["name"] for d in yaml.safe_load_all(out)]
+    assert names == ["job-capacity-1", "job-capacity-2"]

@@ -69,6 +69,9 @@ def capacity(objects: list[dict[str, Any]], template: Template, registry: Regist
     session = new_session()
     try:
         check_copy(session, maker, template)
+        if template.group is not None and not session.sched.pod_groups_enabled:
+            warn.write(f"note: {template.group_where}: PodGroups are not read without the GenericWorkload feature "
+                       "gate: a copy's pods are scheduled one by one, not as a gang\n")
         answer: Answer | None = None
         reason = "--exact"
         if options.per_node:

@@ -93,9 +93,9 @@ def _check_spec(spec: Any, where: str, prefix: str) -> dict[str, Any]:
 def _member(obj: Mapping[str, Any], where: str) -> Member:
     kind = str(obj.get("kind"))
     meta = _meta(obj)
-    name = meta.get("name")
+    name = meta.get("name") or str(meta.get("generateName") or "").rstrip("-")
     if not isinstance(name, str) or not name:
-        raise InputError(f"{where}: metadata.name: Required value")
+        raise InputError(f"{where}: metadata.name: Required value (or metadata.generateName)")
     namespace = str(meta.get("namespace") or "default")
     if kind == "Pod":
         return Member(name, namespace, copy.deepcopy(dict(meta)), _check_spec(obj.get("spec"), where, ""), where)
