@@ -3,6 +3,7 @@ simulate of N+1 copies (brute.check) and, where the per-node path answers, again
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,36 @@ def test_no_filter_limits_the_copies(tmp_path: Path) -> None:
     got = answer([profile, node("n1", "1"), node("n2", "1", taints=TAINT)],
                  write_yaml(tmp_path / "pod.yaml", [pod("web", "1")]), Options(max_copies=7))
     assert (got.total, got.max_reached, got.path, got.per_node_limit) == (7, True, "per-node", {"n1": None})
+
+
+class _EvenNodes:
+    """A filter of one's own: only nodes whose name ends in an even digit (a verdict per node)."""
+
+    name = "EvenNodes"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        self.handle = handle
+
+    def filter(self, state: Any, pod: Any, node_info: Any) -> Any:
+        from kubeberth.framework import Status
+
+        return None if int(node_info.name[-1]) % 2 == 0 else Status.unschedulable("node(s) are odd")
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_plugin_of_ones_own_takes_the_per_node_path_only_when_it_says_so(tmp_path: Path, declared: bool) -> None:
+    from kubeberth.framework import FilterPlugin
+    from kubeberth.plugins import plugin_registry
+    from kubeberth.whatif.capacity import capacity, read_template
+
+    plugin = type("EvenNodes", (_EvenNodes, FilterPlugin), {"per_node_filter": True} if declared else {})
+    registry = plugin_registry().copy()
+    registry.register(plugin, origin="test")
+    profile = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "even"},
+               "spec": {"plugins": {"filter": {"enabled": [{"name": "EvenNodes"}]}}}}
+    cluster = [profile, node("n1", "2"), node("n2", "2"), node("n4", "3")]
+    got = capacity(cluster, read_template(write_yaml(tmp_path / "pod.yaml", [pod("web", "1")])), registry,
+                   Options(), warn=io.StringIO())
+    assert (got.total, got.per_node) == (5, {"n2": 2, "n4": 3})
+    assert got.path == ("per-node" if declared else "exact")
+    assert "1 node(s) are odd" in str(got.stopped_by)

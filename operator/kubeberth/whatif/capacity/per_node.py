@@ -12,7 +12,8 @@ PodTopologySpread when no DoNotSchedule constraint applies to it (its own or the
 volume plugins when it has no volume but emptyDir, configMap, secret, downwardAPI, projected and
 hostPath; DynamicResources when it has no claim and no extended resource a DeviceClass serves; the
 gang plugins for a pod of no group; and a plugin of one's own that says so (`per_node_filter =
-True` on its class). Anything else takes the exact path.
+True` on its class), which it must also say to be at PreEnqueue, Reserve, Permit, PreBind or Bind.
+Anything else takes the exact path.
 
 A node's limit: copy 1 through the real filters (the nodes it fits), then NodeResourcesFit's
 arithmetic (free room over the request, per resource, and the pod count; one copy where host ports
@@ -45,6 +46,7 @@ NODE_ONLY = frozenset({
 VOLUME_PLUGINS = frozenset({"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits", "EBSLimits",
                             "GCEPDLimits", "AzureDiskLimits", "CinderLimits"})
 GROUP_PLUGINS = frozenset({"GangScheduling", "PodGroupPodsCount", "TopologyPlacementGenerator"})
+IN_TREE = "kubeberth.plugins."
 LOCAL_VOLUMES = frozenset({"emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "name"})
 
 
@@ -89,6 +91,12 @@ def why_not(session: Session, maker: CopyMaker, pod: Pod, options: Options) -> s
         if name in GROUP_PLUGINS and not pod.pod_group_name:
             continue
         return f"plugin {name}: its verdict on a node may depend on the pods of other nodes"
+    # After the filters a plugin of one's own could still refuse a node (Reserve, Permit, PreBind, Bind)
+    # or hold a copy back (PreEnqueue); the in-tree ones do not for a pod that passed the checks above.
+    for plugin in [*fw.pre_enqueue_plugins, *fw.reserve_plugins, *fw.permit_plugins, *fw.pre_bind_plugins,
+                   *fw.bind_plugins]:
+        if not type(plugin).__module__.startswith(IN_TREE) and getattr(plugin, "per_node_filter", False) is not True:
+            return f"plugin {plugin.name}: a plugin of one's own may refuse a copy after the filters"
     return ""
 
 
