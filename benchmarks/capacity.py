@@ -8,7 +8,8 @@ for 8/(COPIES) CPUs: every node takes COPIES copies (one fewer where a pod runs)
 answer (the scheduler built over the cluster, the per-node count, copy N+1's diagnosis) is the
 figure; the answer is checked against the exact path (copies scheduled one by one) and against
 simulate of N+1 copies on a cluster of CHECK_NODES nodes of the same shapes, and, with
---full-check, against simulate of N+1 copies on the full cluster (minutes).
+--full-check, against simulate of N+1 copies on the full cluster (half a minute). Written to
+benchmarks/results/latest-capacity.json (with the machine, the commit and its load average).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 import tempfile
 import time
@@ -31,7 +33,7 @@ from kubeberth.whatif.capacity import Answer, Options, capacity, read_template
 from kubeberth.whatif.capacity.copies import CopyMaker, base_time
 from kubeberth.whatif.engine import run_simulation
 
-from .record import machine
+from .record import RESULTS_DIR, git_commit, machine
 
 
 def cluster(nodes: int) -> list[dict[str, Any]]:
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             times.append(seconds)
         result: dict[str, Any] = {"nodes": args.nodes, "total": got.total, "path": got.path,
                                   "stoppedBy": got.stopped_by, "seconds": [round(t, 3) for t in times],
-                                  "best": round(min(times), 3), "machine": machine()}
+                                  "best": round(min(times), 3), "machine": machine(), "commit": git_commit(),
+                                  "loadavg": os.getloadavg()}
         small = cluster(args.check_nodes)
         fast, _ = answer(small, pod_file)
         exact, exact_seconds = answer(small, pod_file, exact=True)
@@ -109,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.full_check:
             result["fullCheck"] = simulate_check(objects, pod_file, got)
     print(json.dumps(result, indent=2))
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "latest-capacity.json").write_text(json.dumps(result, indent=1) + "\n")
     check = result["check"]
     ok = check["exactPathAgrees"] and check["simulate"]["ok"] and result.get("fullCheck", {"ok": True})["ok"]
     return 0 if ok else 1
