@@ -2,7 +2,8 @@
 every flavour: affinity, spreading, volumes, gangs, group preemption, topology), each with a
 template picked among its pending pods (a PodGroup with its pods in the workloads flavours), one
 in five of the default ones given DRA devices (a DeviceClass, ResourceSlices on random nodes, a
-ResourceClaimTemplate the template's pod claims from), one in three run with --allow-preemption."""
+ResourceClaimTemplate the template's pod claims from), one in three run with --allow-preemption,
+one in seven with --tie-break fixed-order, each with a seed of its own."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeberth import features
+from kubeberth.framework.tie_break import FIXED_ORDER, RESERVOIR
 from kubeberth.whatif.capacity import Options
 from kubeberth.whatif.policy_tests import parse_case, prepare_case
 from tests.cluster.fuzz_gen import generate
@@ -73,8 +75,8 @@ def fuzz_case(number: int) -> FuzzCase:
         template = [rng.choice(pending)]
         if number % 20 == 0 or (flavour == "default" and index % 5 == 4):
             _dra(rng, objects, template[0])
-    options = Options(seed=case.seed, percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0,
-                      allow_preemption=number % 3 == 2)
+    options = Options(seed=case.seed + number, percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0,
+                      allow_preemption=number % 3 == 2, tie_break=FIXED_ORDER if number % 7 == 3 else RESERVOIR)
     return FuzzCase(f"{flavour}-{SEED}-{index}", objects, copy.deepcopy(template), options, case.gates)
 
 
