@@ -53,6 +53,31 @@ def _dra(rng: random.Random, objects: list[dict[str, Any]], template: dict[str, 
     template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
 
 
+def _stateful_set(rng: random.Random, objects: list[dict[str, Any]], template: dict[str, Any]) -> dict[str, Any]:
+    """The template as a StatefulSet whose copies each claim a local volume (WaitForFirstConsumer):
+    1-6 volumes of random sizes on random nodes, some too small."""
+    nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+    objects.append({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local-wffc"},
+                    "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"})
+    for v in range(rng.randint(1, 6)):
+        objects.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"local-{v}"},
+                        "spec": {"capacity": {"storage": rng.choice(["1Gi", "4Gi", "8Gi"])},
+                                 "accessModes": ["ReadWriteOnce"], "storageClassName": "local-wffc",
+                                 "local": {"path": f"/mnt/{v}"},
+                                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                                     {"key": "kubernetes.io/hostname", "operator": "In",
+                                      "values": [rng.choice(nodes)]}]}]}}}})
+    spec = copy.deepcopy(template["spec"])
+    spec.pop("volumes", None)
+    meta = template["metadata"]
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": meta["name"], "namespace": meta.get("namespace") or "default"},
+            "spec": {"template": {"metadata": {"labels": dict(meta.get("labels") or {})}, "spec": spec},
+                     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "storageClassName": "local-wffc",
+                         "resources": {"requests": {"storage": "2Gi"}}}}]}}
+
+
 def fuzz_case(number: int) -> FuzzCase:
     """Case `number`: the flavours in turn, the fuzzer's index growing."""
     flavour = list(FLAVOURS)[number % len(FLAVOURS)]
@@ -72,9 +97,12 @@ def fuzz_case(number: int) -> FuzzCase:
         template = [group] + [p for p in pending
                               if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") == gname]
     else:
-        template = [rng.choice(pending)]
+        with_claims = [p for p in pending if any("persistentVolumeClaim" in v for v in p["spec"].get("volumes") or ())]
+        template = [rng.choice(with_claims if with_claims and number % 2 == 0 else pending)]
         if number % 20 == 0 or (flavour == "default" and index % 5 == 4):
             _dra(rng, objects, template[0])
+        elif flavour == "default" and index % 5 == 2:
+            template = [_stateful_set(rng, objects, template[0])]
     options = Options(seed=case.seed + number, percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0,
                       allow_preemption=number % 3 == 2, tie_break=FIXED_ORDER if number % 7 == 3 else RESERVOIR)
     return FuzzCase(f"{flavour}-{SEED}-{index}", objects, copy.deepcopy(template), options, case.gates)
@@ -87,6 +115,9 @@ def features_of(case: FuzzCase) -> set[str]:
         if obj["kind"] == "PodGroup":
             out.add("gang")
             continue
+        if obj["kind"] == "StatefulSet":
+            out.add("volumes")
+            obj = obj["spec"]["template"]
         spec = obj["spec"]
         aff = spec.get("affinity") or {}
         if aff.get("podAffinity") or aff.get("podAntiAffinity"):
