@@ -2,9 +2,11 @@
 by simulation.
 
     python -m benchmarks.capacity [--nodes 5000] [--per-node-copies 10] [--check-nodes 200] [--full-check]
+                                  [--one-per-node]
 
 NODES nodes (8 CPUs, 32Gi, 110 pods; one pod of 1 CPU running on every fifth), a template asking
-for 8/(COPIES) CPUs: every node takes COPIES copies (one fewer where a pod runs). The time of one
+for 8/(COPIES) CPUs: every node takes COPIES copies (one fewer where a pod runs; one with
+--one-per-node, the template then excluding itself per hostname by anti-affinity). The time of one
 answer (the scheduler built over the cluster, the per-node count, copy N+1's diagnosis) is the
 figure; the answer is checked against the exact path (copies scheduled one by one) and against
 simulate of N+1 copies on a cluster of CHECK_NODES nodes of the same shapes, and, with
@@ -51,12 +53,15 @@ def cluster(nodes: int) -> list[dict[str, Any]]:
     return out
 
 
-def template(copies: int) -> dict[str, Any]:
+def template(copies: int, one_per_node: bool = False) -> dict[str, Any]:
     cpu = f"{8000 // copies}m"
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "app", "resources": {"requests": {
+        "cpu": cpu, "memory": "1Gi"}}}]}
+    if one_per_node:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default",
-                                                           "labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu,
-                                                                                              "memory": "1Gi"}}}]}}
+                                                           "labels": {"app": "web"}}, "spec": spec}
 
 
 def answer(objects: list[dict[str, Any]], pod_file: Path, exact: bool = False) -> tuple[Answer, float]:
@@ -88,17 +93,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-nodes", dest="check_nodes", type=int, default=200)
     parser.add_argument("--full-check", dest="full_check", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--one-per-node", dest="one_per_node", action="store_true",
+                        help="the template has required anti-affinity to itself per hostname (one copy a node)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         pod_file = Path(tmp) / "pod.yaml"
-        pod_file.write_text(yaml.safe_dump(template(args.copies)))
+        pod_file.write_text(yaml.safe_dump(template(args.copies, args.one_per_node)))
         objects = cluster(args.nodes)
         times = []
         for _ in range(args.repeat):
             got, seconds = answer(objects, pod_file)
             times.append(seconds)
-        result: dict[str, Any] = {"nodes": args.nodes, "total": got.total, "path": got.path,
-                                  "stoppedBy": got.stopped_by, "seconds": [round(t, 3) for t in times],
+        result: dict[str, Any] = {"nodes": args.nodes, "onePerNode": args.one_per_node, "total": got.total,
+                                  "path": got.path, "stoppedBy": got.stopped_by, "seconds": [round(t, 3) for t in times],
                                   "best": round(min(times), 3), "machine": machine(), "commit": git_commit(),
                                   "loadavg": os.getloadavg()}
         small = cluster(args.check_nodes)
@@ -113,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             result["fullCheck"] = simulate_check(objects, pod_file, got)
     print(json.dumps(result, indent=2))
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    (RESULTS_DIR / "latest-capacity.json").write_text(json.dumps(result, indent=1) + "\n")
+    out = RESULTS_DIR / f"latest-capacity{'-one-per-node' if args.one_per_node else ''}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
     check = result["check"]
     ok = check["exactPathAgrees"] and check["simulate"]["ok"] and result.get("fullCheck", {"ok": True})["ok"]
     return 0 if ok else 1

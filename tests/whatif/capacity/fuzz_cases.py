@@ -19,6 +19,7 @@ from kubeberth.whatif.capacity import Options
 from kubeberth.whatif.policy_tests import parse_case, prepare_case
 from tests.cluster.fuzz_gen import generate
 from tests.cluster.fuzz_groups import Options as FuzzOptions
+from tests.cluster.fuzz_parts import APPS
 
 FLAVOURS = {"default": FuzzOptions(), "workloads": FuzzOptions(flavour="workloads"),
             "topology": FuzzOptions(flavour="workloads", topology=True),
@@ -139,8 +140,9 @@ def features_of(case: FuzzCase) -> set[str]:
 
 def per_node_case(number: int) -> FuzzCase:
     """A default-flavour case whose template keeps only what the per-node path counts (requests,
-    host ports, node affinity, tolerations, preferred terms): its pod (anti-)affinity requirements,
-    spreading, volumes and priority are dropped, its requests sometimes halved."""
+    host ports, node affinity, tolerations, preferred terms, anti-affinity per hostname in one case
+    of two): its other pod (anti-)affinity requirements, spreading, volumes and priority are dropped,
+    its cpu request sometimes made 250m."""
     doc = generate(SEED + 1, number, FLAVOURS["default"])
     doc["expect"] = [{"pod": "-/-", "unschedulable": False}]
     case = parse_case(doc, str(doc["name"]))
@@ -152,8 +154,16 @@ def per_node_case(number: int) -> FuzzCase:
     for key in ("topologySpreadConstraints", "volumes", "priorityClassName"):
         spec.pop(key, None)
     aff = spec.get("affinity") or {}
-    for kind in ("podAffinity", "podAntiAffinity"):
-        (aff.get(kind) or {}).pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+    (aff.get("podAffinity") or {}).pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+    anti = aff.get("podAntiAffinity") or {}
+    terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    if number % 2 or any(t.get("topologyKey") != "kubernetes.io/hostname" for t in terms):
+        anti.pop("requiredDuringSchedulingIgnoredDuringExecution", None)  # kept (per hostname) in one case of two
+    if number % 4 == 0:  # one per node, or away from another app's pods
+        app = rng.choice([pod["metadata"]["labels"]["app"], rng.choice(APPS)])
+        aff.setdefault("podAntiAffinity", {})["requiredDuringSchedulingIgnoredDuringExecution"] = [
+            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]
+        spec["affinity"] = aff
     if rng.random() < 0.5:
         for c in spec["containers"]:
             requests = (c.get("resources") or {}).get("requests") or {}

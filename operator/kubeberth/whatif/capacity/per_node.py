@@ -7,7 +7,10 @@ Eligible: one pod (no gang), no preemption, no extenders, and every PreFilter an
 of the pod's profile is one whose verdict for copy k on node n depends only on node n and the pods
 on it: NodeResourcesFit, NodePorts, TaintToleration, NodeAffinity, NodeName, NodeUnschedulable,
 NodeDeclaredFeatures, the node-condition checks; InterPodAffinity when the pod has no required
-(anti-)affinity term (existing pods' anti-affinity against it is then the same for every copy);
+(anti-)affinity term (existing pods' anti-affinity against it is then the same for every copy), or
+only anti-affinity terms per hostname with every node a hostname of its own (whether copies
+exclude each other is then a matter of each node: one copy is put on every node, and a probe copy
+through the filters tells the nodes that take no second one);
 PodTopologySpread when no DoNotSchedule constraint applies to it (its own or the defaults); the
 volume plugins when it has no volume but emptyDir, configMap, secret, downwardAPI, projected and
 hostPath; DynamicResources when it has no claim and no extended resource a DeviceClass serves; the
@@ -24,7 +27,7 @@ exact path."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...framework import CycleState
@@ -47,6 +50,7 @@ VOLUME_PLUGINS = frozenset({"VolumeBinding", "VolumeRestrictions", "VolumeZone",
                             "GCEPDLimits", "AzureDiskLimits", "CinderLimits"})
 GROUP_PLUGINS = frozenset({"GangScheduling", "PodGroupPodsCount", "TopologyPlacementGenerator"})
 IN_TREE = "kubeberth.plugins."
+HOSTNAME = "kubernetes.io/hostname"
 LOCAL_VOLUMES = frozenset({"emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "name"})
 
 
@@ -54,6 +58,28 @@ def _required_pod_affinity(spec: Mapping[str, Any]) -> bool:
     aff = spec.get("affinity") or {}
     return any((aff.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
                for kind in ("podAffinity", "podAntiAffinity"))
+
+
+def hostname_anti_affinity(spec: Mapping[str, Any]) -> bool:
+    """The pod's required inter-pod terms are all anti-affinity per node (topologyKey hostname)."""
+    aff = spec.get("affinity") or {}
+    if (aff.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
+        return False
+    terms = (aff.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    return bool(terms) and all(isinstance(t, Mapping) and t.get("topologyKey") == HOSTNAME for t in terms)
+
+
+def unique_hostnames(session: Session) -> bool:
+    """Every node has a hostname label of its own (a hostname domain is then one node)."""
+    cache = session.sched.cache
+    seen = set()
+    for name in cache.node_names():
+        node = cache.node(name)
+        value = None if node is None else node.labels.get(HOSTNAME)
+        if value is None or value in seen:
+            return False
+        seen.add(value)
+    return True
 
 
 def why_not(session: Session, maker: CopyMaker, pod: Pod, options: Options) -> str:
@@ -73,8 +99,9 @@ def why_not(session: Session, maker: CopyMaker, pod: Pod, options: Options) -> s
     for name, plugin in sorted(names.items()):
         if name in NODE_ONLY or getattr(plugin, "per_node_filter", False) is True:
             continue
-        if name == "InterPodAffinity" and not _required_pod_affinity(spec):
-            continue
+        if name == "InterPodAffinity" and (not _required_pod_affinity(spec) or (
+                hostname_anti_affinity(spec) and unique_hostnames(session))):
+            continue  # anti-affinity per hostname: the probe (per_node_answer) says where copies exclude each other
         if name == "PodTopologySpread":
             try:
                 hard = plugin.constraints(pod, "DoNotSchedule")  # type: ignore[attr-defined]
@@ -121,9 +148,8 @@ def _limit(pod: Pod, ni: NodeInfo, ignored: frozenset[str], ignored_groups: froz
     return (min(limits) if limits else None)
 
 
-def node_limits(session: Session, pod: Pod) -> dict[str, int | None] | str:
-    """Each node copy 1 fits, with its limit (None: no filter limits the copies there: it takes
-    any number); a reason (str) when PreFilter refuses copy 1."""
+def feasible_nodes(session: Session, pod: Pod) -> list[NodeInfo] | str:
+    """The nodes `pod` passes the filters of, now (every node tried); a reason when PreFilter refuses it."""
     sched = session.sched
     fw = sched.profiles[pod.scheduler_name]
     sched.cache.update_snapshot(sched.snapshot)
@@ -139,6 +165,16 @@ def node_limits(session: Session, pod: Pod) -> dict[str, int | None] | str:
     start = sched.ctx.next_start_node_index
     feasible, _ = evaluator.pass_filters(fw, state, pod, Diagnosis(), nodes, len(nodes), 0)
     sched.ctx.next_start_node_index = start
+    return list(feasible)
+
+
+def node_limits(session: Session, pod: Pod) -> dict[str, int | None] | str:
+    """Each node copy 1 fits, with its limit (None: no filter limits the copies there: it takes
+    any number); a reason (str) when PreFilter refuses copy 1."""
+    feasible = feasible_nodes(session, pod)
+    if isinstance(feasible, str):
+        return feasible
+    fw = session.sched.profiles[pod.scheduler_name]
     names = {p.name for p in fw.filter_plugins}
     fit = fw.plugin("NodeResourcesFit")
     ignored = frozenset(fit._ignored()) if fit is not None else frozenset()  # type: ignore[attr-defined]
@@ -150,41 +186,75 @@ def node_limits(session: Session, pod: Pod) -> dict[str, int | None] | str:
     return out
 
 
-def fill(session: Session, maker: CopyMaker, pod: Pod, limits: Mapping[str, int]) -> bool:
-    """Copies 1..sum(limits) bound in the scheduler's cache, each node up to its limit (in node
-    order). False when a node then holds more than NodeResourcesFit lets in (a limit too high)."""
-    member = maker.template.members[0]
-    raw = maker.first_pod(1)
-    raw["spec"]["nodeName"] = next(iter(limits), "")
-    base = Pod(raw)
-    base.priority, base.preemption_policy = pod.priority, pod.preemption_policy
-    cache = session.sched.cache
-    parsed: dict[str, Any] | None = None  # what the cache parses of a pod once: the same for every copy
-    i = 0
-    for node, n in limits.items():
-        for _ in range(n):
-            i += 1
-            clone = copy.copy(base)
-            clone.name = copy_name(member.name, i)
-            clone.key = f"{member.namespace}/{clone.name}"
-            clone.uid = f"capacity-fill-{i}"
-            clone.node_name = node
-            clone.cache = {} if parsed is None else dict(parsed)
-            cache.add_pod(clone)
-            if parsed is None:
-                parsed = clone.cache
+class Filler:
+    """Copies bound straight into the scheduler's cache, numbered from 1 (clones of copy 1's Pod)."""
+
+    def __init__(self, session: Session, maker: CopyMaker, pod: Pod) -> None:
+        self.session = session
+        self.member = maker.template.members[0]
+        self.base = Pod(maker.first_pod(1))
+        self.base.priority, self.base.preemption_policy = pod.priority, pod.preemption_policy
+        self.count = 0
+        self.parsed: dict[str, Any] | None = None  # what the cache parses of a pod once: the same for every copy
+
+    def copy(self, name: str, uid: str, node: str) -> Pod:
+        clone = copy.copy(self.base)
+        clone.name, clone.key = name, f"{self.member.namespace}/{name}"
+        clone.uid, clone.node_name = uid, node
+        clone.cache = {} if self.parsed is None else dict(self.parsed)
+        return clone
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        """`counts[node]` more copies on each node."""
+        cache = self.session.sched.cache
+        for node, n in counts.items():
+            for _ in range(n):
+                self.count += 1
+                clone = self.copy(copy_name(self.member.name, self.count), f"capacity-fill-{self.count}", node)
+                cache.add_pod(clone)
+                if self.parsed is None:
+                    self.parsed = clone.cache
+
+    def probe(self) -> Pod:
+        """A copy on no node (for the filters), named after none of the copies."""
+        return self.copy(copy_name(self.member.name, 0), "capacity-probe", "")
+
+
+def within_room(session: Session, pod: Pod, nodes: Iterable[str]) -> bool:
+    """False when one of `nodes` holds more than NodeResourcesFit lets in (a limit was too high)."""
     fw = session.sched.profiles[pod.scheduler_name]
     if "NodeResourcesFit" not in {p.name for p in fw.filter_plugins}:
         return True
     fit = fw.plugin("NodeResourcesFit")
     ignored = frozenset(fit._ignored()) if fit is not None else frozenset()  # type: ignore[attr-defined]
     groups = frozenset(getattr(fit, "ignored_resource_groups", ()) or ())
-    for node in limits:
-        ni = cache.get_node(node)
+    for node in nodes:
+        ni = session.sched.cache.get_node(node)
         room = None if ni is None else _limit(pod, ni, ignored, groups, True, False)
         if room is None or room < 0:
             return False
     return True
+
+
+def fill(session: Session, maker: CopyMaker, pod: Pod, limits: dict[str, int]) -> bool:
+    """Copies 1..sum(limits) bound in the scheduler's cache, each node up to its limit (in node
+    order). With required anti-affinity per hostname, one copy on each node first, then a probe
+    copy through the filters: a node it no longer fits takes no second copy (`limits` lowered).
+    False when a node then holds more than NodeResourcesFit lets in."""
+    filler = Filler(session, maker, pod)
+    if hostname_anti_affinity(pod.spec):
+        filler.add({node: 1 for node in limits})
+        fits = feasible_nodes(session, filler.probe())
+        if isinstance(fits, str):
+            return False
+        still = {ni.name for ni in fits}
+        for node in limits:
+            if node not in still:
+                limits[node] = 1
+        filler.add({node: n - 1 for node, n in limits.items()})
+    else:
+        filler.add(limits)
+    return within_room(session, pod, limits)
 
 
 def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tuple[Answer | None, str]:
@@ -207,6 +277,7 @@ def per_node_answer(session: Session, maker: CopyMaker, options: Options) -> tup
     total = sum(limits.values())
     if not fill(session, maker, pod, limits):
         return None, "fallback: a node's count exceeded its room"
+    total = sum(limits.values())
     nxt = total + 1
     session.add(maker.make(nxt))
     keys = maker.pod_keys(nxt)
