@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             got, seconds = answer(objects, pod_file)
             times.append(seconds)
         result: dict[str, Any] = {"nodes": args.nodes, "onePerNode": args.one_per_node, "total": got.total,
-                                  "path": got.path, "stoppedBy": got.stopped_by, "seconds": [round(t, 3) for t in times],
+                                  "path": got.path, "stoppedBy": got.stopped_by,
+                                  "seconds": [round(t, 3) for t in times],
                                   "best": round(min(times), 3), "machine": machine(), "commit": git_commit(),
                                   "loadavg": os.getloadavg()}
         small = cluster(args.check_nodes)
