@@ -68,6 +68,12 @@ def _replay(args: argparse.Namespace) -> int:
     return replay_main(args)
 
 
+def _capacity(args: argparse.Namespace) -> int:
+    from .whatif.capacity.command import run
+
+    return run(args) if _set_gates(args, "capacity") else 2
+
+
 def _compare(args: argparse.Namespace) -> int:
     import json
 
@@ -336,6 +342,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plugins_argument(replay)
     _add_feature_gates(replay)
     replay.set_defaults(func=_replay)
+
+
+    from .whatif.capacity.command import add_arguments as add_capacity_arguments
+
+    cap = sub.add_parser("capacity", help="how many more copies of a pod, workload or gang fit, where, and why no more",
+                         description="Add copies of the template to the cluster one after the other, as simulate "
+                                     "would schedule them, until one does not fit.")
+    add_capacity_arguments(cap)
+    _add_tie_break_argument(cap)
+    _add_plugins_argument(cap)
+    _add_feature_gates(cap)
+    cap.set_defaults(func=_capacity)
     from .operator.options import add_run_arguments
 
     run = sub.add_parser("run", help="run the scheduler against a cluster (the kopf operator)",

@@ -27,6 +27,8 @@ The tools (the command line's verbs are `cli.py`'s thin shells over them):
 - `policy_tests.py`: `kubeberth test`, scheduling policy tests (also the conformance suite's runner).
 - `snapshot.py`: `kubeberth snapshot`, a live cluster written as simulate's input.
 - `convert_policy.py`: `kubeberth convert-policy`, an old Policy file as a SchedulingProfile.
+- `capacity/`: `kubeberth capacity`, how many more copies of a pod, workload or gang fit (copies
+  scheduled one at a time over one scheduler, or counted per node where the filters allow it).
 
 A new tool (a trace replayed, a capacity search, suggestions) is a module here beside them, running
 the scheduler through `engine.py`. `kubeberth.testing` is the public face of the engine for the

@@ -10,6 +10,9 @@ from typing import Any
 
 import yaml
 
+# libyaml's safe loader when PyYAML has it (the same objects, ten times faster on a 5,000-node dump).
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class InputError(ValueError):
     """An input the what-if tools refuse (a file, a document, a profile): the message names it."""
@@ -60,7 +63,7 @@ def load_files(paths: Iterable[str | Path], origins: Origins | None = None) -> l
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror}") from exc
         try:
-            docs = list(yaml.safe_load_all(text))
+            docs = list(yaml.load_all(text, Loader=SAFE_LOADER))
         except yaml.YAMLError as exc:
             raise InputError(f"{path}: invalid YAML: {exc}") from exc
         objects.extend(iter_objects(docs, str(path), origins))

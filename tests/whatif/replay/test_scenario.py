@@ -146,4 +146,5 @@ def test_departed_pods_leave_no_trace(tmp_path: Path) -> None:
     gc.collect()
     keys = {p["pod"] for p in result["pods"]}  # type: ignore[attr-defined]
     earlier = {id(o) for o in before}
-    assert [o.key for o in gc.get_objects() if isinstance(o, Pod) and o.key in keys and id(o) not in earlier] == []  # no Pod object left
+    left = [o.key for o in gc.get_objects() if isinstance(o, Pod) and o.key in keys and id(o) not in earlier]
+    assert left == []  # no Pod object left
