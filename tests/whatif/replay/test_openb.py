@@ -55,8 +55,10 @@ def test_nodes(tmp_path: Path) -> None:
 ])
 def test_tasks(tmp_path: Path, row: str, requests: dict[str, str], annotations: dict[str, str] | None,
                times: tuple[float, float | None]) -> None:
-    _, tasks, skipped, warn = read(tmp_path, TASKS + row + "\n")
-    assert skipped == 0 and warn == ""
+    _, tasks, skipped, warn = read(tmp_path, TASKS + row + "\n", NODES + "n2,96000,393216,8,V100M32\n")
+    assert skipped == 0
+    assert warn == ("" if "1500" not in row else f"{tmp_path / 't.csv'}:2:5: gpu_milli: 1500 is more than one GPU "
+                    "(1000 per GPU); taken as 1000, as the artifact does\n")
     (t,) = tasks
     c = t.obj["spec"]["containers"][0]["resources"]
     assert c["requests"] == requests and c["limits"] == requests
@@ -124,3 +126,19 @@ def test_tasks_that_never_fit(tmp_path: Path) -> None:
     bad = dict(never_fits([*nodes, *tasks]))
     assert bad == {"default/big": "requests more cpu than any node has",
                    "default/gpus": "requests more alibabacloud.com/gpu-milli than any node has"}
+
+
+def test_a_gpu_model_no_node_has_is_reported_and_the_task_kept(tmp_path: Path) -> None:
+    _, tasks, skipped, warned = read(tmp_path, TASKS + "t0,1000,1024,1,500,XYZ|A100,LS,Running,0,9,0\n"
+                                     "t1,1000,1024,1,500,P100|XYZ,LS,Running,0,9,0\n")
+    assert skipped == 0 and len(tasks) == 2
+    assert warned == ("t.csv:2:6: gpu_spec: no node has a GPU of model XYZ|A100 (the nodes' models: P100); "
+                      "the task can never be placed\n").replace("t.csv", str(tmp_path / "t.csv"))
+
+
+def test_a_share_above_one_gpu_is_capped_and_said(tmp_path: Path) -> None:
+    _, tasks, skipped, warned = read(tmp_path, TASKS + "t0,1000,1024,1,1500,,LS,Running,0,9,0\n")
+    assert skipped == 0
+    assert tasks[0].obj["metadata"]["annotations"]["alibabacloud.com/gpu-milli"] == "1000"
+    assert warned == (f"{tmp_path / 't.csv'}:2:5: gpu_milli: 1500 is more than one GPU (1000 per GPU); "
+                      "taken as 1000, as the artifact does\n")

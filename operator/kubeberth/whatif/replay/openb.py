@@ -130,7 +130,9 @@ def node_object(fields: dict[str, tuple[int, str]]) -> dict[str, Any]:
             "status": {"capacity": dict(resources), "allocatable": dict(resources)}}
 
 
-def task_object(fields: dict[str, tuple[int, str]]) -> Timed:
+def task_object(fields: dict[str, tuple[int, str]], warn: TextIO | None = None, where: str = "") -> Timed:
+    """The task's Pod and its times. `warn`, `where` ("FILE:LINE"): for a gpu_milli above one GPU,
+    capped to 1000 as the artifact caps it (reported, the row kept)."""
     col, name = fields["name"]
     if not name:
         raise RowError(col, "name: empty (want the task's name)")
@@ -138,7 +140,11 @@ def task_object(fields: dict[str, tuple[int, str]]) -> Timed:
     memory = _int(fields, "memory_mib")
     num_gpu = _int(fields, "num_gpu") or 0
     if num_gpu > 0:
-        milli = min(_int(fields, "gpu_milli") or 0, MILLI_PER_GPU)  # per GPU (the artifact caps it)
+        given = _int(fields, "gpu_milli") or 0
+        milli = min(given, MILLI_PER_GPU)  # per GPU (the artifact caps it)
+        if given > milli and warn is not None:
+            warn.write(f"{where}:{fields['gpu_milli'][0]}: gpu_milli: {given} is more than one GPU "
+                       f"({MILLI_PER_GPU} per GPU); taken as {MILLI_PER_GPU}, as the artifact does\n")
     else:
         milli = _int(fields, "gpu_milli", optional=True) or 0
     requests = {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}
@@ -173,13 +179,14 @@ def read_openb(nodes_path: str | Path, tasks_path: str | Path, warn: TextIO) -> 
     nodes: list[Timed] = []
     tasks: list[Timed] = []
     seen: set[str] = set()
+    models: set[str] = set()
     for path, required, optional, make in ((nodes_path, NODE_COLUMNS, (), "node"),
                                            (tasks_path, TASK_COLUMNS, TASK_OPTIONAL, "task")):
         rows = read_rows(path, required, optional, warn)
         good = 0
         for line, fields in iter_rows(rows, warn):
             try:
-                t = Timed(node_object(fields)) if make == "node" else task_object(fields)
+                t = Timed(node_object(fields)) if make == "node" else task_object(fields, warn, f"{rows.path}:{line}")
                 name = f"{make} {t.obj['metadata']['name']}"
                 if name in seen:
                     raise RowError(1, f"{'sn' if make == 'node' else 'name'}: {name} appears twice")
@@ -189,5 +196,20 @@ def read_openb(nodes_path: str | Path, tasks_path: str | Path, warn: TextIO) -> 
                 continue
             good += 1
             (nodes if make == "node" else tasks).append(t)
+            if make == "task":
+                _check_model(t, fields, models, f"{rows.path}:{line}", warn)
+            elif labels := t.obj["metadata"]["labels"].get(GPU_MODEL):
+                models.add(labels)
         skipped += len(rows.rows) - good
     return nodes, tasks, skipped
+
+
+def _check_model(task: Timed, fields: dict[str, tuple[int, str]], models: set[str], where: str,
+                 warn: TextIO) -> None:
+    """Report a task whose gpu_spec names only GPU models no node has: it can never be placed
+    (kept: it arrives, fails and counts as a failure, as in the artifact)."""
+    spec = (task.obj["metadata"].get("annotations") or {}).get(GPU_MODEL)
+    if spec and not set(spec.split("|")) & models:
+        have = ", ".join(sorted(models)) or "none"
+        warn.write(f"{where}:{fields['gpu_spec'][0]}: gpu_spec: no node has a GPU of model {spec} "
+                   f"(the nodes' models: {have}); the task can never be placed\n")
