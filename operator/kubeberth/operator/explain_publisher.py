@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cache.objects import ObjectStore
 from ..model import Pod
 from ..report.scope import COUNTS, DETAILS, FULL, scoped
+from ..report.suggestions import scoped as scoped_suggestions
 from ..report.summary import EVENT_REASON, SUMMARY_ANNOTATION, digest, event_message, summary
 from ..scheduler.explain import Explanation, wants_explanation
 from .api_client import pod_path, rfc3339
@@ -52,6 +54,9 @@ class ExplainPublisher:
         self.published = 0
         self.objects = ObjectStore()  # the scheduler's, once installed: Namespaces and their labels
         self._warned: set[str] = set()
+        # Suggestions for an unschedulable pod (whatif/suggest/'s, as dicts), when one is installed:
+        # published under `suggestions`, scoped as the explanation is (report/suggestions.py).
+        self.suggester: Callable[[Pod], list[dict[str, Any]]] | None = None
 
     def install(self, scheduler: Scheduler) -> None:
         scheduler.explain_pods = wants_explanation
@@ -69,7 +74,10 @@ class ExplainPublisher:
             self._warned.add(problem)
             logger.warning("%s", problem)
         namespaces = [(ns.get("metadata") or {}).get("name") or "" for ns in self.objects.list("Namespace")]
-        return scoped(x.to_dict(), pod.namespace, detail, namespaces)
+        data = scoped(x.to_dict(), pod.namespace, detail, namespaces)
+        if self.suggester is not None and (data.get("result") or {}).get("status") == "Unschedulable":
+            data["suggestions"] = scoped_suggestions(self.suggester(pod), pod.namespace, detail, namespaces)
+        return data
 
     async def publish(self, pod: Pod, x: Explanation) -> None:
         if not self.client.may_write():

@@ -6,9 +6,11 @@ smallest changes that would place it, ranked, each verified by simulating the ed
 - `nodes.py`: AddNodes (node groups, the expanders' choice); `evict.py`: Evict and RaisePriority;
   `relax.py`: Relax (one constraint term); `requests.py`: LowerRequests.
 - `search.py`: the search under a budget of re-simulations per unit, and the ranking.
-- `render.py`: the table lines, the `--explain` and HTML sections, and the tenant scoping.
+
+Rendered (table lines, the `--explain` and HTML sections) and scoped for a tenant by
+report/suggestions.py.
 """
 
-from .search import DEFAULT_LIMIT, KIND_ORDER, UnitSuggestions, by_pod, rank, suggest
+from .search import DEFAULT_LIMIT, KIND_ORDER, UnitSuggestions, attach, by_pod, rank, suggest
 
-__all__ = ["DEFAULT_LIMIT", "KIND_ORDER", "UnitSuggestions", "by_pod", "rank", "suggest"]
+__all__ = ["DEFAULT_LIMIT", "KIND_ORDER", "UnitSuggestions", "attach", "by_pod", "rank", "suggest"]

@@ -84,11 +84,29 @@ def _waste(template: Mapping[str, Any], count: int, pods: Sequence[Mapping[str, 
     return sum(shares) / len(shares) if shares else 1.0
 
 
-def _candidate_groups(rerun: Rerun, unit: Unit) -> list[tuple[str, list[str]]]:
-    groups = node_groups(rerun.objects)
+def _holds(template: Mapping[str, Any], pod: Mapping[str, Any] | None) -> bool:
+    """Whether an empty node of `template`'s shape has the allocatable for one pod of the unit."""
+    if pod is None:
+        return True
+    try:
+        alloc = Node(dict(template)).allocatable
+        want = Pod(dict(pod)).requests
+    except ModelError:
+        return False
+    return all(want.get(n) <= alloc.get(n) for n in ("cpu", "memory", *want.scalar)) and alloc.allowed_pod_number > 0
+
+
+def _candidate_groups(rerun: Rerun, unit: Unit, nodes: Mapping[str, Mapping[str, Any]]
+                      ) -> list[tuple[str, list[str]]]:
+    """The groups worth a try: an empty node of theirs holds the pod, and the diagnosis does not
+    say a node-static plugin rejected it on all their nodes; the least waste first."""
+    pod = pods_by_key(rerun.objects).get(unit.pods[0])
+    groups = [(t, names) for t, names in node_groups(rerun.objects) if _holds(nodes[t], pod)]
     if unit.rejected:
         groups = [(t, names) for t, names in groups
                   if any(not (unit.rejected.get(n, set()) & STATIC_PLUGINS) for n in names)]
+    pods = [pod] if pod is not None else []
+    groups.sort(key=lambda g: _waste(nodes[g[0]], 1, pods))
     return groups[:MAX_GROUPS]
 
 
@@ -97,7 +115,7 @@ def add_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     nodes = {str((o.get("metadata") or {}).get("name")): o for o in rerun.objects if o.get("kind") == "Node"}
     found: list[tuple[int, float, str, Verified, list[str]]] = []
     cap = min(MAX_COUNT, len(unit.pods) + 2)
-    for template, members in _candidate_groups(rerun, unit):
+    for template, _members in _candidate_groups(rerun, unit, nodes):
         tried: dict[int, tuple[Verified | None, list[str]]] = {}
 
         def attempt(n: int, template: str = template, tried: dict[int, tuple[Verified | None, list[str]]] = tried

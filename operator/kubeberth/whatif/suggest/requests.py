@@ -24,10 +24,6 @@ RESOURCE_PLUGIN = "NodeResourcesFit"
 CPU, MEMORY = "cpu", "memory"
 
 
-def _amount(r: Any, name: str) -> int:
-    return int(r.get(name))
-
-
 def fmt(name: str, amount: int) -> str:
     """A request as a quantity: cpu in millicores, memory in Mi when whole, else plain."""
     if name == CPU:
@@ -119,7 +115,7 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
                 continue
             need = want.get(name)
             if need > have:
-                if have <= 0 or name not in (CPU, MEMORY):
+                if have <= 0:
                     ok = False
                     break
                 cuts.append((name, have))

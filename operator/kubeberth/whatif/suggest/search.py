@@ -3,7 +3,7 @@ re-simulation, ranked, at most `limit` kept.
 
 Ranking (least disruption first, then the fewest changes): the key is
 1. the pods disrupted: pods placed in the baseline that the change leaves unplaced (preempted or
-   displaced), plus the pods it evicts itself;
+   displaced), plus the pods it evicts itself (twice those whose eviction a PDB blocks);
 2. the kind, in this order: Relax, LowerRequests (the pod's own spec only), AddNodes (capacity
    bought, nothing disturbed), RaisePriority, Evict;
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
@@ -27,14 +27,16 @@ from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
 from .nodes import add_nodes
 from .relax import relax
+from .relax_node import relax_for_node, relax_min_count
 from .requests import lower_requests
 
 DEFAULT_LIMIT = 5
 KIND_ORDER = ("Relax", "LowerRequests", "AddNodes", "RaisePriority", "Evict")
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 # Each kind's share of the budget (the rest of what the previous kinds left is added to it).
-FINDERS: tuple[tuple[Finder, float], ...] = ((relax, 0.25), (lower_requests, 0.1), (add_nodes, 0.25),
-                                             (raise_priority, 0.15), (evict, 0.25))
+FINDERS: tuple[tuple[Finder, float], ...] = ((relax_min_count, 0.0), (relax, 0.2), (relax_for_node, 0.05),
+                                             (lower_requests, 0.1), (add_nodes, 0.25), (raise_priority, 0.15),
+                                             (evict, 0.25))
 
 
 @dataclass
@@ -49,7 +51,9 @@ class UnitSuggestions:
 
 
 def disruption(s: Mapping[str, Any]) -> int:
-    return len(s.get("displaced") or ()) + (len(s.get("evict") or ()) if s["kind"] == "Evict" else 0)
+    """Pods the change leaves unplaced or evicts; an eviction a PodDisruptionBudget blocks counts twice."""
+    evicted = s.get("evict") or () if s["kind"] == "Evict" else ()
+    return len(s.get("displaced") or ()) + len(evicted) + sum(1 for e in evicted if e.get("pdbBlocks"))
 
 
 def rank(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -79,9 +83,9 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
         found: list[dict[str, Any]] = []
         spare = 0
         for finder, share in FINDERS:
-            allowed = int(budget * share) + spare
-            rerun.budget = allowed
-            found += finder(rerun, unit)
+            rerun.budget = max(1, int(budget * share)) + spare
+            if finder is not relax_for_node or not any(s["kind"] == "Relax" for s in found):
+                found += finder(rerun, unit)
             spare = max(0, rerun.budget)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
@@ -96,3 +100,14 @@ def by_pod(results: Sequence[UnitSuggestions]) -> dict[str, list[dict[str, Any]]
         for k in r.unit.pods:
             out[k] = r.suggestions
     return out
+
+
+def attach(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome], **options: Any
+           ) -> list[UnitSuggestions]:
+    """`suggest`, its results set as each outcome's `suggestions` (a gang's pods each get the
+    gang's; [] for a pod with none or not unschedulable). `options`: suggest's."""
+    results = suggest(objects, outcomes, **options)
+    found = by_pod(results)
+    for o in outcomes:
+        o.suggestions = found.get(o.pod, [])
+    return results

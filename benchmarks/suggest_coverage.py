@@ -1,0 +1,92 @@
+"""How often `simulate --suggest` finds a verified suggestion: on clusters of the differential
+fuzzer's generator (tests/cluster/fuzz_gen.py, the workloads flavour's gangs too), the share of
+unschedulable units (pods of no group, and gangs) with at least one suggestion, the rest by
+reason, and the cost (re-simulations and seconds per unit).
+
+    PYTHONPATH=operator python -m benchmarks.suggest_coverage --clusters 50 --seed 41
+
+A unit without a suggestion is put under the plugins that rejected it in the baseline's
+diagnosis (`not tried` when it never had an attempt: a gang short of pods, a gated pod).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from kubeberth import features
+from kubeberth.whatif.engine import run_simulation
+from kubeberth.whatif.policy_tests import parse_case, prepare_case
+from kubeberth.whatif.suggest import UnitSuggestions, suggest
+from tests.cluster.fuzz_gen import generate
+from tests.cluster.fuzz_groups import Options
+
+FLAVOURS = {"default": Options(), "workloads": Options(flavour="workloads")}
+
+
+def case_units(seed: int, index: int, flavour: str) -> list[UnitSuggestions]:
+    """The suggestions of every unschedulable unit of one generated cluster."""
+    doc = generate(seed, index, FLAVOURS[flavour])
+    doc["expect"] = [{"pod": "-/-", "unschedulable": False}]  # not judged here
+    case = parse_case(doc, str(doc["name"]))
+    sim = prepare_case(case, io.StringIO())
+    with features.override(case.gates):
+        outcomes, _ = run_simulation(sim.objects, seed=case.seed, warn=io.StringIO(),
+                                     percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+        return suggest(sim.objects, outcomes, seed=case.seed,
+                       percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+
+
+def reason(u: UnitSuggestions) -> str:
+    plugins = sorted(u.unit.failing_plugins())
+    return "+".join(plugins) if plugins else "not tried"
+
+
+def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
+    units = helped = runs = 0
+    seconds = 0.0
+    kinds: Counter[str] = Counter()
+    missing: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for seed, index, flavour in clusters:
+        for u in case_units(seed, index, flavour):
+            units += 1
+            runs += u.runs
+            seconds += u.seconds
+            if u.suggestions:
+                helped += 1
+                kinds.update({s["kind"] for s in u.suggestions})
+            else:
+                r = reason(u)
+                missing[r] += 1
+                examples.setdefault(r, f"{flavour} {seed}/{index} {u.unit.key}: {u.message[:160]}")
+    return {"clusters": len(clusters), "units": units, "withSuggestion": helped,
+            "coverage": round(helped / units, 4) if units else 1.0,
+            "unitsWithKind": dict(kinds.most_common()), "withoutByReason": dict(missing.most_common()),
+            "examples": examples, "runsPerUnit": round(runs / units, 1) if units else 0,
+            "secondsPerUnit": round(seconds / units, 3) if units else 0}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--clusters", type=int, default=50, help="clusters per flavour (default 50)")
+    p.add_argument("--seed", type=int, default=41)
+    p.add_argument("--flavour", choices=[*FLAVOURS, "both"], default="both")
+    args = p.parse_args(argv)
+    flavours = list(FLAVOURS) if args.flavour == "both" else [args.flavour]
+    start = time.perf_counter()
+    out = {f: measure([(args.seed, i, f) for i in range(args.clusters)]) for f in flavours}
+    out["seconds"] = round(time.perf_counter() - start, 1)  # type: ignore[assignment]
+    json.dump(out, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
