@@ -17,20 +17,23 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from tests.cluster.fuzz_gen import generate
+from tests.cluster.fuzz_groups import Options
 
 from kubeberth import features
 from kubeberth.whatif.engine import run_simulation
+from kubeberth.whatif.inputs import object_key
 from kubeberth.whatif.policy_tests import parse_case, prepare_case
 from kubeberth.whatif.suggest import UnitSuggestions, suggest
-from tests.cluster.fuzz_gen import generate
-from tests.cluster.fuzz_groups import Options
+from kubeberth.whatif.suggest.nodes import holds as _holds
 
 FLAVOURS = {"default": Options(), "workloads": Options(flavour="workloads")}
 
 
-def case_units(seed: int, index: int, flavour: str) -> list[UnitSuggestions]:
+def case_units(seed: int, index: int, flavour: str) -> tuple[list[dict[str, Any]], list[UnitSuggestions]]:
     """The suggestions of every unschedulable unit of one generated cluster."""
     doc = generate(seed, index, FLAVOURS[flavour])
     doc["expect"] = [{"pod": "-/-", "unschedulable": False}]  # not judged here
@@ -39,13 +42,27 @@ def case_units(seed: int, index: int, flavour: str) -> list[UnitSuggestions]:
     with features.override(case.gates):
         outcomes, _ = run_simulation(sim.objects, seed=case.seed, warn=io.StringIO(),
                                      percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
-        return suggest(sim.objects, outcomes, seed=case.seed,
-                       percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+        return sim.objects, suggest(sim.objects, outcomes, seed=case.seed,
+                                    percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
 
 
-def reason(u: UnitSuggestions) -> str:
-    plugins = sorted(u.unit.failing_plugins())
-    return "+".join(plugins) if plugins else "not tried"
+VOLUME = {"VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"}
+
+
+def reason(u: UnitSuggestions, objects: Sequence[Mapping[str, Any]]) -> str:
+    """Why no single change helped, in a few classes."""
+    rejected = u.unit.rejected
+    if not rejected:
+        return "never tried (a gang short of pods, or gated)"
+    pod = next((o for o in objects if o.get("kind") == "Pod" and object_key(o) == u.unit.pods[0]), None)
+    nodes = {str(o["metadata"]["name"]): o for o in objects if o.get("kind") == "Node"}
+    if pod is not None and not any(_holds(n, pod) for n in nodes.values()):
+        return "no node's allocatable holds the pod's requests (an extended resource, mostly)"
+    if all(ps & VOLUME for ps in rejected.values()):
+        return "its volumes rule out every node (PV node affinity, ReadWriteOncePod, volume limits)"
+    if all(len(ps) > 1 for ps in rejected.values()):
+        return "two or more constraints on every node"
+    return "other: " + "+".join(sorted(u.unit.failing_plugins()))
 
 
 def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
@@ -55,7 +72,8 @@ def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
     missing: Counter[str] = Counter()
     examples: dict[str, str] = {}
     for seed, index, flavour in clusters:
-        for u in case_units(seed, index, flavour):
+        objects, found = case_units(seed, index, flavour)
+        for u in found:
             units += 1
             runs += u.runs
             seconds += u.seconds
@@ -63,7 +81,7 @@ def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
                 helped += 1
                 kinds.update({s["kind"] for s in u.suggestions})
             else:
-                r = reason(u)
+                r = reason(u, objects)
                 missing[r] += 1
                 examples.setdefault(r, f"{flavour} {seed}/{index} {u.unit.key}: {u.message[:160]}")
     return {"clusters": len(clusters), "units": units, "withSuggestion": helped,

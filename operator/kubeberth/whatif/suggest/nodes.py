@@ -50,21 +50,21 @@ def node_groups(objects: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[st
 def copies(template: Mapping[str, Any], count: int, taken: set[str]) -> list[dict[str, Any]]:
     """`count` new nodes of `template`'s shape, uniquely named, hostname label set to the name."""
     base = str((template.get("metadata") or {}).get("name"))
-    out = []
+    out: list[dict[str, Any]] = []
     i = 0
     while len(out) < count:
         i += 1
         name = f"{base}-{SUFFIX}-{i}"
         if name in taken:
             continue
-        node = {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": dict((template.get("metadata") or {}).get("labels") or {})},
+        labels: dict[str, str] = dict((template.get("metadata") or {}).get("labels") or {})
+        if HOSTNAME in labels:
+            labels[HOSTNAME] = name
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
                 "spec": copy.deepcopy({k: v for k, v in (template.get("spec") or {}).items()
                                        if k in ("taints",)}),
                 "status": copy.deepcopy({k: v for k, v in (template.get("status") or {}).items()
                                          if k in ("allocatable", "capacity", "conditions", "nodeInfo")})}
-        if HOSTNAME in node["metadata"]["labels"]:
-            node["metadata"]["labels"][HOSTNAME] = name
         out.append(node)
     return out
 
@@ -84,7 +84,7 @@ def _waste(template: Mapping[str, Any], count: int, pods: Sequence[Mapping[str, 
     return sum(shares) / len(shares) if shares else 1.0
 
 
-def _holds(template: Mapping[str, Any], pod: Mapping[str, Any] | None) -> bool:
+def holds(template: Mapping[str, Any], pod: Mapping[str, Any] | None) -> bool:
     """Whether an empty node of `template`'s shape has the allocatable for one pod of the unit."""
     if pod is None:
         return True
@@ -101,7 +101,7 @@ def _candidate_groups(rerun: Rerun, unit: Unit, nodes: Mapping[str, Mapping[str,
     """The groups worth a try: an empty node of theirs holds the pod, and the diagnosis does not
     say a node-static plugin rejected it on all their nodes; the least waste first."""
     pod = pods_by_key(rerun.objects).get(unit.pods[0])
-    groups = [(t, names) for t, names in node_groups(rerun.objects) if _holds(nodes[t], pod)]
+    groups = [(t, names) for t, names in node_groups(rerun.objects) if holds(nodes[t], pod)]
     if unit.rejected:
         groups = [(t, names) for t, names in groups
                   if any(not (unit.rejected.get(n, set()) & STATIC_PLUGINS) for n in names)]

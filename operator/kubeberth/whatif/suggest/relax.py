@@ -5,7 +5,7 @@ tried): NodeAffinity: each nodeSelector key removed, each expression of a requir
 nodeSelectorTerm removed (a term left empty: the required node affinity removed, as an empty term
 would match nothing); TaintToleration: a toleration for one taint that rejected it (at most
 MAX_TAINTS taints); PodTopologySpread: a DoNotSchedule constraint's maxSkew raised to the smallest
-value that places it (binary search up to the number of nodes), else whenUnsatisfiable
+value that places it (binary search up to the number of pods), else whenUnsatisfiable
 ScheduleAnyway; InterPodAffinity: a required (anti-)affinity term removed. The change is made on
 every pod of the unit (a gang's pods share their template)."""
 
@@ -102,7 +102,8 @@ def _pod_affinity(spec: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], Edi
 
 def _spread(rerun: Rerun, unit: Unit, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
-    nodes = sum(1 for o in rerun.objects if o.get("kind") == "Node")
+    # No skew exceeds the number of pods (+1 for the pod itself): the search's upper end.
+    pods = sum(1 for o in rerun.objects if o.get("kind") == "Pod")
     for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
         if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule" or rerun.left() <= 0:
             continue
@@ -114,7 +115,7 @@ def _spread(rerun: Rerun, unit: Unit, spec: Mapping[str, Any]) -> list[dict[str,
                 s["topologySpreadConstraints"][i]["maxSkew"] = value
             return _apply(rerun, unit, edit)
 
-        top = skew + max(nodes, 1)
+        top = skew + pods + 1
         v = rerun.verify(unit, set_skew(top))
         if v is not None:
             lo, hi, best = skew, top, v

@@ -45,8 +45,8 @@ def _terms(spec: Mapping[str, Any], node: Mapping[str, Any], plugins: set[str]) 
         for kind in ("podAntiAffinity", "podAffinity"):
             req = (aff.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
             if req:
-                out.append({"constraint": kind, "path": f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution",
-                            "from": req, "to": None})
+                path = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+                out.append({"constraint": kind, "path": path, "from": req, "to": None})
     if "PodTopologySpread" in plugins:
         for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
             if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule":

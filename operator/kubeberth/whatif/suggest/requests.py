@@ -44,7 +44,7 @@ def _to_quantity(name: str, amount: int) -> str:
 
 def room(objects: Sequence[Mapping[str, Any]], rerun: Rerun) -> dict[str, dict[str, int]]:
     """Per node, the room left per resource after the baseline (pods too)."""
-    pods = pods_by_key(list(objects))
+    pods = pods_by_key([dict(o) for o in objects])
     out: dict[str, dict[str, int]] = {}
     for o in objects:
         if o.get("kind") != "Node":
@@ -108,7 +108,7 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
         f = free.get(n)
         if f is None or f.get("pods", 0) < len(unit.pods):
             continue
-        cuts = []
+        cuts: list[tuple[str, int]] = []
         ok = True
         for name, have in f.items():
             if name == "pods":
@@ -123,11 +123,11 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             key = tuple(sorted(cuts))
             candidates[key] = sum(Decimal(want.get(r) - v) / max(want.get(r), 1) for r, v in cuts).__float__()
     ranked = sorted(candidates, key=lambda k: (len(k), candidates[k], k))[:MAX_TRIES]
-    for cuts in ranked:
+    for chosen in ranked:
         if rerun.left() <= 0:
             break
 
-        def edit(objects: list[dict[str, Any]], cuts: tuple[tuple[str, int], ...] = cuts) -> list[dict[str, Any]]:
+        def edit(objects: list[dict[str, Any]], cuts: tuple[tuple[str, int], ...] = chosen) -> list[dict[str, Any]]:
             for o in objects:
                 if o.get("kind") == "Pod" and object_key(o) in unit.pods:
                     for name, value in cuts:
@@ -136,6 +136,6 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
         v = rerun.verify(unit, rerun.edited(edit))
         if v is not None:
             change = {"requests": [{"resource": name, "from": fmt(name, want.get(name)), "to": fmt(name, value)}
-                                   for name, value in cuts]}
-            return [result("LowerRequests", change, v, len(cuts))]
+                                   for name, value in chosen]}
+            return [result("LowerRequests", change, v, len(chosen))]
     return []

@@ -58,7 +58,8 @@ def disruption(s: Mapping[str, Any]) -> int:
 
 def rank(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The suggestions in the documented order (see the module's doc)."""
-    keyed = [(disruption(s), KIND_ORDER.index(s["kind"]), int(s.get("changes") or 1), i, s) for i, s in enumerate(found)]
+    keyed = [(disruption(s), KIND_ORDER.index(s["kind"]), int(s.get("changes") or 1), i, s)
+             for i, s in enumerate(found)]
     return [k[-1] for k in sorted(keyed, key=lambda k: k[:4])]
 
 
