@@ -22,7 +22,7 @@ NODE_SIDE = frozenset({"NodeName", "NodeUnschedulable", "VolumeZone", "VolumeBin
                        "NodeResourcesFit", "NodePorts", "VolumeRestrictions", "NodeVolumeLimits"})
 
 
-def _terms(spec: Mapping[str, Any], node: Mapping[str, Any], plugins: set[str]) -> list[dict[str, Any]]:
+def terms_for(spec: Mapping[str, Any], node: Mapping[str, Any], plugins: set[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     aff = spec.get("affinity") or {}
     if "NodeAffinity" in plugins:
@@ -56,7 +56,7 @@ def _terms(spec: Mapping[str, Any], node: Mapping[str, Any], plugins: set[str]) 
     return out
 
 
-def _edit(spec: dict[str, Any], term: Mapping[str, Any]) -> None:
+def edit_term(spec: dict[str, Any], term: Mapping[str, Any]) -> None:
     c = term["constraint"]
     if c == "nodeSelector":
         spec.pop("nodeSelector", None)
@@ -86,7 +86,7 @@ def relax_for_node(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             break
         if unit.rejected[name] & NODE_SIDE - {"NodeResourcesFit", "NodePorts"}:
             continue  # the node itself stands in the way
-        terms = _terms(spec, nodes[name], unit.rejected[name])
+        terms = terms_for(spec, nodes[name], unit.rejected[name])
         if not terms:
             continue
         ident = repr(terms)
@@ -98,7 +98,7 @@ def relax_for_node(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             for o in objects:
                 if o.get("kind") == "Pod" and object_key(o) in unit.pods:
                     for t in terms:
-                        _edit(o.setdefault("spec", {}), t)
+                        edit_term(o.setdefault("spec", {}), t)
             return objects
         v = rerun.verify(unit, rerun.edited(edit))
         if v is not None:

@@ -69,7 +69,7 @@ def room(objects: Sequence[Mapping[str, Any]], rerun: Rerun) -> dict[str, dict[s
     return out
 
 
-def _lower(spec: dict[str, Any], name: str, cut: int) -> None:
+def lower_in_spec(spec: dict[str, Any], name: str, cut: int) -> None:
     """Take `cut` (millicores for cpu) off the pod's request of `name`."""
     pod_level = ((spec.get("resources") or {}).get("requests") or {})
     if name in pod_level:
@@ -131,7 +131,7 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             for o in objects:
                 if o.get("kind") == "Pod" and object_key(o) in unit.pods:
                     for name, value in cuts:
-                        _lower(o.setdefault("spec", {}), name, want.get(name) - value)
+                        lower_in_spec(o.setdefault("spec", {}), name, want.get(name) - value)
             return objects
         v = rerun.verify(unit, rerun.edited(edit))
         if v is not None:

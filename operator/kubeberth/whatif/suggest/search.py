@@ -5,7 +5,8 @@ Ranking (least disruption first, then the fewest changes): the key is
 1. the pods disrupted: pods placed in the baseline that the change leaves unplaced (preempted or
    displaced), plus the pods it evicts itself (twice those whose eviction a PDB blocks);
 2. the kind, in this order: Relax, LowerRequests (the pod's own spec only), AddNodes (capacity
-   bought, nothing disturbed), RaisePriority, Evict;
+   bought, nothing disturbed), RaisePriority, Evict, Combined (two changes: combine.py, searched
+   only for a unit no single change places, with half a budget more);
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
 4. the order found.
 
@@ -24,6 +25,7 @@ from ...framework.registry import Registry
 from ...framework.tie_break import RESERVOIR
 from ..outcomes import PodOutcome
 from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
+from .combine import combined
 from .evict import evict, raise_priority
 from .nodes import add_nodes
 from .relax import relax
@@ -31,7 +33,7 @@ from .relax_node import relax_for_node, relax_min_count
 from .requests import lower_requests
 
 DEFAULT_LIMIT = 5
-KIND_ORDER = ("Relax", "LowerRequests", "AddNodes", "RaisePriority", "Evict")
+KIND_ORDER = ("Relax", "LowerRequests", "AddNodes", "RaisePriority", "Evict", "Combined")
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 # Each kind's share of the budget (the rest of what the previous kinds left is added to it).
 FINDERS: tuple[tuple[Finder, float], ...] = ((relax_min_count, 0.0), (relax, 0.2), (relax_for_node, 0.05),
@@ -88,6 +90,9 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
             if finder is not relax_for_node or not any(s["kind"] == "Relax" for s in found):
                 found += finder(rerun, unit)
             spare = max(0, rerun.budget)
+        if not found:
+            rerun.budget = max(rerun.budget, budget // 2)
+            found = combined(rerun, unit, [relax, lower_requests, add_nodes, evict, raise_priority])
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
                                    time.perf_counter() - start))
