@@ -5,8 +5,10 @@ reason, and the cost (re-simulations and seconds per unit).
 
     PYTHONPATH=operator python -m benchmarks.suggest_coverage --clusters 50 --seed 41
 
-A unit without a suggestion is put under the plugins that rejected it in the baseline's
-diagnosis (`not tried` when it never had an attempt: a gang short of pods, a gated pod).
+A unit without a suggestion is put under a reason read from the baseline's diagnosis (never
+tried: a gang short of pods, a gated pod; a request of an extended resource no node offers;
+...). `coverageOfPlaceable` leaves out the units asking for an extended resource no node offers:
+no edit of the cluster's node shapes or of the pod's constraints places them.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tests.cluster.fuzz_gen import generate
 from tests.cluster.fuzz_groups import Options
 
 from kubeberth import features
+from kubeberth.model import ModelError, Node, Pod
 from kubeberth.whatif.engine import run_simulation
 from kubeberth.whatif.inputs import object_key
 from kubeberth.whatif.policy_tests import parse_case, prepare_case
@@ -46,7 +49,19 @@ def case_units(seed: int, index: int, flavour: str) -> tuple[list[dict[str, Any]
                                     percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
 
 
+UNOFFERED = "asks for an extended resource no node offers"
 VOLUME = {"VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"}
+
+
+def _unoffered(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """The pod requests an extended resource that no node has allocatable (no change but taking
+    the request away places it)."""
+    try:
+        want = Pod(dict(pod)).requests
+        allocs = [Node(dict(n)).allocatable for n in nodes]
+    except ModelError:
+        return False
+    return any(want.get(r) > 0 and all(a.get(r) == 0 for a in allocs) for r in want.scalar)
 
 
 def reason(u: UnitSuggestions, objects: Sequence[Mapping[str, Any]]) -> str:
@@ -56,8 +71,10 @@ def reason(u: UnitSuggestions, objects: Sequence[Mapping[str, Any]]) -> str:
         return "never tried (a gang short of pods, or gated)"
     pod = next((o for o in objects if o.get("kind") == "Pod" and object_key(o) == u.unit.pods[0]), None)
     nodes = {str(o["metadata"]["name"]): o for o in objects if o.get("kind") == "Node"}
+    if pod is not None and _unoffered(pod, nodes.values()):
+        return UNOFFERED
     if pod is not None and not any(_holds(n, pod) for n in nodes.values()):
-        return "no node's allocatable holds the pod's requests (an extended resource, mostly)"
+        return "no node's allocatable holds the pod's requests"
     if all(ps & VOLUME for ps in rejected.values()):
         return "its volumes rule out every node (PV node affinity, ReadWriteOncePod, volume limits)"
     if all(len(ps) > 1 for ps in rejected.values()):
@@ -84,8 +101,10 @@ def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
                 r = reason(u, objects)
                 missing[r] += 1
                 examples.setdefault(r, f"{flavour} {seed}/{index} {u.unit.key}: {u.message[:160]}")
+    possible = units - missing[UNOFFERED]
     return {"clusters": len(clusters), "units": units, "withSuggestion": helped,
             "coverage": round(helped / units, 4) if units else 1.0,
+            "coverageOfPlaceable": round(helped / possible, 4) if possible else 1.0,
             "unitsWithKind": dict(kinds.most_common()), "withoutByReason": dict(missing.most_common()),
             "examples": examples, "runsPerUnit": round(runs / units, 1) if units else 0,
             "secondsPerUnit": round(seconds / units, 3) if units else 0}

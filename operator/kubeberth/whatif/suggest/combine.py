@@ -1,6 +1,8 @@
 """`Combined`: two changes, for a unit that no single change places (searched only then).
 
 The first step is one of (at most MAX_BASES, in this order):
+- a gang of mixed priorities (the scheduler refuses it): the pods' priorityClassName set to their
+  PodGroup's (`constraint: podGroupPriority`, `pods`: which);
 - a gang short of pods: its minCount lowered to the pods it has (it is then tried at all);
 - the pod's requests lowered to what the largest node has allocatable, for each resource no
   node has enough of (extended resources, mostly);
@@ -50,6 +52,33 @@ def _min_count(rerun: Rerun, unit: Unit) -> list[Base]:
         return objects
     return [({"kind": "Relax", "constraint": "minCount", "path": "spec.schedulingPolicy.gang.minCount",
               "from": int(gang["minCount"]), "to": have}, edit)]
+
+
+def _align_priority(rerun: Rerun, unit: Unit) -> list[Base]:
+    """A gang whose pods' PriorityClasses differ from its PodGroup's (the scheduler refuses it)."""
+    group = next((o for o in rerun.objects if o.get("kind") == "PodGroup" and object_key(o) == unit.group), None)
+    if unit.group is None or group is None:
+        return []
+    want = (group.get("spec") or {}).get("priorityClassName") or None
+    pods = pods_by_key(rerun.objects)
+    odd = [k for k in unit.pods if k in pods and ((pods[k].get("spec") or {}).get("priorityClassName") or None) != want]
+    if not odd:
+        return []
+
+    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for o in objects:
+            if o.get("kind") == "Pod" and object_key(o) in odd:
+                spec = o.setdefault("spec", {})
+                spec.pop("priority", None)
+                if want is None:
+                    spec.pop("priorityClassName", None)
+                else:
+                    spec["priorityClassName"] = want
+        return objects
+    step = {"kind": "Relax", "constraint": "podGroupPriority", "path": "spec.priorityClassName", "pods": odd,
+            "from": sorted({str((pods[k].get("spec") or {}).get("priorityClassName") or "") for k in odd}),
+            "to": want}
+    return [(step, edit)]
 
 
 def _to_largest_node(rerun: Rerun, unit: Unit) -> list[Base]:
@@ -105,7 +134,7 @@ def _step(s: Mapping[str, Any]) -> dict[str, Any]:
 
 def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
     """The first combination that places the unit (see the module's doc); [] when none does."""
-    bases = [*_min_count(rerun, unit), *_to_largest_node(rerun, unit), *_relax_nodes(rerun, unit)][:MAX_BASES]
+    bases = [*_align_priority(rerun, unit), *_min_count(rerun, unit), *_to_largest_node(rerun, unit), *_relax_nodes(rerun, unit)][:MAX_BASES]
     for first, edit in bases:
         if rerun.left() <= 1:
             break
