@@ -211,22 +211,48 @@ def _units(seed: int, index: int, options: Options) -> list[tuple[list[dict[str,
         return [(sim.objects, u) for u in suggest(sim.objects, outcomes, seed=case.seed)]
 
 
-@pytest.mark.parametrize("index", range(4))
-def test_generated_clusters_every_suggestion_places_the_pod(index: int) -> None:
-    """Each suggestion of the AddNodes, Evict, RaisePriority and LowerRequests kinds, applied here by
-    hand, places its pod (gangs are left to the code's own verification)."""
+def test_generated_clusters_every_suggestion_places_the_pod() -> None:
+    """Each suggestion of the AddNodes, Evict, RaisePriority, LowerRequests and one-term Relax
+    kinds, applied here by hand to the input, places its pod (gangs are left to test_gangs.py)."""
     checked = 0
-    for objects, u in _units(5, index, Options()):
-        for s in u.suggestions:
-            assert s["verified"] is True
-            if s["kind"] in ("AddNodes", "Evict", "RaisePriority", "LowerRequests") and u.unit.group is None:
+    for index in range(4):
+        for objects, u in _units(5, index, Options()):
+            for s in u.suggestions:
+                assert s["verified"] is True
                 key = u.unit.pods[0]
+                if u.unit.group is not None or s["kind"] == "Combined" or (
+                        s["kind"] == "Relax" and s.get("constraint") not in ("toleration", "topologySpreadConstraint")):
+                    continue
                 if s["kind"] == "LowerRequests" and len(by_key(objects, key)["spec"]["containers"]) > 1:
                     continue
                 got = run_simulation(apply(objects, key, s), seed=5, warn=io.StringIO())[0]
                 assert next(o for o in got if o.pod == key).status == "Scheduled", (s, key)
                 checked += 1
-    assert checked >= 0
+    assert checked >= 5
+
+
+def test_cli_json_table_and_html(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import yaml
+
+    from kubeberth.cli import main
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump_all([node("a"), pod("busy", "1500m", node_name="a"), pod("web", "1")]))
+    assert main(["simulate", str(path), "--suggest", "-o", "json"]) == 0
+    pods = {p["pod"]: p for p in json.loads(capsys.readouterr().out)["pods"]}
+    assert pods["default/busy"]["suggestions"] == []
+    assert [s["kind"] for s in pods["default/web"]["suggestions"]] == ["LowerRequests", "AddNodes", "Evict"]
+    assert all(s["verified"] is True for s in pods["default/web"]["suggestions"])
+    assert main(["simulate", str(path), "--suggest", "--suggest-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1. LowerRequests: lower requests: cpu 1 -> 500m; places default/web on a" in out
+    assert "2. " not in out
+    assert main(["simulate", str(path), "--suggest", "-o", "html"]) == 0
+    assert "Suggestions for default/web" in capsys.readouterr().out
+    assert main(["simulate", str(path), "-o", "json"]) == 0
+    assert "suggestions" not in capsys.readouterr().out
 
 
 def test_generated_clusters_coverage() -> None:
@@ -235,3 +261,24 @@ def test_generated_clusters_coverage() -> None:
     assert units
     helped = sum(1 for u in units if u.suggestions)
     assert helped / len(units) >= 0.5
+
+
+def test_combined_when_no_single_change_places_it() -> None:
+    # The only node is tainted and full: tolerating the taint leaves no room, room leaves the taint.
+    taint = {"key": "gpu", "value": "yes", "effect": "NoSchedule"}
+    tolerate = [{"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}]
+    objects = [node("a", taints=[taint]), pod("busy", "1500m", node_name="a", tolerations=tolerate), pod("web", "1")]
+    outcomes, _ = run_simulation(copy.deepcopy(objects), warn=io.StringIO())
+    attach(objects, outcomes)
+    got = next(o for o in outcomes if o.pod == "default/web").suggestions or []
+    assert [s["kind"] for s in got] == ["Combined"]
+    first, second = got[0]["steps"]
+    assert first == {"kind": "Relax", "terms": [{"constraint": "toleration", "path": "spec.tolerations", "from": None,
+                                                 "to": {"key": "gpu", "effect": "NoSchedule", "operator": "Equal",
+                                                        "value": "yes"}, "taint": taint}]}
+    assert (second["kind"], second["requests"]) == ("LowerRequests", [{"resource": "cpu", "from": "1", "to": "500m"}])
+    edited = copy.deepcopy(objects)
+    edited[2]["spec"]["tolerations"] = tolerate
+    edited[2]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m"
+    assert placed(edited, "default/web")
+    assert got[0]["changes"] == 2

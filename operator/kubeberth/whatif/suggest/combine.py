@@ -21,15 +21,16 @@ from typing import Any
 from ...model import ModelError, Node, Pod
 from ..inputs import object_key
 from .core import Rerun, Unit, pods_by_key, read_diagnosis, result
-from .requests import fmt, lower_in_spec
 from .relax_node import edit_term, terms_for
+from .requests import fmt, lower_in_spec
 
 MAX_BASES = 3
-Base = tuple[dict[str, Any], Callable[[list[dict[str, Any]]], list[dict[str, Any]]]]
+Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+Base = tuple[dict[str, Any], Edit]
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 
 
-def _on_pods(unit: Unit, edit: Callable[[dict[str, Any]], None]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+def _on_pods(unit: Unit, edit: Callable[[dict[str, Any]], None]) -> Edit:
     def on(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for o in objects:
             if o.get("kind") == "Pod" and object_key(o) in unit.pods:
@@ -134,7 +135,8 @@ def _step(s: Mapping[str, Any]) -> dict[str, Any]:
 
 def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
     """The first combination that places the unit (see the module's doc); [] when none does."""
-    bases = [*_align_priority(rerun, unit), *_min_count(rerun, unit), *_to_largest_node(rerun, unit), *_relax_nodes(rerun, unit)][:MAX_BASES]
+    bases = [*_align_priority(rerun, unit), *_min_count(rerun, unit), *_to_largest_node(rerun, unit),
+             *_relax_nodes(rerun, unit)][:MAX_BASES]
     for first, edit in bases:
         if rerun.left() <= 1:
             break

@@ -24,8 +24,8 @@ from typing import Any
 from ...framework.registry import Registry
 from ...framework.tie_break import RESERVOIR
 from ..outcomes import PodOutcome
-from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .combine import combined
+from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
 from .nodes import add_nodes
 from .relax import relax
