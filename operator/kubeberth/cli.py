@@ -38,7 +38,7 @@ def _simulate(args: argparse.Namespace) -> int:
             from .whatif.suggest import attach
 
             attach(objects, outcomes, seed=args.seed, percentage_of_nodes_to_score=pct, tie_break=args.tie_break,
-                   limit=args.suggest_limit)
+                   limit=args.suggest_limit, budget=args.suggest_budget)
     except (InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2
@@ -341,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "verified by simulating the change (docs/guides/suggest.md)")
     sim.add_argument("--suggest-limit", dest="suggest_limit", metavar="N", type=_positive, default=5,
                      help="suggestions kept per unschedulable pod (default 5)")
+    sim.add_argument("--suggest-budget", dest="suggest_budget", metavar="N", type=_positive, default=48,
+                     help="re-simulations allowed per unschedulable pod or gang for --suggest (default 48; half as "
+                          "many again for two-change suggestions)")
     _add_plugins_argument(sim)
     _add_feature_gates(sim)
     sim.set_defaults(func=_simulate)
