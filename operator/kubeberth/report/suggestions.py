@@ -16,11 +16,17 @@ from .scope import COUNTS, hide_references
 def _places(s: Mapping[str, Any]) -> str:
     where = ", ".join(f"{p['pod']}" + (f" on {p['node']}" if p.get("node") else "") for p in s.get("places") or ())
     extra = []
-    if s.get("displaced"):
+    if _some(s.get("displaced")):
         extra.append(f"displaces {_names(s['displaced'])}")
-    if s.get("alsoPlaces"):
+    if _some(s.get("alsoPlaces")):
         extra.append(f"also places {_names(s['alsoPlaces'])}")
     return f"places {where}" + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _some(value: Any) -> bool:
+    if isinstance(value, Mapping):  # scoped
+        return bool(value.get("own") or value.get("otherNamespaces"))
+    return bool(value)
 
 
 def _names(value: Any) -> str:
@@ -65,6 +71,8 @@ def describe(s: Mapping[str, Any]) -> str:
         what = "relax: " + "; ".join(_term(t) for t in s.get("terms") or [s])
     elif kind == "LowerRequests":
         what = "lower requests: " + ", ".join(f"{r['resource']} {r['from']} -> {r['to']}" for r in s["requests"])
+    elif kind == "Combined":
+        what = " + ".join(describe(step).split("; places", 1)[0] for step in s.get("steps") or ())
     else:
         what = kind
     return f"{kind}: {what}; {_places(s)}"
@@ -93,11 +101,37 @@ def _split(keys: Sequence[str], namespace: str) -> dict[str, Any]:
     return {"own": own, "otherNamespaces": len(keys) - len(own)}
 
 
+def _scope_change(d: dict[str, Any], namespace: str, detail: str, others: set[str]) -> None:
+    """One change (a suggestion, or a step of a Combined one) scoped in place; the namespaces it
+    names are added to `others`."""
+    if d.get("kind") == "Evict":
+        mine = [e for e in d["evict"] if e["pod"].split("/", 1)[0] == namespace]
+        d["evictInOtherNamespaces"] = [{"priority": e["priority"], "pdbBlocks": e["pdbBlocks"]}
+                                       for e in d["evict"] if e not in mine]
+        others.update(e["pod"].split("/", 1)[0] for e in d["evict"])
+        d["evict"] = mine
+    if d.get("kind") == "RaisePriority":
+        mine = [p for p in d["preempts"] if p["pod"].split("/", 1)[0] == namespace]
+        d["preemptsInOtherNamespaces"] = [{"priority": p["priority"]} for p in d["preempts"] if p not in mine]
+        others.update(p["pod"].split("/", 1)[0] for p in d["preempts"])
+        d["preempts"] = mine
+    if detail == COUNTS:
+        for p in d.get("places") or ():
+            p.pop("node", None)
+        for e in d.get("evict") or ():
+            e.pop("node", None)
+        d.pop("nodeGroup", None)
+        d.pop("newNodes", None)
+    for step in d.get("steps") or ():
+        _scope_change(step, namespace, detail, others)
+
+
 def scoped(suggestions: Sequence[Mapping[str, Any]], namespace: str, detail: str,
            namespaces: Collection[str] = ()) -> list[dict[str, Any]]:
     """`suggestions` as they may be shown in `namespace`: pods of other namespaces counted (with
     their priorities where the suggestion gives them), never named; with `detail` COUNTS no node
-    named (the nodes a change would place the pods on, the node group, the new nodes' names)."""
+    named (the nodes a change would place the pods on, the node group, the new nodes' names).
+    A Combined suggestion's steps are scoped alike."""
     out = []
     others = {ns for ns in namespaces if ns != namespace}
     for s in suggestions:
@@ -106,24 +140,7 @@ def scoped(suggestions: Sequence[Mapping[str, Any]], namespace: str, detail: str
             keys = list(d.get(name) or ())
             others.update(k.split("/", 1)[0] for k in keys)
             d[name] = _split(keys, namespace)
-        if d["kind"] == "Evict":
-            mine = [e for e in d["evict"] if e["pod"].split("/", 1)[0] == namespace]
-            d["evictInOtherNamespaces"] = [{"priority": e["priority"], "pdbBlocks": e["pdbBlocks"]}
-                                           for e in d["evict"] if e not in mine]
-            others.update(e["pod"].split("/", 1)[0] for e in d["evict"])
-            d["evict"] = mine
-        if d["kind"] == "RaisePriority":
-            mine = [p for p in d["preempts"] if p["pod"].split("/", 1)[0] == namespace]
-            d["preemptsInOtherNamespaces"] = [{"priority": p["priority"]} for p in d["preempts"] if p not in mine]
-            others.update(p["pod"].split("/", 1)[0] for p in d["preempts"])
-            d["preempts"] = mine
-        if detail == COUNTS:
-            for p in d.get("places") or ():
-                p.pop("node", None)
-            for e in d.get("evict") or ():
-                e.pop("node", None)
-            d.pop("nodeGroup", None)
-            d.pop("newNodes", None)
+        _scope_change(d, namespace, detail, others)
         others.discard(namespace)
         out.append(hide_references(d, others))
     return out

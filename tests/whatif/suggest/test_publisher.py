@@ -54,3 +54,21 @@ def test_published_suggestions_never_name_other_namespaces_pods() -> None:
         assert kinds["Evict"]["evictInOtherNamespaces"] == [{"priority": 0, "pdbBlocks": False}]
         assert kinds["RaisePriority"]["preemptsInOtherNamespaces"] == [{"priority": 0}]
         assert ('"node": "a"' in text) == (detail == FULL)
+
+
+def test_a_combined_suggestions_steps_are_scoped() -> None:
+    from kubeberth.report.suggestions import describe, scoped
+
+    taint = {"key": "gpu", "value": "yes", "effect": "NoSchedule"}
+    tolerate = [{"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}]
+    objects = [node("a", taints=[taint]), pod("payroll", "2", ns="team-b", node_name="a", tolerations=tolerate),
+               pod("web", "1", ns="team-a")]
+    outcomes, _ = run_simulation(copy.deepcopy(objects), warn=io.StringIO())
+    attach(objects, outcomes)
+    found = next(o for o in outcomes if o.pod == "team-a/web").suggestions or []
+    assert [s["kind"] for s in found] == ["Combined"]
+    assert [step["kind"] for step in found[0]["steps"]] == ["Relax", "AddNodes"]
+    shown = scoped(found, "team-a", COUNTS, NAMESPACES)
+    assert "nodeGroup" not in shown[0]["steps"][1] and "newNodes" not in shown[0]["steps"][1]
+    assert "a-suggested-1" not in json.dumps(shown) + describe(shown[0])
+    assert describe(shown[0]).startswith("Combined: Relax: relax: tolerate the taint gpu=yes:NoSchedule + AddNodes: ")
