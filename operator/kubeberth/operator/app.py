@@ -35,6 +35,7 @@ from ..metrics import SchedulerMetrics
 from ..plugins import loaded, plugin_registry
 from ..scheduler import Scheduler
 from ..scheduler.watched import WatchedKind, declared_kinds, watched_kinds
+from ..whatif.suggest.live import LiveSuggester
 from . import handlers
 from .api_client import WARNING, KubernetesClusterClient, pod_path
 from .background import cancel_and_wait
@@ -151,6 +152,8 @@ class OperatorApp:
         self._scheduler.ctx.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
         self.explain_publisher = ExplainPublisher(self._client)  # pods annotated kubeberth.io/explain
         self.explain_publisher.install(self._scheduler)
+        # pods annotated kubeberth.io/suggest too: verified suggestions in their explanation
+        self.explain_publisher.suggester = LiveSuggester(self._scheduler, clock)
         client = self._client
         self.shadow = ShadowEvaluator(self._scheduler, self.metrics.registry, annotate=self._annotate_pod,
                                       active=lambda: client.may_write())  # late-bound: set for leader election

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cache.objects import ObjectStore
@@ -54,9 +54,10 @@ class ExplainPublisher:
         self.published = 0
         self.objects = ObjectStore()  # the scheduler's, once installed: Namespaces and their labels
         self._warned: set[str] = set()
-        # Suggestions for an unschedulable pod (whatif/suggest/'s, as dicts), when one is installed:
-        # published under `suggestions`, scoped as the explanation is (report/suggestions.py).
-        self.suggester: Callable[[Pod], list[dict[str, Any]]] | None = None
+        # Suggestions for an unschedulable pod (whatif/suggest/live.py's LiveSuggester, or None: none):
+        # None for a pod that did not ask; published under `suggestions`, scoped as the
+        # explanation is (report/suggestions.py).
+        self.suggester: Callable[[Pod], Awaitable[list[dict[str, Any]] | None]] | None = None
 
     def install(self, scheduler: Scheduler) -> None:
         scheduler.explain_pods = wants_explanation
@@ -66,23 +67,32 @@ class ExplainPublisher:
     def forget_pod(self, uid: str) -> None:
         """The pod is deleted: what it was last told goes with it."""
         self._last.pop(uid, None)
+        forget = getattr(self.suggester, "forget_pod", None)
+        if forget is not None:
+            forget(uid)
 
-    def scoped(self, pod: Pod, x: Explanation) -> dict[str, Any]:
-        """The explanation as the pod's namespace may read it."""
+    def scoped(self, pod: Pod, x: Explanation, suggestions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The explanation (and the suggestions, when given) as the pod's namespace may read it."""
         detail, problem = namespace_detail(self.objects, pod.namespace)
         if problem is not None and problem not in self._warned:
             self._warned.add(problem)
             logger.warning("%s", problem)
         namespaces = [(ns.get("metadata") or {}).get("name") or "" for ns in self.objects.list("Namespace")]
         data = scoped(x.to_dict(), pod.namespace, detail, namespaces)
-        if self.suggester is not None and (data.get("result") or {}).get("status") == "Unschedulable":
-            data["suggestions"] = scoped_suggestions(self.suggester(pod), pod.namespace, detail, namespaces)
+        if suggestions is not None:
+            data["suggestions"] = scoped_suggestions(suggestions, pod.namespace, detail, namespaces)
         return data
 
     async def publish(self, pod: Pod, x: Explanation) -> None:
         if not self.client.may_write():
             return
-        data = self.scoped(pod, x)
+        found = None
+        if self.suggester is not None and x.result == "Unschedulable":
+            try:
+                found = await self.suggester(pod)
+            except Exception:  # a failed search never stops the explanation
+                logger.exception("Could not compute the suggestions for %s", pod.key)
+        data = self.scoped(pod, x, found)
         d = digest(data)
         if self._last.get(pod.uid) == d:
             return

@@ -43,11 +43,10 @@ def test_published_suggestions_never_name_other_namespaces_pods() -> None:
         publisher.objects.put("Namespace", {"metadata": {"name": ns}})
     target = make_pod("web", "team-a")
     assert "suggestions" not in publisher.scoped(target, _Explained(x))  # type: ignore[arg-type]
-    publisher.suggester = lambda p: found
     for detail in (COUNTS, FULL):
         if detail == FULL:
             publisher.objects.put("Namespace", {"metadata": {"name": "team-a", "labels": {DETAIL_LABEL: FULL}}})
-        data = publisher.scoped(target, _Explained(x))  # type: ignore[arg-type]
+        data = publisher.scoped(target, _Explained(x), found)  # type: ignore[arg-type]
         text = json.dumps(data["suggestions"])
         assert "payroll" not in text and "team-b" not in text
         kinds = {s["kind"]: s for s in data["suggestions"]}
@@ -72,3 +71,38 @@ def test_a_combined_suggestions_steps_are_scoped() -> None:
     assert "nodeGroup" not in shown[0]["steps"][1] and "newNodes" not in shown[0]["steps"][1]
     assert "a-suggested-1" not in json.dumps(shown) + describe(shown[0])
     assert describe(shown[0]).startswith("Combined: Relax: relax: tolerate the taint gpu=yes:NoSchedule + AddNodes: ")
+
+
+def test_the_live_suggester_reads_the_schedulers_state() -> None:
+    """live_objects gives back what the scheduler holds: its suggestions are simulate's on the
+    input it was fed; only pods annotated kubeberth.io/suggest get any; one search per interval."""
+    import asyncio
+
+    from kubeberth.plugins import plugin_registry
+    from kubeberth.whatif.engine import load_objects, new_scheduler, run_settled
+    from kubeberth.whatif.suggest.live import SUGGEST_ANNOTATION, LiveSuggester, live_objects
+
+    objects = [node("a"), priority_class("high", 100), pod("busy", "1500m", ns="team-b", node_name="a"),
+               pod("web", "1", ns="team-a"), pod("quiet", "1", ns="team-a")]
+    objects[3]["metadata"]["annotations"] = {SUGGEST_ANNOTATION: "true"}
+    sched, clock = new_scheduler()
+    load_objects(sched, copy.deepcopy(objects), plugin_registry(), warn=io.StringIO())
+    asyncio.run(run_settled(sched, clock))
+    live = live_objects(sched)
+    assert sorted(o["kind"] for o in live) == ["Node", "Pod", "Pod", "Pod", "PriorityClass", "SchedulingProfile"]
+    assert {o["metadata"]["name"]: o["spec"].get("nodeName") for o in live if o["kind"] == "Pod"} == {
+        "busy": "a", "web": None, "quiet": None}
+    outcomes, _ = run_simulation(copy.deepcopy(objects), warn=io.StringIO())
+    attach(objects, outcomes)
+    want = next(o for o in outcomes if o.pod == "team-a/web").suggestions
+
+    suggester = LiveSuggester(sched, clock, interval=60.0)
+    web = next(p for p in sched.all_pods() if p.key == "team-a/web")
+    quiet = next(p for p in sched.all_pods() if p.key == "team-a/quiet")
+    assert asyncio.run(suggester(quiet)) is None
+    got = asyncio.run(suggester(web))
+    assert got == want and got
+    assert asyncio.run(suggester(web)) == want and suggester.searches == 1
+    clock.advance(61.0)
+    asyncio.run(suggester(web))
+    assert suggester.searches == 2

@@ -17,7 +17,7 @@ explained, for the diagnosis that bounds the candidates."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,11 +67,13 @@ def rank(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome], *, seed: int = 0,
             percentage_of_nodes_to_score: int = 0, registry: Registry | None = None, tie_break: str = RESERVOIR,
-            limit: int = DEFAULT_LIMIT, budget: int = DEFAULT_BUDGET) -> list[UnitSuggestions]:
+            limit: int = DEFAULT_LIMIT, budget: int = DEFAULT_BUDGET,
+            pods: Collection[str] | None = None) -> list[UnitSuggestions]:
     """The ranked, verified suggestions of every unit (pod or gang) `outcomes` leaves unschedulable.
     `objects` and the options are simulate's own (the feature gates in force are the process's,
-    as for simulate); `limit`: suggestions kept per unit; `budget`: re-simulations per unit."""
-    todo = units(objects, outcomes)
+    as for simulate); `limit`: suggestions kept per unit; `budget`: re-simulations per unit;
+    `pods`: only the units of these pods (None: every one)."""
+    todo = [u for u in units(objects, outcomes) if pods is None or any(k in pods for k in u.pods)]
     if not todo:
         return []
     rerun = Rerun(objects, outcomes, seed=seed, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
