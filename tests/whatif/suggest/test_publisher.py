@@ -106,3 +106,19 @@ def test_the_live_suggester_reads_the_schedulers_state() -> None:
     clock.advance(61.0)
     asyncio.run(suggester(web))
     assert suggester.searches == 2
+
+
+def test_the_event_and_the_annotation_carry_the_scoped_suggestions() -> None:
+    from kubeberth.report.summary import event_message, summary
+
+    x, found = _suggestions()
+    publisher = ExplainPublisher(client=None)  # type: ignore[arg-type]
+    for ns in NAMESPACES:
+        publisher.objects.put("Namespace", {"metadata": {"name": ns}})
+    data = publisher.scoped(make_pod("web", "team-a"), _Explained(x), found)  # type: ignore[arg-type]
+    message = event_message("team-a/web", data)
+    assert "Suggestions (each verified by simulating the change):" in message
+    assert "1 pod(s) of other namespaces (priorities 0)" in message and "payroll" not in message
+    assert json.loads(summary(data))["suggestions"] == [s["kind"] for s in found]
+    assert "Suggestions" not in event_message("team-a/web", publisher.scoped(make_pod("web", "team-a"),
+                                                                            _Explained(x)))  # type: ignore[arg-type]
