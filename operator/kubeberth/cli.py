@@ -37,8 +37,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.suggest:
             from .whatif.suggest import attach
 
-            attach(objects, outcomes, seed=args.seed, percentage_of_nodes_to_score=pct, tie_break=args.tie_break,
-                   limit=args.suggest_limit, budget=args.suggest_budget)
+            for r in attach(objects, outcomes, seed=args.seed, percentage_of_nodes_to_score=pct,
+                            tie_break=args.tie_break, limit=args.suggest_limit, budget=args.suggest_budget):
+                for err in r.errors:
+                    print(f"kubeberth simulate: --suggest for {r.unit.key}: {err}", file=sys.stderr)
     except (InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2

@@ -292,3 +292,17 @@ def test_cli_defaults_are_the_searchs() -> None:
 
     args = build_parser().parse_args(["simulate", "x.yaml", "--suggest"])
     assert (args.suggest_limit, args.suggest_budget) == (DEFAULT_LIMIT, DEFAULT_BUDGET)
+
+
+def test_a_failing_search_is_reported_and_the_others_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubeberth.whatif.suggest import search
+
+    def broken(rerun: Any, unit: Any) -> list[dict[str, Any]]:
+        raise ValueError("no such thing")
+
+    monkeypatch.setattr(search, "FINDERS", ((broken, 0.5), *search.FINDERS))
+    objects = [node("a"), pod("busy", "2", node_name="a"), pod("web", "1")]
+    outcomes, _ = run_simulation(copy.deepcopy(objects), warn=io.StringIO())
+    (got,) = suggest(objects, outcomes)
+    assert got.errors == ["broken: ValueError: no such thing"]
+    assert [s["kind"] for s in got.suggestions] == ["AddNodes", "Evict"]

@@ -50,6 +50,8 @@ class UnitSuggestions:
     suggestions: list[dict[str, Any]] = field(default_factory=list)
     runs: int = 0
     seconds: float = 0.0
+    # A kind's search that failed (an edit the model refused, say): "Kind: error"; the others go on.
+    errors: list[str] = field(default_factory=list)
 
 
 def disruption(s: Mapping[str, Any]) -> int:
@@ -86,19 +88,31 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
         read_diagnosis(unit, explanations)
         start, runs = time.perf_counter(), rerun.runs
         found: list[dict[str, Any]] = []
+        errors: list[str] = []
         spare = 0
         for finder, share in FINDERS:
             rerun.budget = max(1, int(budget * share)) + spare
             if finder is not relax_for_node or not any(s["kind"] == "Relax" for s in found):
-                found += finder(rerun, unit)
+                found += _guarded(finder, rerun, unit, errors)
             spare = max(0, rerun.budget)
         if not found:
             rerun.budget = max(rerun.budget, budget // 2)
-            found = combined(rerun, unit, [relax, lower_requests, add_nodes, evict, raise_priority])
+            found = _guarded(lambda r, u: combined(r, u, [relax, lower_requests, add_nodes, evict, raise_priority]),
+                             rerun, unit, errors)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
-                                   time.perf_counter() - start))
+                                   time.perf_counter() - start, errors))
     return out
+
+
+def _guarded(finder: Finder, rerun: Rerun, unit: Unit, errors: list[str]) -> list[dict[str, Any]]:
+    """The finder's suggestions; [] and the error noted when it fails (one kind's failure never
+    stops the others, nor simulate)."""
+    try:
+        return finder(rerun, unit)
+    except Exception as exc:  # any failure of one search is reported, not raised
+        errors.append(f"{getattr(finder, '__name__', 'search')}: {type(exc).__name__}: {exc}")
+        return []
 
 
 def by_pod(results: Sequence[UnitSuggestions]) -> dict[str, list[dict[str, Any]]]:
