@@ -245,11 +245,12 @@ def _add_feature_gates(parser: argparse.ArgumentParser | argparse._ArgumentGroup
 
 def _run(args: argparse.Namespace) -> int:
     from .operator.run import run_main
+    from .whatif.suggest.live import LiveSuggester
 
     if not _set_gates(args, "run"):
         return 2
 
-    return run_main(args)
+    return run_main(args, suggester_factory=LiveSuggester)
 
 
 PLUGINS_HELP = ("load scheduling plugins of your own from a .py file, a directory of them or a dotted module "

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cache.objects import ObjectStore
+from ..clock import Clock
 from ..model import Pod
 from ..report.scope import COUNTS, DETAILS, FULL, scoped
 from ..report.suggestions import scoped as scoped_suggestions
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from .api_client import KubernetesClusterClient
 
 logger = logging.getLogger(__name__)
+
+# A pod's suggestions (None: it did not ask for them), as whatif/suggest/'s dicts.
+Suggester = Callable[[Pod], Awaitable[list[dict[str, Any]] | None]]
+# Makes the suggester of a scheduler (the command line gives whatif/suggest/live.py's LiveSuggester).
+SuggesterFactory = Callable[["Scheduler", Clock], Suggester]
 
 REMEMBERED_PODS = 4096
 DETAIL_LABEL = "kubeberth.io/explain-detail"
@@ -57,7 +63,7 @@ class ExplainPublisher:
         # Suggestions for an unschedulable pod (whatif/suggest/live.py's LiveSuggester, or None: none):
         # None for a pod that did not ask; published under `suggestions`, scoped as the
         # explanation is (report/suggestions.py).
-        self.suggester: Callable[[Pod], Awaitable[list[dict[str, Any]] | None]] | None = None
+        self.suggester: Suggester | None = None
 
     def install(self, scheduler: Scheduler) -> None:
         scheduler.explain_pods = wants_explanation
