@@ -27,6 +27,8 @@ The tools (the command line's verbs are `cli.py`'s thin shells over them):
 - `policy_tests.py`: `kubeberth test`, scheduling policy tests (also the conformance suite's runner).
 - `snapshot.py`: `kubeberth snapshot`, a live cluster written as simulate's input.
 - `convert_policy.py`: `kubeberth convert-policy`, an old Policy file as a SchedulingProfile.
+- `suggest/`: `simulate --suggest`, the verified changes that would place each unschedulable pod
+  (and the operator's LiveSuggester, given to it by `kubeberth run`).
 
 A new tool (a trace replayed, a capacity search, suggestions) is a module here beside them, running
 the scheduler through `engine.py`. `kubeberth.testing` is the public face of the engine for the
