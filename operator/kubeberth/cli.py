@@ -30,10 +30,17 @@ def _simulate(args: argparse.Namespace) -> int:
             return _compare(args)
         sim_input = read_input(args.files, args.config or [], sys.stderr)
         objects = sim_input.objects
+        pct = percentage(args.percentage_of_nodes_to_score, sim_input)
         outcomes, sched = run_simulation(objects, seed=args.seed, explain=explain,
-                                         percentage_of_nodes_to_score=percentage(args.percentage_of_nodes_to_score,
-                                                                                 sim_input),
+                                         percentage_of_nodes_to_score=pct,
                                          origins=sim_input.origins, tie_break=args.tie_break)
+        if args.suggest:
+            from .whatif.suggest import attach
+
+            for r in attach(objects, outcomes, seed=args.seed, percentage_of_nodes_to_score=pct,
+                            tie_break=args.tie_break, limit=args.suggest_limit, budget=args.suggest_budget):
+                for err in r.errors:
+                    print(f"kubeberth simulate: --suggest for {r.unit.key}: {err}", file=sys.stderr)
     except (InputError, UnknownPods) as exc:
         print(f"kubeberth simulate: {exc}", file=sys.stderr)
         return 2
@@ -56,6 +63,13 @@ def _simulate(args: argparse.Namespace) -> int:
     explained = [(o.pod, o.explanations) for o in outcomes if o.explanations]
     if explained:
         print(render_explanations(explained, args.explain_nodes))
+    if args.suggest:
+        from .report.suggestions import render_lines
+
+        found = {o.pod: o.suggestions or [] for o in outcomes if o.status == "Unschedulable"}
+        print()
+        print("Suggestions (each verified by simulating the change; ranked, least disruption first):")
+        print("\n".join(render_lines(found)) if found else "  no unschedulable pod")
     return 0
 
 
@@ -237,11 +251,12 @@ def _add_feature_gates(parser: argparse.ArgumentParser | argparse._ArgumentGroup
 
 def _run(args: argparse.Namespace) -> int:
     from .operator.run import run_main
+    from .whatif.suggest.live import LiveSuggester
 
     if not _set_gates(args, "run"):
         return 2
 
-    return run_main(args)
+    return run_main(args, suggester_factory=LiveSuggester)
 
 
 PLUGINS_HELP = ("load scheduling plugins of your own from a .py file, a directory of them or a dotted module "
@@ -329,6 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--compare", nargs="*", metavar="PROFILE", default=None,
                      help="schedule the same cluster under two configurations: two SchedulingProfile files "
                           "(A B) or, with no file, the two --config files; prints what changes")
+    sim.add_argument("--suggest", action="store_true",
+                     help="for each unschedulable pod (or gang), the smallest changes that would place it (nodes to "
+                          "add, pods to evict, a priority, a constraint to relax, requests to lower), ranked, each "
+                          "verified by simulating the change (docs/guides/suggest.md)")
+    sim.add_argument("--suggest-limit", dest="suggest_limit", metavar="N", type=_positive, default=5,
+                     help="suggestions kept per unschedulable pod (default 5)")
+    sim.add_argument("--suggest-budget", dest="suggest_budget", metavar="N", type=_positive, default=48,
+                     help="re-simulations allowed per unschedulable pod or gang for --suggest (default 48; half as "
+                          "many again for two-change suggestions)")
     _add_plugins_argument(sim)
     _add_feature_gates(sim)
     sim.set_defaults(func=_simulate)

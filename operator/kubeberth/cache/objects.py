@@ -85,6 +85,10 @@ class ObjectStore:
             if namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace:
                 yield obj
 
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds the store holds objects of."""
+        return tuple(k for k, objs in self._by_kind.items() if objs)
+
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         ns = self.get("Namespace", namespace)
         if ns is None:

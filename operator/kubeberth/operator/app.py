@@ -41,7 +41,7 @@ from .background import cancel_and_wait
 from .collector import collector_paused
 from .connection import RetryForever, load_configuration, load_credentials, login
 from .credentials import Credentials, Forbidden
-from .explain_publisher import ExplainPublisher
+from .explain_publisher import ExplainPublisher, SuggesterFactory
 from .ingest import Ingest
 from .leader import LeaderElector
 from .options import OperatorConfig
@@ -63,8 +63,11 @@ EXIT_LOST_LEADERSHIP = 75  # EX_TEMPFAIL: restart me
 
 
 class OperatorApp:
-    def __init__(self, config: OperatorConfig) -> None:
+    def __init__(self, config: OperatorConfig, suggester_factory: SuggesterFactory | None = None) -> None:
         self.config = config
+        # What makes the suggestions of pods annotated kubeberth.io/suggest (the command line gives
+        # whatif/suggest/live.py's LiveSuggester: the operator does not import the what-if tools).
+        self.suggester_factory = suggester_factory
         self.metrics = SchedulerMetrics()
         self.identity = f"{socket.gethostname()}/{uuid.uuid4().hex[:12]}"
         self.exit_code = 0
@@ -151,6 +154,8 @@ class OperatorApp:
         self._scheduler.ctx.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
         self.explain_publisher = ExplainPublisher(self._client)  # pods annotated kubeberth.io/explain
         self.explain_publisher.install(self._scheduler)
+        if self.suggester_factory is not None:  # pods annotated kubeberth.io/suggest: verified suggestions
+            self.explain_publisher.suggester = self.suggester_factory(self._scheduler, clock)
         client = self._client
         self.shadow = ShadowEvaluator(self._scheduler, self.metrics.registry, annotate=self._annotate_pod,
                                       active=lambda: client.may_write())  # late-bound: set for leader election

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cache.objects import ObjectStore
+from ..clock import Clock
 from ..model import Pod
 from ..report.scope import COUNTS, DETAILS, FULL, scoped
+from ..report.suggestions import scoped as scoped_suggestions
 from ..report.summary import EVENT_REASON, SUMMARY_ANNOTATION, digest, event_message, summary
 from ..scheduler.explain import Explanation, wants_explanation
 from .api_client import pod_path, rfc3339
@@ -27,6 +30,11 @@ if TYPE_CHECKING:
     from .api_client import KubernetesClusterClient
 
 logger = logging.getLogger(__name__)
+
+# A pod's suggestions (None: it did not ask for them), as whatif/suggest/'s dicts.
+Suggester = Callable[[Pod], Awaitable[list[dict[str, Any]] | None]]
+# Makes the suggester of a scheduler (the command line gives whatif/suggest/live.py's LiveSuggester).
+SuggesterFactory = Callable[["Scheduler", Clock], Suggester]
 
 REMEMBERED_PODS = 4096
 DETAIL_LABEL = "kubeberth.io/explain-detail"
@@ -52,6 +60,10 @@ class ExplainPublisher:
         self.published = 0
         self.objects = ObjectStore()  # the scheduler's, once installed: Namespaces and their labels
         self._warned: set[str] = set()
+        # Suggestions for an unschedulable pod (whatif/suggest/live.py's LiveSuggester, or None: none):
+        # None for a pod that did not ask; published under `suggestions`, scoped as the
+        # explanation is (report/suggestions.py).
+        self.suggester: Suggester | None = None
 
     def install(self, scheduler: Scheduler) -> None:
         scheduler.explain_pods = wants_explanation
@@ -61,20 +73,32 @@ class ExplainPublisher:
     def forget_pod(self, uid: str) -> None:
         """The pod is deleted: what it was last told goes with it."""
         self._last.pop(uid, None)
+        forget = getattr(self.suggester, "forget_pod", None)
+        if forget is not None:
+            forget(uid)
 
-    def scoped(self, pod: Pod, x: Explanation) -> dict[str, Any]:
-        """The explanation as the pod's namespace may read it."""
+    def scoped(self, pod: Pod, x: Explanation, suggestions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The explanation (and the suggestions, when given) as the pod's namespace may read it."""
         detail, problem = namespace_detail(self.objects, pod.namespace)
         if problem is not None and problem not in self._warned:
             self._warned.add(problem)
             logger.warning("%s", problem)
         namespaces = [(ns.get("metadata") or {}).get("name") or "" for ns in self.objects.list("Namespace")]
-        return scoped(x.to_dict(), pod.namespace, detail, namespaces)
+        data = scoped(x.to_dict(), pod.namespace, detail, namespaces)
+        if suggestions is not None:
+            data["suggestions"] = scoped_suggestions(suggestions, pod.namespace, detail, namespaces)
+        return data
 
     async def publish(self, pod: Pod, x: Explanation) -> None:
         if not self.client.may_write():
             return
-        data = self.scoped(pod, x)
+        found = None
+        if self.suggester is not None and x.result == "Unschedulable":
+            try:
+                found = await self.suggester(pod)
+            except Exception:  # a failed search never stops the explanation
+                logger.exception("Could not compute the suggestions for %s", pod.key)
+        data = self.scoped(pod, x, found)
         d = digest(data)
         if self._last.get(pod.uid) == d:
             return

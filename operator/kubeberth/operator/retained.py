@@ -175,6 +175,9 @@ def app_counts(app: Any) -> dict[str, int]:
             n = _len(publisher, attr)
             if n is not None:
                 counts[name] = n
+        n = _len(getattr(publisher, "suggester", None), "_last")
+        if n is not None:
+            counts["explain_publisher.suggestions"] = n
     shadow = getattr(app, "shadow", None)
     if shadow is not None:
         for attr in ("profiles", "decisions", "pending"):

@@ -14,9 +14,13 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .options import BadConfigFile, OperatorConfig, add_run_arguments, config_from_args
 from .serving_options import ServingOptionsError
+
+if TYPE_CHECKING:
+    from .explain_publisher import SuggesterFactory
 
 
 def configure_logging(config: OperatorConfig) -> None:
@@ -33,15 +37,17 @@ def configure_logging(config: OperatorConfig) -> None:
 
 
 async def run_operator(config: OperatorConfig, *, stop_flag: asyncio.Event | None = None,
-                       ready_flag: asyncio.Event | None = None) -> int:
-    """Run the operator until `stop_flag` is set or it is signalled. Returns the exit code."""
+                       ready_flag: asyncio.Event | None = None,
+                       suggester_factory: SuggesterFactory | None = None) -> int:
+    """Run the operator until `stop_flag` is set or it is signalled. Returns the exit code.
+    `suggester_factory`: the suggestions of pods annotated kubeberth.io/suggest (none: none)."""
     from .app import OperatorApp
 
-    app = OperatorApp(config)
+    app = OperatorApp(config, suggester_factory)
     return await app.run(stop_flag=stop_flag, ready_flag=ready_flag)
 
 
-def run_main(args: argparse.Namespace) -> int:
+def run_main(args: argparse.Namespace, suggester_factory: SuggesterFactory | None = None) -> int:
     try:
         config = config_from_args(args)
     except BadConfigFile as exc:
@@ -52,7 +58,7 @@ def run_main(args: argparse.Namespace) -> int:
         return 2
     configure_logging(config)
     try:
-        return asyncio.run(run_operator(config))
+        return asyncio.run(run_operator(config, suggester_factory=suggester_factory))
     except KeyboardInterrupt:
         return 130
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from .suggestions import render_html as suggestions_html
 from .text import render_attempt
 
 OUTCOME_COLOURS = {"Scheduled": "#2e7d32", "Existing": "#607d8b", "Unschedulable": "#c62828",
@@ -127,6 +128,15 @@ def _pods(pods: Sequence[Mapping[str, Any]], preempted_by: Mapping[str, str]) ->
             f'{"".join(rows)}</table>')
 
 
+def _suggestions(pods: Sequence[Mapping[str, Any]]) -> str:
+    """simulate --suggest: each unschedulable pod's verified suggestions (report/suggestions.py)."""
+    asked = [p for p in pods if p.get("suggestions") is not None and p["status"] == "Unschedulable"]
+    if not asked:
+        return ""
+    return "<h2>Suggestions: what would place the unschedulable pods</h2>" + "".join(
+        suggestions_html(p["pod"], p["suggestions"]) for p in asked)
+
+
 def _explanations(pods: Sequence[Mapping[str, Any]], top_nodes: int) -> str:
     out = ['<p><button id="expand-all" type="button">Expand all</button></p>']
     for p in pods:
@@ -183,6 +193,7 @@ def render_html(data: Mapping[str, Any], top_nodes: int = 10) -> str:
         f'<h2>Pods</h2>{_pods(pods, preempted_by)}',
         f'<h2>Pod groups</h2>{_pod_groups(data["podGroups"])}' if data.get("podGroups") else "",
         f'<h2>Why: per-pod explanations</h2>{_explanations(pods, top_nodes)}',
+        _suggestions(pods),
         f'<h2>Profiles in force</h2>{_profiles(data["profiles"])}',
         f"<script>{SCRIPT}</script></body></html>\n",
     ])

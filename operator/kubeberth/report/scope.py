@@ -75,6 +75,12 @@ def _split(keys: Iterable[str], namespace: str) -> tuple[list[str], int]:
     return own, other
 
 
+def hide_references(value: Any, others: set[str]) -> Any:
+    """Every string in `value` with the `namespace/name` references of the namespaces `others`
+    replaced by OTHER_NAMESPACE (for other structures published beside an explanation)."""
+    return _hide(value, others)
+
+
 def _hide(value: Any, others: set[str]) -> Any:
     """Every string in `value` with the `namespace/name` references of `others` hidden."""
     if not others:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .scope import COUNTS
+from .suggestions import describe
 from .text import count, render_attempt
 
 SUMMARY_ANNOTATION = "kubeberth.io/explanation"
@@ -50,6 +51,8 @@ def summary(x: Mapping[str, Any], limit: int = SUMMARY_LIMIT, top: int = SUMMARY
     }
     if counts_only:
         del out["top"]
+    if x.get("suggestions") is not None:  # their kinds; the Event has them in full
+        out["suggestions"] = [s["kind"] for s in x["suggestions"]]
     if "scope" in x:
         out["detail"] = x["scope"]["detail"]
     pf = x["postFilter"]
@@ -81,6 +84,11 @@ def event_message(pod: str, x: Mapping[str, Any], limit: int = EVENT_LIMIT, top:
         lines.append("  Every failing Filter plugin per filtered-out node:")
         lines.extend(f"    {node}: " + "; ".join(f"{p}: {v}" for p, v in verdicts.items())
                      for node, verdicts in failing)
+    if x.get("suggestions") is not None:  # kubeberth.io/suggest: scoped already (report/suggestions.py)
+        lines.append("  Suggestions (each verified by simulating the change):")
+        lines.extend(f"    {i}. {describe(s)}" for i, s in enumerate(x["suggestions"], 1))
+        if not x["suggestions"]:
+            lines.append("    none verified")
     text = "\n".join(line.strip("\n") for line in lines)
     if len(text) <= limit:
         return text

@@ -138,6 +138,10 @@ class SchedulerBase:
                    if uid not in seen and (namespace is None or p.namespace == namespace))
         return out
 
+    def all_pods(self) -> list[Pod]:
+        """Every pod the scheduler knows: the cache's (bound and assumed), then the pending ones."""
+        return self._list_pods()
+
     def _is_pending(self, pod: Pod) -> bool:
         p = self._pending.get(pod.uid)
         return p is not None and not p.node_name

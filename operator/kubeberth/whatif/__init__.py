@@ -29,6 +29,8 @@ The tools (the command line's verbs are `cli.py`'s thin shells over them):
 - `convert_policy.py`: `kubeberth convert-policy`, an old Policy file as a SchedulingProfile.
 - `capacity/`: `kubeberth capacity`, how many more copies of a pod, workload or gang fit (copies
   scheduled one at a time over one scheduler, or counted per node where the filters allow it).
+- `suggest/`: `simulate --suggest`, the verified changes that would place each unschedulable pod
+  (and the operator's LiveSuggester, given to it by `kubeberth run`).
 
 A new tool (a trace replayed, a capacity search, suggestions) is a module here beside them, running
 the scheduler through `engine.py`. `kubeberth.testing` is the public face of the engine for the

@@ -38,6 +38,9 @@ class PodOutcome:
     # The annotations plugins wrote on the pod (ClusterClient.annotate_pod, API 1.5), e.g. the GPUs
     # a device plugin chose at PreBind. Left out of the JSON when empty.
     annotations: dict[str, str] = field(default_factory=dict)
+    # simulate --suggest only (whatif/suggest/): the verified suggestions of an unschedulable pod
+    # ([] for the others); left out of the JSON when None.
+    suggestions: list[dict[str, Any]] | None = None
 
 
 def outcome_dict(o: PodOutcome) -> dict[str, Any]:
@@ -46,6 +49,8 @@ def outcome_dict(o: PodOutcome) -> dict[str, Any]:
         del d["explanations"]
     if not o.annotations:
         del d["annotations"]
+    if o.suggestions is None:
+        del d["suggestions"]
     return d
 
 

@@ -1,0 +1,129 @@
+"""How often `simulate --suggest` finds a verified suggestion: on clusters of the differential
+fuzzer's generator (tests/cluster/fuzz_gen.py, the workloads flavour's gangs too), the share of
+unschedulable units (pods of no group, and gangs) with at least one suggestion, the rest by
+reason, and the cost (re-simulations and seconds per unit).
+
+    PYTHONPATH=operator python -m benchmarks.suggest_coverage --clusters 50 --seed 41
+
+A unit without a suggestion is put under a reason read from the baseline's diagnosis (never
+tried: a gang short of pods, a gated pod; a request of an extended resource no node offers;
+...). `coverageOfPlaceable` leaves out the units asking for an extended resource no node offers:
+no edit of the cluster's node shapes or of the pod's constraints places them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tests.cluster.fuzz_gen import generate
+from tests.cluster.fuzz_groups import Options
+
+from kubeberth import features
+from kubeberth.model import ModelError, Node, Pod
+from kubeberth.whatif.engine import run_simulation
+from kubeberth.whatif.inputs import object_key
+from kubeberth.whatif.policy_tests import parse_case, prepare_case
+from kubeberth.whatif.suggest import UnitSuggestions, suggest
+from kubeberth.whatif.suggest.nodes import holds as _holds
+
+FLAVOURS = {"default": Options(), "workloads": Options(flavour="workloads")}
+
+
+def case_units(seed: int, index: int, flavour: str) -> tuple[list[dict[str, Any]], list[UnitSuggestions]]:
+    """The suggestions of every unschedulable unit of one generated cluster."""
+    doc = generate(seed, index, FLAVOURS[flavour])
+    doc["expect"] = [{"pod": "-/-", "unschedulable": False}]  # not judged here
+    case = parse_case(doc, str(doc["name"]))
+    sim = prepare_case(case, io.StringIO())
+    with features.override(case.gates):
+        outcomes, _ = run_simulation(sim.objects, seed=case.seed, warn=io.StringIO(),
+                                     percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+        return sim.objects, suggest(sim.objects, outcomes, seed=case.seed,
+                                    percentage_of_nodes_to_score=sim.percentage_of_nodes_to_score or 0)
+
+
+UNOFFERED = "asks for an extended resource no node offers"
+VOLUME = {"VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"}
+
+
+def _unoffered(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """The pod requests an extended resource that no node has allocatable (no change but taking
+    the request away places it)."""
+    try:
+        want = Pod(dict(pod)).requests
+        allocs = [Node(dict(n)).allocatable for n in nodes]
+    except ModelError:
+        return False
+    return any(want.get(r) > 0 and all(a.get(r) == 0 for a in allocs) for r in want.scalar)
+
+
+def reason(u: UnitSuggestions, objects: Sequence[Mapping[str, Any]]) -> str:
+    """Why no single change helped, in a few classes."""
+    rejected = u.unit.rejected
+    if not rejected:
+        return "never tried (a gang short of pods, or gated)"
+    pod = next((o for o in objects if o.get("kind") == "Pod" and object_key(o) == u.unit.pods[0]), None)
+    nodes = {str(o["metadata"]["name"]): o for o in objects if o.get("kind") == "Node"}
+    if pod is not None and _unoffered(pod, nodes.values()):
+        return UNOFFERED
+    if pod is not None and not any(_holds(n, pod) for n in nodes.values()):
+        return "no node's allocatable holds the pod's requests"
+    if all(ps & VOLUME for ps in rejected.values()):
+        return "its volumes rule out every node (PV node affinity, ReadWriteOncePod, volume limits)"
+    if all(len(ps) > 1 for ps in rejected.values()):
+        return "two or more constraints on every node"
+    return "other: " + "+".join(sorted(u.unit.failing_plugins()))
+
+
+def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
+    units = helped = runs = 0
+    seconds = 0.0
+    kinds: Counter[str] = Counter()
+    missing: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for seed, index, flavour in clusters:
+        objects, found = case_units(seed, index, flavour)
+        for u in found:
+            units += 1
+            runs += u.runs
+            seconds += u.seconds
+            if u.suggestions:
+                helped += 1
+                kinds.update({s["kind"] for s in u.suggestions})
+            else:
+                r = reason(u, objects)
+                missing[r] += 1
+                examples.setdefault(r, f"{flavour} {seed}/{index} {u.unit.key}: {u.message[:160]}")
+    possible = units - missing[UNOFFERED]
+    return {"clusters": len(clusters), "units": units, "withSuggestion": helped,
+            "coverage": round(helped / units, 4) if units else 1.0,
+            "coverageOfPlaceable": round(helped / possible, 4) if possible else 1.0,
+            "unitsWithKind": dict(kinds.most_common()), "withoutByReason": dict(missing.most_common()),
+            "examples": examples, "runsPerUnit": round(runs / units, 1) if units else 0,
+            "secondsPerUnit": round(seconds / units, 3) if units else 0}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--clusters", type=int, default=50, help="clusters per flavour (default 50)")
+    p.add_argument("--seed", type=int, default=41)
+    p.add_argument("--flavour", choices=[*FLAVOURS, "both"], default="both")
+    args = p.parse_args(argv)
+    flavours = list(FLAVOURS) if args.flavour == "both" else [args.flavour]
+    start = time.perf_counter()
+    out = {f: measure([(args.seed, i, f) for i in range(args.clusters)]) for f in flavours}
+    out["seconds"] = round(time.perf_counter() - start, 1)  # type: ignore[assignment]
+    json.dump(out, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""`Combined`: two changes, for a unit that no single change places (searched only then).
+
+The first step is one of (at most MAX_BASES, in this order):
+- a gang of mixed priorities (the scheduler refuses it): the pods' priorityClassName set to their
+  PodGroup's (`constraint: podGroupPriority`, `pods`: which);
+- a gang short of pods: its minCount lowered to the pods it has (it is then tried at all);
+- the pod's requests lowered to what the largest node has allocatable, for each resource no
+  node has enough of (extended resources, mostly);
+- for the nodes with the fewest rejecting plugins (at most 2): every pod-side constraint that
+  node fails, relaxed (relax_node.py).
+On the input with the first step made, the baseline is explained again (a fresh diagnosis), and
+the single-change kinds are searched there as for any unit; the first that places the unit is
+the second step. When the first step alone places it, it is printed alone (as its own kind). The
+verification is the second step's: its re-simulation ran on the input with both changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...model import ModelError, Node, Pod
+from ..inputs import object_key
+from .core import Rerun, Unit, pods_by_key, read_diagnosis, result
+from .relax_node import edit_term, terms_for
+from .requests import fmt, lower_in_spec
+
+MAX_BASES = 3
+Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+Base = tuple[dict[str, Any], Edit]
+Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
+
+
+def _on_pods(unit: Unit, edit: Callable[[dict[str, Any]], None]) -> Edit:
+    def on(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for o in objects:
+            if o.get("kind") == "Pod" and object_key(o) in unit.pods:
+                edit(o.setdefault("spec", {}))
+        return objects
+    return on
+
+
+def _min_count(rerun: Rerun, unit: Unit) -> list[Base]:
+    group = next((o for o in rerun.objects if o.get("kind") == "PodGroup" and object_key(o) == unit.group), None)
+    gang = (((group or {}).get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+    if unit.group is None or not isinstance(gang, Mapping) or int(gang.get("minCount") or 0) <= len(unit.pods):
+        return []
+    have = len(unit.pods)
+
+    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for o in objects:
+            if o.get("kind") == "PodGroup" and object_key(o) == unit.group:
+                o["spec"]["schedulingPolicy"]["gang"]["minCount"] = have
+        return objects
+    return [({"kind": "Relax", "constraint": "minCount", "path": "spec.schedulingPolicy.gang.minCount",
+              "from": int(gang["minCount"]), "to": have}, edit)]
+
+
+def _align_priority(rerun: Rerun, unit: Unit) -> list[Base]:
+    """A gang whose pods' PriorityClasses differ from its PodGroup's (the scheduler refuses it)."""
+    group = next((o for o in rerun.objects if o.get("kind") == "PodGroup" and object_key(o) == unit.group), None)
+    if unit.group is None or group is None:
+        return []
+    want = (group.get("spec") or {}).get("priorityClassName") or None
+    pods = pods_by_key(rerun.objects)
+    odd = [k for k in unit.pods if k in pods and ((pods[k].get("spec") or {}).get("priorityClassName") or None) != want]
+    if not odd:
+        return []
+
+    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for o in objects:
+            if o.get("kind") == "Pod" and object_key(o) in odd:
+                spec = o.setdefault("spec", {})
+                spec.pop("priority", None)
+                if want is None:
+                    spec.pop("priorityClassName", None)
+                else:
+                    spec["priorityClassName"] = want
+        return objects
+    step = {"kind": "Relax", "constraint": "podGroupPriority", "path": "spec.priorityClassName", "pods": odd,
+            "from": sorted({str((pods[k].get("spec") or {}).get("priorityClassName") or "") for k in odd}),
+            "to": want}
+    return [(step, edit)]
+
+
+def _to_largest_node(rerun: Rerun, unit: Unit) -> list[Base]:
+    pod = pods_by_key(rerun.objects).get(unit.pods[0])
+    if pod is None:
+        return []
+    try:
+        want = Pod(dict(pod)).requests
+        allocs = [Node(dict(o)).allocatable for o in rerun.objects if o.get("kind") == "Node"]
+    except ModelError:
+        return []
+    cuts = []
+    for name in ("cpu", "memory", *want.scalar):
+        best = max((a.get(name) for a in allocs), default=0)
+        if want.get(name) > best > 0:
+            cuts.append((name, best))
+    if not cuts:
+        return []
+
+    def edit(spec: dict[str, Any]) -> None:
+        for name, value in cuts:
+            lower_in_spec(spec, name, want.get(name) - value)
+    step = {"kind": "LowerRequests",
+            "requests": [{"resource": n, "from": fmt(n, want.get(n)), "to": fmt(n, v)} for n, v in cuts]}
+    return [(step, _on_pods(unit, edit))]
+
+
+def _relax_nodes(rerun: Rerun, unit: Unit) -> list[Base]:
+    pod = pods_by_key(rerun.objects).get(unit.pods[0])
+    nodes = {str((o.get("metadata") or {}).get("name")): o for o in rerun.objects if o.get("kind") == "Node"}
+    if pod is None:
+        return []
+    out: list[Base] = []
+    seen: set[str] = set()
+    for name in sorted((n for n in unit.rejected if n in nodes), key=lambda n: (len(unit.rejected[n]), n)):
+        terms = terms_for(pod.get("spec") or {}, nodes[name], unit.rejected[name])
+        if not terms or repr(terms) in seen:
+            continue
+        seen.add(repr(terms))
+
+        def edit(spec: dict[str, Any], terms: list[dict[str, Any]] = terms) -> None:
+            for t in terms:
+                edit_term(spec, t)
+        out.append(({"kind": "Relax", "terms": terms}, _on_pods(unit, edit)))
+        if len(out) == 2:
+            break
+    return out
+
+
+def _step(s: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in s.items() if k not in ("places", "displaced", "alsoPlaces", "changes", "verified")}
+
+
+def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
+    """The first combination that places the unit (see the module's doc); [] when none does."""
+    bases = [*_align_priority(rerun, unit), *_min_count(rerun, unit), *_to_largest_node(rerun, unit),
+             *_relax_nodes(rerun, unit)][:MAX_BASES]
+    for first, edit in bases:
+        if rerun.left() <= 1:
+            break
+        objects = rerun.edited(edit)
+        alone = rerun.verify(unit, objects)
+        if alone is not None:
+            n = len(first.get("terms") or first.get("requests") or [first])
+            return [result(str(first["kind"]), {k: v for k, v in first.items() if k != "kind"}, alone, n)]
+        derived = Rerun(objects, list(rerun.baseline.values()), seed=rerun.seed,
+                        percentage_of_nodes_to_score=rerun.percentage, registry=rerun.registry,
+                        tie_break=rerun.tie_break)
+        derived.budget = rerun.left()
+        explained, _ = derived.run(derived.objects, explain=list(unit.pods))
+        again = Unit(unit.key, list(unit.pods), unit.group)
+        read_diagnosis(again, {o.pod: o.explanations for o in explained})
+        found: list[dict[str, Any]] = []
+        for finder in finders:
+            if derived.left() <= 0 or found:
+                break
+            found = finder(derived, again)
+        rerun.runs += derived.runs
+        rerun.budget -= derived.runs
+        if found:
+            second = found[0]
+            out = dict(second)
+            for k in list(out):
+                if k not in ("places", "displaced", "alsoPlaces", "verified"):
+                    del out[k]
+            n = len(first.get("terms") or first.get("requests") or [first])
+            return [{"kind": "Combined", "steps": [first, _step(second)], **out,
+                     "changes": n + int(second.get("changes") or 1), "verified": True}]
+    return []

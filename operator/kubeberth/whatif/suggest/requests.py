@@ -1,0 +1,141 @@
+"""`LowerRequests`: the requests to lower, each to the largest value at which the unit fits.
+
+The nodes tried are those the diagnosis says rejected the pod for NodeResourcesFit alone. On each,
+the room left once the baseline placed its pods (allocatable minus the requests of the pods bound
+there) bounds the pod's request of each resource it lacks: that room is the largest value that
+fits there. The candidates (one per node, the fewest resources and the smallest cut first; at
+most MAX_TRIES tried) are verified by re-simulation. The cut is taken from the pod-level request
+when the pod has one, else from its containers, the largest request first; a container that gave
+only a limit gets a request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from ...model import ModelError, Node, Pod, parse_quantity
+from ...model.quantity import format_milli_cpu
+from ..inputs import object_key
+from .core import PLACED, Rerun, Unit, pods_by_key, result
+
+MAX_TRIES = 3
+RESOURCE_PLUGIN = "NodeResourcesFit"
+CPU, MEMORY = "cpu", "memory"
+
+
+def fmt(name: str, amount: int) -> str:
+    """A request as a quantity: cpu in millicores, memory in Mi when whole, else plain."""
+    if name == CPU:
+        return format_milli_cpu(amount)
+    if name == MEMORY and amount % (1 << 20) == 0:
+        return f"{amount >> 20}Mi"
+    return str(amount)
+
+
+def _units(name: str, q: Any) -> int:
+    d = parse_quantity(q)
+    return int(d * 1000) if name == CPU else int(d)
+
+
+def _to_quantity(name: str, amount: int) -> str:
+    return fmt(name, amount)
+
+
+def room(objects: Sequence[Mapping[str, Any]], rerun: Rerun) -> dict[str, dict[str, int]]:
+    """Per node, the room left per resource after the baseline (pods too)."""
+    pods = pods_by_key([dict(o) for o in objects])
+    out: dict[str, dict[str, int]] = {}
+    for o in objects:
+        if o.get("kind") != "Node":
+            continue
+        try:
+            node = Node(dict(o))
+        except ModelError:
+            continue
+        a = node.allocatable
+        out[node.name] = {n: a.get(n) for n in (CPU, MEMORY, *a.scalar)}
+        out[node.name]["pods"] = a.allowed_pod_number
+    for key, b in rerun.baseline.items():
+        if b.status not in PLACED or not b.node or b.node not in out or key not in pods:
+            continue
+        try:
+            r = Pod(dict(pods[key])).requests
+        except ModelError:
+            continue
+        free = out[b.node]
+        for n in list(free):
+            free[n] -= 1 if n == "pods" else r.get(n)
+    return out
+
+
+def lower_in_spec(spec: dict[str, Any], name: str, cut: int) -> None:
+    """Take `cut` (millicores for cpu) off the pod's request of `name`."""
+    pod_level = ((spec.get("resources") or {}).get("requests") or {})
+    if name in pod_level:
+        pod_level[name] = _to_quantity(name, max(0, _units(name, pod_level[name]) - cut))
+        return
+    containers = []
+    for c in spec.get("containers") or []:
+        res = c.setdefault("resources", {})
+        q = (res.get("requests") or {}).get(name, (res.get("limits") or {}).get(name))
+        if q is not None:
+            containers.append((_units(name, q), c))
+    containers.sort(key=lambda x: -x[0])
+    for have, c in containers:
+        if cut <= 0:
+            break
+        take = min(have, cut)
+        c["resources"].setdefault("requests", {})[name] = _to_quantity(name, have - take)
+        cut -= take
+
+
+def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
+    """The first verified LowerRequests candidate (see the module's doc)."""
+    nodes = [n for n, ps in unit.rejected.items() if ps == {RESOURCE_PLUGIN}]
+    if not nodes:
+        return []
+    pod_obj = pods_by_key(rerun.objects).get(unit.pods[0])
+    if pod_obj is None:
+        return []
+    try:
+        want = Pod(dict(pod_obj)).requests
+    except ModelError:
+        return []
+    free = room(rerun.objects, rerun)
+    candidates: dict[tuple[tuple[str, int], ...], float] = {}
+    for n in nodes:
+        f = free.get(n)
+        if f is None or f.get("pods", 0) < len(unit.pods):
+            continue
+        cuts: list[tuple[str, int]] = []
+        ok = True
+        for name, have in f.items():
+            if name == "pods":
+                continue
+            need = want.get(name)
+            if need > have:
+                if have <= 0:
+                    ok = False
+                    break
+                cuts.append((name, have))
+        if ok and cuts:
+            key = tuple(sorted(cuts))
+            candidates[key] = sum(Decimal(want.get(r) - v) / max(want.get(r), 1) for r, v in cuts).__float__()
+    ranked = sorted(candidates, key=lambda k: (len(k), candidates[k], k))[:MAX_TRIES]
+    for chosen in ranked:
+        if rerun.left() <= 0:
+            break
+
+        def edit(objects: list[dict[str, Any]], cuts: tuple[tuple[str, int], ...] = chosen) -> list[dict[str, Any]]:
+            for o in objects:
+                if o.get("kind") == "Pod" and object_key(o) in unit.pods:
+                    for name, value in cuts:
+                        lower_in_spec(o.setdefault("spec", {}), name, want.get(name) - value)
+            return objects
+        v = rerun.verify(unit, rerun.edited(edit))
+        if v is not None:
+            change = {"requests": [{"resource": name, "from": fmt(name, want.get(name)), "to": fmt(name, value)}
+                                   for name, value in chosen]}
+            return [result("LowerRequests", change, v, len(chosen))]
+    return []
