@@ -1,0 +1,195 @@
+"""One dry run on a scheduler: would these pods be placed now, where, with which victims.
+
+`dry_run(sched, pods, ...)` runs, per pod, the scheduling cycle's algorithm as the scheduler's
+cycle does (schedule_one.py): the cache brought into the scheduler's snapshot, the profile
+chosen by the pod's schedulerName, a fresh CycleState, then algorithm.schedule_pod: PreFilter,
+Filter (the nominated pods' two passes included), the filter extenders, PreScore, Score,
+NormalizeScore and the pick. A pod that fits nowhere goes through DefaultPreemption's evaluation
+(eligibility, candidates, victims, the pick of a node) without its last step: nothing is
+evicted, nobody is nominated. Reserve, Permit, PreBind, Bind and PostBind are not run, nor
+other PostFilter plugins. A placed pod is assumed in the scheduler's cache so that the next pod
+of the same request sees it (copies, a gang); every assumed pod is forgotten at the end, and the
+scheduler's rotating start index and random source are restored, so that every dry run on the
+same scheduler state gives the same answer.
+
+The cache's generations do move (assume, forget): run it on a copy of the live scheduler, as the
+service's worker does (worker.py: a fork of the operator), never on the live one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..framework import CycleState, Diagnosis, FitError, Framework, Status
+from ..framework.explain import preemption_notes
+from ..framework.status import Code
+from ..framework.types import NodeToStatus
+from ..framework.victims import Candidate
+from ..model import Pod
+from ..model.errors import ModelError
+from ..plugins.default_preemption import DefaultPreemption
+from ..preemption.evaluator import MSG_NO_CANDIDATE, MSG_NOT_HELPFUL
+from ..report.scope import scoped
+from ..scheduler import explain
+from ..scheduler.algorithm import decision_of, schedule_pod
+from ..scheduler.errors import NoNodesAvailable, SchedulingError
+from ..scheduler.records import pod_on_node
+from .models import ERROR, SCHEDULED, UNSCHEDULABLE, PodAnswer, Preemption, VictimRef
+
+if TYPE_CHECKING:
+    from ..scheduler import Scheduler
+
+EXTENSION_POINTS = ["PreFilter", "Filter", "PostFilter (DefaultPreemption, evaluation only)", "PreScore", "Score",
+                    "NormalizeScore"]
+SEQ_BASE = 1 << 40  # queue order among the dry-run pods: after every real pod
+
+
+@dataclass
+class Scope:
+    """What the caller may read: its namespace, the explanation's detail (report/scope.py) and the
+    cluster's namespaces (whose `namespace/name` references are hidden in free text)."""
+
+    namespace: str
+    detail: str = "counts"
+    namespaces: Collection[str] = field(default_factory=tuple)
+
+
+def parse_pods(sched: Scheduler, raws: Sequence[dict[str, Any]]) -> list[Pod]:
+    """The pods as the scheduler reads them (priority resolved from its PriorityClass); ValueError
+    naming the pod and the problem."""
+    pods = []
+    for i, raw in enumerate(raws):
+        try:
+            pod = Pod(raw, seq=SEQ_BASE + i)
+            pod.priority, pod.preemption_policy = sched.ctx.objects.priorities.resolve(pod.spec)
+        except ModelError as exc:
+            raise ValueError(f"pods[{i}]: {exc}") from None
+        if pod.node_name:
+            raise ValueError(f"pods[{i}]: spec.nodeName is set: the pod is not for a scheduler to place")
+        pods.append(pod)
+    return pods
+
+
+@contextmanager
+def _quiet(sched: Scheduler) -> Iterator[None]:
+    """The scheduler's shared state the cycle reads or moves, as it was before, afterwards."""
+    ctx = sched.ctx
+    saved = (ctx.next_start_node_index, ctx.rng.getstate(), ctx.metrics, ctx.record_victims)
+    ctx.metrics = None
+    ctx.record_victims = None
+    try:
+        yield
+    finally:
+        ctx.next_start_node_index, state, ctx.metrics, ctx.record_victims = saved
+        ctx.rng.setstate(state)
+
+
+async def dry_run(sched: Scheduler, pods: Sequence[Pod], *, scope: Scope, explain_pods: bool = False
+                  ) -> list[PodAnswer]:
+    """Each pod tried after the previous ones' placements; the scheduler left as found (but for
+    its cache's generations)."""
+    answers: list[PodAnswer] = []
+    assumed: list[Pod] = []
+    with _quiet(sched):
+        try:
+            for pod in pods:
+                answer = await _one(sched, pod, scope, explain_pods)
+                answers.append(answer)
+                if answer.node:
+                    placed = pod_on_node(pod, answer.node)
+                    sched.cache.assume_pod(placed)
+                    assumed.append(placed)
+        finally:
+            for placed in reversed(assumed):
+                sched.cache.forget_pod(placed)
+    return answers
+
+
+async def _one(sched: Scheduler, pod: Pod, scope: Scope, explain_pods: bool) -> PodAnswer:
+    answer = PodAnswer(namespace=pod.namespace, name=pod.name, status=ERROR)
+    fw = sched.profiles.get(pod.scheduler_name)
+    if fw is None:
+        answer.message = f"no profile schedules pods of schedulerName {pod.scheduler_name!r}"
+        return answer
+    sched.cache.update_snapshot(sched.snapshot)
+    sched.ctx.snapshot = sched.snapshot
+    state = CycleState()
+    x = explain.begin(state, fw, pod, 1) if explain_pods else None
+    nominating = ""
+    try:
+        try:
+            result = await schedule_pod(fw, state, pod)
+        finally:
+            if x is not None:
+                x.observe(fw, state, pod, decision_of(state))
+        answer.status, answer.node = SCHEDULED, result.suggested_host
+    except FitError as fit:
+        answer.status = UNSCHEDULABLE
+        if any(isinstance(p, DefaultPreemption) for p in fw.post_filter_plugins):
+            best, status = await _preemption(fw, state, pod, fit.diagnosis.node_to_status)
+            msg = status.message()
+            fit.diagnosis.post_filter_msg = f"preemption: {msg}" if msg else ""
+            if best is not None:
+                nominating = best.name
+                answer.preemption = _victims(best, scope.namespace)
+            if x is not None:
+                x.post_filtered(fit.diagnosis.post_filter_msg, nominating)
+        answer.message = fit.message()
+    except NoNodesAvailable as exc:
+        answer.status, answer.message = UNSCHEDULABLE, str(exc) or "no nodes available to schedule pods"
+    except SchedulingError as exc:
+        answer.message = exc.status.message()
+    except Exception as exc:  # a plugin raised: its Error, as the cycle words it
+        answer.message = sched.ctx.plugin_errors.failure_status(fw.plugins, exc).message()
+    if x is not None:
+        x.finish(answer.status, answer.node or "", "" if answer.node else answer.message)
+        x.nominated_node = nominating
+        answer.explanation = scoped(x.to_dict(), scope.namespace, scope.detail, scope.namespaces)
+    return answer
+
+
+async def _preemption(fw: Framework, state: CycleState, pod: Pod, statuses: NodeToStatus
+                      ) -> tuple[Candidate | None, Status]:
+    """DefaultPreemption's Evaluator.preempt up to the choice of a node: (the chosen candidate or
+    None, the status the plugin would return, without its "preemption: " prefix)."""
+    plugin = next(p for p in fw.post_filter_plugins if isinstance(p, DefaultPreemption))
+    ev = plugin.evaluator
+    nominated = ev.nominated_node_of(pod)
+    ok, msg = ev.pod_eligible_to_preempt_others(pod, statuses.get(nominated) if nominated else None, nominated,
+                                                groups=ev.pod_groups())
+    if not ok:
+        return None, Status(Code.UNSCHEDULABLE, msg)
+    all_nodes = list(fw.snapshot.node_infos)
+    if not all_nodes:
+        return None, Status.error("no nodes available")
+    candidates, node_statuses, errors = ev.find_candidates(state, all_nodes, pod, statuses)
+    notes = preemption_notes(state)
+    if notes is not None:
+        notes.note_candidates(candidates, node_statuses.statuses.items())
+    if errors and not candidates:
+        return None, Status.error(errors[0])
+    if not candidates:
+        diagnosis = Diagnosis()
+        diagnosis.node_to_status = node_statuses
+        node_statuses.absent = Status.unresolvable(MSG_NOT_HELPFUL)
+        fit = FitError(pod, len(all_nodes), diagnosis, [ni.name for ni in all_nodes])
+        return None, Status(Code.UNSCHEDULABLE, fit.message())
+    candidates, status = await ev.call_extenders(pod, candidates)
+    if status is not None and not status.is_success():
+        return None, status
+    best = ev.select_candidate(candidates)
+    if best is None or not best.name:
+        return None, Status(Code.UNSCHEDULABLE, MSG_NO_CANDIDATE)
+    if notes is not None:
+        notes.note_chosen(best)
+    return best, Status(Code.SUCCESS, f"found a potential placement for pod on node {best.name}, "
+                                      f"preempting {len(best.victims.pods)} victims")
+
+
+def _victims(best: Candidate, namespace: str) -> Preemption:
+    own = [VictimRef(namespace=v.namespace, name=v.name, priority=v.priority) for v in best.victims.pods
+           if v.namespace == namespace]
+    return Preemption(node=best.name, victims=own, victimsInOtherNamespaces=len(best.victims.pods) - len(own))
