@@ -76,11 +76,17 @@ def answer(sched: Scheduler, request: dict[str, Any], born: float) -> dict[str, 
         pods = parse_pods(sched, request["pods"])
     except ValueError as exc:
         return {"error": str(exc)}
+    group = request.get("pod_group")
+    if group is not None:  # the worker's copy only: GangScheduling and the pod-group index read it
+        sched.on_object("PodGroup", group)
     loop = asyncio.new_event_loop()
     try:
         answers = loop.run_until_complete(dry_run(sched, pods, scope=scope, explain_pods=request.get("explain", False)))
     finally:
         loop.close()
+        if group is not None:
+            meta = group.get("metadata") or {}
+            sched.on_object_delete("PodGroup", f"{meta.get('namespace')}/{meta.get('name')}")
     scheduled = sum(1 for a in answers if a.node)
     need = request.get("min_count") or len(answers)
     return {"schedulable": scheduled >= need, "scheduled": scheduled,
