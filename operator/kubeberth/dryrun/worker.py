@@ -29,8 +29,8 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_REFRESH = 0.25   # seconds: the oldest copy of the cache a dry run is answered from
 DEFAULT_MAX_QUEUE = 32   # requests waiting on a worker; more are refused (429)
 _HEADER = struct.Struct("!I")
+T = TypeVar("T")
 
 
 class Overloaded(Exception):
@@ -69,6 +70,23 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
+def _complete(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to its end here and now: on an event loop of its own (the worker has none running),
+    or, inside a running loop (tests), driven by hand: it must not wait on anything then."""
+    if asyncio.events._get_running_loop() is None:
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(coro)
+        finally:
+            loop.close()
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("the dry run waited on I/O inside a running event loop")
+
+
 def answer(sched: Scheduler, request: dict[str, Any], born: float) -> dict[str, Any]:
     """One request on `sched` (the worker's copy): the status of the DryRun, as a dict."""
     scope = Scope(request["namespace"], request.get("detail", "counts"), request.get("namespaces", ()))
@@ -79,11 +97,9 @@ def answer(sched: Scheduler, request: dict[str, Any], born: float) -> dict[str, 
     group = request.get("pod_group")
     if group is not None:  # the worker's copy only: GangScheduling and the pod-group index read it
         sched.on_object("PodGroup", group)
-    loop = asyncio.new_event_loop()
     try:
-        answers = loop.run_until_complete(dry_run(sched, pods, scope=scope, explain_pods=request.get("explain", False)))
+        answers = _complete(dry_run(sched, pods, scope=scope, explain_pods=request.get("explain", False)))
     finally:
-        loop.close()
         if group is not None:
             meta = group.get("metadata") or {}
             sched.on_object_delete("PodGroup", f"{meta.get('namespace')}/{meta.get('name')}")

@@ -1,0 +1,116 @@
+"""The dry-run engine (kubeberth/dryrun/engine.py, worker.answer): its answers equal what the
+scheduler then does with the same pods, copies and gangs are placed one after another, victims
+of other namespaces are only counted, and the scheduler is left as it was found."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from kubeberth.dryrun.worker import answer
+from kubeberth.scheduler import SCHEDULED, Scheduler
+
+from .cluster import cluster, new_pod
+
+
+def dry(sched: Scheduler, pods: list[dict[str, Any]], ns: str = "team-a", **kw: Any) -> dict[str, Any]:
+    return answer(sched, {"namespace": ns, "pods": pods, "detail": "full",
+                          "namespaces": ["team-a", "team-b"], **kw}, time.monotonic())
+
+
+async def really(sched: Scheduler, pods: list[dict[str, Any]]) -> list[Any]:
+    """The pods created for real, the scheduler run until idle: their records."""
+    for raw in pods:
+        sched.on_pod_add(raw)
+    await sched.run_until_idle()
+    return [sched.outcomes[f"{p['metadata']['namespace']}/{p['metadata']['name']}"] for p in pods]
+
+
+CASES = [
+    # (id, cluster kwargs, pods)
+    ("fits-best-node", {}, [new_pod("a")]),
+    ("fits-nowhere", {}, [new_pod("big", cpu="5")]),
+    ("copies-one-after-another", {}, [new_pod(f"c{i}", cpu="1500m") for i in range(4)]),
+    ("fits-only-on-third", {"free": ("0.2", "0.2", "2")}, [new_pod("mid", cpu="1")]),
+]
+
+
+@pytest.mark.parametrize("kw, pods", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+async def test_the_answer_is_what_the_scheduler_then_does(kw, pods):
+    sched = cluster(**kw)
+    got = dry(sched, pods)
+    records = await really(sched, pods)
+    for a, rec in zip(got["pods"], records, strict=True):
+        if rec.status == SCHEDULED:
+            assert (a["status"], a["node"]) == ("Scheduled", rec.node)
+        else:
+            assert a["status"] == "Unschedulable" and "node" not in a
+            assert a["message"] == rec.message  # upstream's FailedScheduling message, word for word
+    assert got["scheduled"] == sum(1 for r in records if r.status == SCHEDULED)
+    assert got["schedulable"] == all(r.status == SCHEDULED for r in records)
+
+
+async def test_preemption_names_the_node_and_victims_the_scheduler_then_evicts():
+    sched = cluster(full=True)
+    pod = new_pod("urgent", "team-b", cpu="1", high=True)
+    got = dry(sched, [pod], ns="team-b")["pods"][0]
+    assert got["status"] == "Unschedulable"
+    assert got["message"].startswith("0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential")
+    (rec,) = await really(sched, [pod])
+    assert rec.status == SCHEDULED and got["preemption"]["node"] == rec.node
+    seen = [f"{v['namespace']}/{v['name']}" for v in got["preemption"]["victims"]]
+    assert seen == rec.victims  # all of team-b's own: named
+
+
+async def test_victims_of_other_namespaces_are_counted_not_named():
+    sched = cluster(full=True)
+    pod = new_pod("urgent", "team-a", cpu="1", high=True)
+    got = dry(sched, [pod], explain=True)["pods"][0]
+    (rec,) = await really(sched, [pod])
+    pre = got["preemption"]
+    assert pre["node"] == rec.node
+    assert [f"{v['namespace']}/{v['name']}" for v in pre["victims"]] == [k for k in rec.victims
+                                                                         if k.startswith("team-a/")]
+    assert pre["victimsInOtherNamespaces"] == sum(1 for k in rec.victims if not k.startswith("team-a/"))
+    assert "team-b/" not in str(got["explanation"])  # the explanation is scoped as the published ones
+
+
+def test_the_scheduler_is_left_as_found():
+    sched = cluster()
+    before = (sched.cache.pod_count(), sched.cache.assumed_count(), sched.ctx.next_start_node_index,
+              sched.ctx.rng.getstate(), dict(sched.outcomes))
+    first = dry(sched, [new_pod(f"c{i}", cpu="1") for i in range(5)])
+    assert first["scheduled"] == 5
+    after = (sched.cache.pod_count(), sched.cache.assumed_count(), sched.ctx.next_start_node_index,
+             sched.ctx.rng.getstate(), dict(sched.outcomes))
+    assert after == before
+    again = dry(sched, [new_pod(f"c{i}", cpu="1") for i in range(5)])
+    assert again["pods"] == first["pods"]  # the same state, the same answer
+
+
+def test_a_gang_is_placed_pod_after_pod_and_judged_by_its_min_count():
+    sched = cluster()
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "team-a", "uid": "g-1"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}
+    members = [new_pod(f"m{i}", cpu="1500m", schedulingGroup={"podGroupName": "g"}) for i in range(4)]
+    got = dry(sched, members, pod_group=group, min_count=3)
+    nodes = [p.get("node") for p in got["pods"]]
+    assert nodes[:3] == ["n0", "n1", "n0"] and nodes[3] is None  # each sees the ones before
+    assert got["schedulable"] is True and got["scheduled"] == 3
+    assert sched.ctx.objects.get("PodGroup", "team-a/g") is None  # gone again
+
+
+@pytest.mark.parametrize("raw, problem", [
+    ({"metadata": {"name": "x", "namespace": "team-a"}, "spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}}, "pods[0]: "),
+    ({"metadata": {"name": "x", "namespace": "team-a"}, "spec": {"nodeName": "n0", "containers": []}},
+     "pods[0]: spec.nodeName is set"),
+    ({"metadata": {"name": "x", "namespace": "team-a"}, "spec": {"priorityClassName": "nope", "containers": []}},
+     "pods[0]: "),
+], ids=["bad-quantity", "already-bound", "unknown-priority-class"])
+def test_a_pod_the_scheduler_cannot_read_is_an_error_naming_it(raw, problem):
+    got = dry(cluster(), [raw])
+    assert got["error"].startswith(problem)
