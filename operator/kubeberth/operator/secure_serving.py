@@ -67,7 +67,7 @@ PING = HealthCheck("ping", lambda: None)
 # by the handler itself (a SubjectAccessReview on the resource, whose namespace is in the path);
 # the authorizer is None with --metrics-insecure.
 ResourceHandler = Callable[[web.Request, User, "SubjectAccessReviewAuthorizer | None"], Awaitable[web.StreamResponse]]
-USER_KEY = "kubeberth.user"
+USER_KEY: web.RequestKey[User] = web.RequestKey("kubeberth.user", User)
 
 
 def refuse_taken_port(host: str, port: int) -> None:
