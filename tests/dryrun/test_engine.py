@@ -15,9 +15,10 @@ from kubeberth.scheduler import SCHEDULED, Scheduler
 from .cluster import cluster, new_pod
 
 
-def dry(sched: Scheduler, pods: list[dict[str, Any]], ns: str = "team-a", **kw: Any) -> dict[str, Any]:
+def dry(sched: Scheduler, pods: list[dict[str, Any]], ns: str = "team-a", live: bool = False,
+        **kw: Any) -> dict[str, Any]:
     return answer(sched, {"namespace": ns, "pods": pods, "detail": "full",
-                          "namespaces": ["team-a", "team-b"], **kw}, time.monotonic())
+                          "namespaces": ["team-a", "team-b"], **kw}, time.monotonic(), live=live)
 
 
 async def really(sched: Scheduler, pods: list[dict[str, Any]]) -> list[Any]:
@@ -37,10 +38,11 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("live", [False, True], ids=["on-a-copy", "live"])
 @pytest.mark.parametrize("kw, pods", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-async def test_the_answer_is_what_the_scheduler_then_does(kw, pods):
+async def test_the_answer_is_what_the_scheduler_then_does(kw, pods, live):
     sched = cluster(**kw)
-    got = dry(sched, pods)
+    got = dry(sched, pods, live=live)
     records = await really(sched, pods)
     for a, rec in zip(got["pods"], records, strict=True):
         if rec.status == SCHEDULED:
@@ -52,10 +54,11 @@ async def test_the_answer_is_what_the_scheduler_then_does(kw, pods):
     assert got["schedulable"] == all(r.status == SCHEDULED for r in records)
 
 
-async def test_preemption_names_the_node_and_victims_the_scheduler_then_evicts():
+@pytest.mark.parametrize("live", [False, True], ids=["on-a-copy", "live"])
+async def test_preemption_names_the_node_and_victims_the_scheduler_then_evicts(live):
     sched = cluster(full=True)
     pod = new_pod("urgent", "team-b", cpu="1", high=True)
-    got = dry(sched, [pod], ns="team-b")["pods"][0]
+    got = dry(sched, [pod], ns="team-b", live=live)["pods"][0]
     assert got["status"] == "Unschedulable"
     assert got["message"].startswith("0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential")
     (rec,) = await really(sched, [pod])
@@ -77,16 +80,32 @@ async def test_victims_of_other_namespaces_are_counted_not_named():
     assert "team-b/" not in str(got["explanation"])  # the explanation is scoped as the published ones
 
 
-def test_the_scheduler_is_left_as_found():
+def state_of(sched: Scheduler) -> tuple[Any, ...]:
+    snap = sched.snapshot
+    arrays = snap.arrays()
+    return (sched.cache.pod_count(), sched.cache.assumed_count(), sched.ctx.next_start_node_index,
+            sched.ctx.rng.getstate(), dict(sched.outcomes), sched.ctx.snapshot is snap,
+            {n: sched.cache.get_node(n).generation for n in sched.cache.node_names()},
+            [id(ni) for ni in snap.node_infos], {k: id(v) for k, v in snap.by_name.items()},
+            [sorted(p.key for p in ni.pods) for ni in snap.node_infos],
+            arrays.names.tolist() if hasattr(arrays.names, "tolist") else list(arrays.names), snap.generation)
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["on-a-copy", "live"])
+def test_the_scheduler_is_left_as_found(live):
     sched = cluster()
-    before = (sched.cache.pod_count(), sched.cache.assumed_count(), sched.ctx.next_start_node_index,
-              sched.ctx.rng.getstate(), dict(sched.outcomes))
-    first = dry(sched, [new_pod(f"c{i}", cpu="1") for i in range(5)])
+    sched.cache.update_snapshot(sched.snapshot)  # what a dry run does first (as the next cycle would)
+    sched.ctx.snapshot = sched.snapshot
+    before = state_of(sched)
+    first = dry(sched, [new_pod(f"c{i}", cpu="1") for i in range(5)], live=live)
     assert first["scheduled"] == 5
-    after = (sched.cache.pod_count(), sched.cache.assumed_count(), sched.ctx.next_start_node_index,
-             sched.ctx.rng.getstate(), dict(sched.outcomes))
+    if not live:  # the copy's snapshot still shows the forgotten pods until its next update
+        sched.cache.update_snapshot(sched.snapshot)
+    after = state_of(sched)
+    if not live:  # the copy's cache moved (assume, forget: new generations, new clones); the live one is not
+        before, after = before[:6] + before[9:10], after[:6] + after[9:10]
     assert after == before
-    again = dry(sched, [new_pod(f"c{i}", cpu="1") for i in range(5)])
+    again = dry(sched, [new_pod(f"c{i}", cpu="1") for i in range(5)], live=live)
     assert again["pods"] == first["pods"]  # the same state, the same answer
 
 
@@ -114,3 +133,38 @@ def test_a_gang_is_placed_pod_after_pod_and_judged_by_its_min_count():
 def test_a_pod_the_scheduler_cannot_read_is_an_error_naming_it(raw, problem):
     got = dry(cluster(), [raw])
     assert got["error"].startswith(problem)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.mark.parametrize("request_, in_loop", [
+    ({"pods": [new_pod("a")]}, True),
+    ({"pods": [new_pod("a")], "explain": True}, False),
+    ({"pods": [new_pod(f"a{i}") for i in range(17)]}, False),
+    ({"pods": [new_pod("a")], "pod_group": {"metadata": {"name": "g"}}}, False),
+], ids=["one-pod", "explained", "many-pods", "gang"])
+def test_what_is_answered_in_the_loop(request_, in_loop):
+    from kubeberth.dryrun.service import DryRunService
+
+    sched = cluster()
+    service = DryRunService(lambda: sched, None, clock=Clock())  # type: ignore[arg-type]
+    assert service.in_loop(request_) is in_loop
+
+
+def test_the_loop_budget_sends_the_rest_to_the_worker():
+    from kubeberth.dryrun.service import DryRunService
+
+    clock = Clock()
+    sched = cluster()
+    service = DryRunService(lambda: sched, None, live_budget=0.05, clock=clock)  # type: ignore[arg-type]
+    request_ = {"pods": [new_pod("a")]}
+    service.spent = 0.06  # 60 ms in the loop just now
+    assert not service.in_loop(request_)
+    clock.t += 1.0  # a second later: 60 ms * e^-1 = 22 ms
+    assert service.in_loop(request_)

@@ -14,9 +14,9 @@ import pytest
 import pytest_asyncio
 
 from kubeberth.dryrun import DryRunClient, DryRunError
+from kubeberth.dryrun.service import DryRunService
 from kubeberth.dryrun.worker import DryRunWorkers
 from kubeberth.metrics import SchedulerMetrics
-from kubeberth.model.nodeinfo import NodeInfo
 from kubeberth.operator.dryrun_endpoint import DryRunEndpoint
 from kubeberth.operator.secure_serving import ComponentServer, make_server
 from kubeberth.operator.serving_options import ServingOptions
@@ -51,7 +51,7 @@ async def serve(sched: Scheduler, metrics: SchedulerMetrics, max_queue: int = 8)
     api = ApiServer(tokens={"caller": CALLER, "tenant": TENANT, "prom": PROM},
                     allowed={(CALLER["username"], "create", "dryruns.kubeberth.io/team-a")})
     workers = DryRunWorkers(lambda: sched, refresh=60.0, max_queue=max_queue)
-    endpoint = DryRunEndpoint(workers, lambda ns: ("counts", ["team-a", "team-b"]))
+    endpoint = DryRunEndpoint(DryRunService(lambda: sched, workers), lambda ns: ("counts", ["team-a", "team-b"]))
     server = await make_server(ServingOptions(authentication_skip_lookup=True), metrics, 0, "127.0.0.1",
                                post=api.post, get=None, resource_routes=endpoint.routes())
     await server.start()
@@ -135,8 +135,10 @@ async def test_copies_are_placed_one_after_another(service):
 def observe(sched: Scheduler, metrics: SchedulerMetrics) -> tuple[Any, ...]:
     """Everything a dry run must leave alone."""
     q = sched.queue
-    return (NodeInfo._next_generation, sched.cache.pod_count(), sched.cache.assumed_count(),
-            sorted(sched.cache.node_names()), sched.snapshot.generation, sched.ctx.next_start_node_index,
+    snap = sched.snapshot
+    return ({n: sched.cache.get_node(n).generation for n in sched.cache.node_names()}, sched.cache.pod_count(),
+            sched.cache.assumed_count(), [id(ni) for ni in snap.node_infos], snap.generation,
+            [sorted(p.key for p in ni.pods) for ni in snap.node_infos], sched.ctx.next_start_node_index,
             sched.ctx.rng.getstate(), q.scheduling_cycle, {k: sorted(p.key for p in v) for k, v in q.pending_pods().items()}, sched.nominator.nominated_node_names(),
             {k: (r.status, r.node, r.message, r.attempts) for k, r in sched.outcomes.items()}, metrics.render())
 
@@ -145,17 +147,21 @@ async def test_nothing_in_the_scheduler_changes():
     sched = cluster(full=True)
     sched.on_pod_add(new_pod("waiting", "team-b", cpu="3"))  # pending: in the queue after one attempt
     await sched.run_until_idle()
+    sched.cache.update_snapshot(sched.snapshot)  # what a dry run in the loop does first, as the next cycle
     metrics = SchedulerMetrics()
     server, _, workers = await serve(sched, metrics)
     svc = Service(server, ApiServer(), sched, workers)
     try:
         before = observe(sched, metrics)
+        served = []
         for spec in ({"pod": new_pod("a", high=True), "explain": True}, {"pod": new_pod("b"), "copies": 3},
-                     {"pods": [new_pod("g0"), new_pod("g1")]}):
+                     {"pods": [new_pod("g0"), new_pod("g1")]}, {"pod": new_pod("c", high=True)}):
             status, body, _ = await svc.post(dry_run(spec))
             assert status == 201, body
+            served.append(body["status"]["servedBy"])
         assert observe(sched, metrics) == before
-        assert workers.forks == 1  # one copy served them all (refresh 60 s)
+        assert served == ["worker", "scheduler", "scheduler", "scheduler"]  # an explanation goes to the worker
+        assert workers.forks == 1  # one copy served it
     finally:
         await server.stop()
         await workers.close()
@@ -166,7 +172,8 @@ async def test_too_many_waiting_is_429():
     sched = cluster()
     server, _, workers = await serve(sched, SchedulerMetrics(), max_queue=0)
     try:
-        status, body, headers = await Service(server, ApiServer(), sched, workers).post(dry_run({"pod": new_pod("a")}))
+        spec = {"pod": new_pod("a"), "explain": True}  # for the worker
+        status, body, headers = await Service(server, ApiServer(), sched, workers).post(dry_run(spec))
         assert (status, body["reason"], headers["Retry-After"]) == (429, "TooManyRequests", "1")
     finally:
         await server.stop()

@@ -7,13 +7,18 @@ Filter (the nominated pods' two passes included), the filter extenders, PreScore
 NormalizeScore and the pick. A pod that fits nowhere goes through DefaultPreemption's evaluation
 (eligibility, candidates, victims, the pick of a node) without its last step: nothing is
 evicted, nobody is nominated. Reserve, Permit, PreBind, Bind and PostBind are not run, nor
-other PostFilter plugins. A placed pod is assumed in the scheduler's cache so that the next pod
-of the same request sees it (copies, a gang); every assumed pod is forgotten at the end, and the
-scheduler's rotating start index and random source are restored, so that every dry run on the
-same scheduler state gives the same answer.
+other PostFilter plugins. Metrics are off, the scheduler's rotating start index and random
+source are restored afterwards, so that every dry run on the same state gives the same answer.
 
-The cache's generations do move (assume, forget): run it on a copy of the live scheduler, as the
-service's worker does (worker.py: a fork of the operator), never on the live one.
+A placed pod is seen by the next pod of the same request (copies, a gang), in one of two ways:
+- `live=False` (a copy of the scheduler: the worker's fork): assumed in its cache, forgotten at
+  the end, the cache brought into the snapshot before each pod, as the scheduler does;
+- `live=True` (the live scheduler, from its event loop, between two cycles): the cache is brought
+  into the snapshot once (what the next cycle does anyway), and a placed pod goes on a clone of
+  its node's NodeInfo put in the snapshot's list in place of the original (as the cache's own
+  update does), every original put back at the end. The cache is not touched. The whole run is
+  synchronous (no extender: the service sends those elsewhere), so the scheduling loop never sees
+  the clones.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..cache.snapshot import Snapshot
 from ..framework import CycleState, Diagnosis, FitError, Framework, Status
 from ..framework.explain import preemption_notes
 from ..framework.status import Code
 from ..framework.types import NodeToStatus
 from ..framework.victims import Candidate
-from ..model import Pod
+from ..model import NodeInfo, Pod
 from ..model.errors import ModelError
 from ..plugins.default_preemption import DefaultPreemption
 from ..preemption.evaluator import MSG_NO_CANDIDATE, MSG_NOT_HELPFUL
@@ -87,24 +93,83 @@ def _quiet(sched: Scheduler) -> Iterator[None]:
         ctx.rng.setstate(state)
 
 
-async def dry_run(sched: Scheduler, pods: Sequence[Pod], *, scope: Scope, explain_pods: bool = False
-                  ) -> list[PodAnswer]:
-    """Each pod tried after the previous ones' placements; the scheduler left as found (but for
-    its cache's generations)."""
+class _CachePlacer:
+    """Placements assumed in the (copied) scheduler's cache."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+        self.assumed: list[Pod] = []
+
+    def before(self) -> None:
+        self.sched.cache.update_snapshot(self.sched.snapshot)
+
+    def place(self, pod: Pod, node: str) -> None:
+        placed = pod_on_node(pod, node)
+        self.sched.cache.assume_pod(placed)
+        self.assumed.append(placed)
+
+    def undo(self) -> None:
+        for placed in reversed(self.assumed):
+            self.sched.cache.forget_pod(placed)
+
+
+class _SnapshotOverlay:
+    """Placements on clones of the live snapshot's NodeInfos, the originals put back at the end."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.originals: dict[int, NodeInfo] = {}
+
+    def before(self) -> None:
+        pass
+
+    def place(self, pod: Pod, node: str) -> None:
+        snap = self.snapshot
+        row = snap.arrays().pos.get(node)
+        if row is None or snap.node_infos[row].name != node:
+            row = next(i for i, ni in enumerate(snap.node_infos) if ni.name == node)
+        clone = snap.node_infos[row].clone()
+        clone.add_pod(pod_on_node(pod, node))
+        self.originals.setdefault(row, snap.node_infos[row])
+        snap.node_infos[row] = clone
+        snap.by_name[node] = clone
+        snap.affinity_lists_changed()
+
+    def undo(self) -> None:
+        snap = self.snapshot
+        for row, original in self.originals.items():
+            snap.node_infos[row] = original
+            snap.by_name[original.name] = original
+        if self.originals:
+            snap.affinity_lists_changed()
+            snap.arrays()  # the rows back as they were, now
+
+
+async def dry_run(sched: Scheduler, pods: Sequence[Pod], *, scope: Scope, explain_pods: bool = False,
+                  live: bool = False) -> list[PodAnswer]:
+    """Each pod tried after the previous ones' placements; the scheduler left as found (see the
+    module's docstring for `live`)."""
     answers: list[PodAnswer] = []
-    assumed: list[Pod] = []
+    ctx = sched.ctx
+    saved_snapshot = ctx.snapshot
+    placer: _CachePlacer | _SnapshotOverlay
+    if live:
+        sched.cache.update_snapshot(sched.snapshot)
+        placer = _SnapshotOverlay(sched.snapshot)
+    else:
+        placer = _CachePlacer(sched)
     with _quiet(sched):
         try:
             for pod in pods:
+                placer.before()
+                ctx.snapshot = sched.snapshot
                 answer = await _one(sched, pod, scope, explain_pods)
                 answers.append(answer)
                 if answer.node:
-                    placed = pod_on_node(pod, answer.node)
-                    sched.cache.assume_pod(placed)
-                    assumed.append(placed)
+                    placer.place(pod, answer.node)
         finally:
-            for placed in reversed(assumed):
-                sched.cache.forget_pod(placed)
+            placer.undo()
+            ctx.snapshot = saved_snapshot
     return answers
 
 
@@ -114,8 +179,6 @@ async def _one(sched: Scheduler, pod: Pod, scope: Scope, explain_pods: bool) -> 
     if fw is None:
         answer.message = f"no profile schedules pods of schedulerName {pod.scheduler_name!r}"
         return answer
-    sched.cache.update_snapshot(sched.snapshot)
-    sched.ctx.snapshot = sched.snapshot
     state = CycleState()
     x = explain.begin(state, fw, pod, 1) if explain_pods else None
     nominating = ""

@@ -152,6 +152,7 @@ class DryRunStatus(BaseModel):
     pods: list[PodAnswer]
     snapshot: SnapshotInfo | None = None
     extensionPoints: list[str] = Field(default_factory=list)  # those run, in order
+    servedBy: str = ""  # "scheduler": in the operator's loop; "worker": by its forked copy
 
 
 DryRun.model_rebuild()

@@ -87,8 +87,9 @@ def _complete(coro: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("the dry run waited on I/O inside a running event loop")
 
 
-def answer(sched: Scheduler, request: dict[str, Any], born: float) -> dict[str, Any]:
-    """One request on `sched` (the worker's copy): the status of the DryRun, as a dict."""
+def answer(sched: Scheduler, request: dict[str, Any], born: float, *, live: bool = False) -> dict[str, Any]:
+    """One request on `sched` (the worker's copy; `live`: the live scheduler, engine.py says how):
+    the status of the DryRun, as a dict."""
     scope = Scope(request["namespace"], request.get("detail", "counts"), request.get("namespaces", ()))
     try:
         pods = parse_pods(sched, request["pods"])
@@ -98,7 +99,7 @@ def answer(sched: Scheduler, request: dict[str, Any], born: float) -> dict[str, 
     if group is not None:  # the worker's copy only: GangScheduling and the pod-group index read it
         sched.on_object("PodGroup", group)
     try:
-        answers = _complete(dry_run(sched, pods, scope=scope, explain_pods=request.get("explain", False)))
+        answers = _complete(dry_run(sched, pods, scope=scope, explain_pods=request.get("explain", False), live=live))
     finally:
         if group is not None:
             meta = group.get("metadata") or {}
@@ -108,7 +109,7 @@ def answer(sched: Scheduler, request: dict[str, Any], born: float) -> dict[str, 
     return {"schedulable": scheduled >= need, "scheduled": scheduled,
             "pods": [a.model_dump(exclude_none=True) for a in answers],
             "snapshot": {"ageMs": round((time.monotonic() - born) * 1000, 3), "nodes": len(sched.snapshot)},
-            "extensionPoints": EXTENSION_POINTS}
+            "extensionPoints": EXTENSION_POINTS, "servedBy": "scheduler" if live else "worker"}
 
 
 def _child(sock: socket.socket, sched: Scheduler, born: float) -> None:  # pragma: no cover (in the child)

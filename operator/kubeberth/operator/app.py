@@ -55,7 +55,7 @@ from .shadow import ShadowEvaluator
 if TYPE_CHECKING:
     # The secure port (cryptography) is imported when it starts, after the initial lists have
     # gone out: its import overlaps the API server's answers.
-    from ..dryrun.worker import DryRunWorkers
+    from ..dryrun.service import DryRunService
     from .secure_serving import ComponentServer, HealthCheck
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class OperatorApp:
         self._loop_task: asyncio.Task[None] | None = None
         self._metrics_server: ComponentServer | None = None
         self._retained: RetainedCollector | None = None
-        self.dry_runs: DryRunWorkers | None = None
+        self.dry_runs: DryRunService | None = None
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
     # The parts exist once run() has connected.
@@ -295,15 +295,16 @@ class OperatorApp:
         self.plugin_operators.start()
 
     def _dry_run_routes(self) -> dict[str, Any]:
-        """The dry runs on the secure port (dryrun_endpoint.py), answered by forks of this process."""
+        """The dry runs on the secure port (dryrun_endpoint.py): in the loop or by forks (dryrun/service.py)."""
         if not self.config.dry_run_refresh:
             return {}
+        from ..dryrun.service import DryRunService
         from ..dryrun.worker import DryRunWorkers
         from .dryrun_endpoint import DryRunEndpoint
         from .explain_publisher import namespace_detail
 
-        self.dry_runs = DryRunWorkers(lambda: self.scheduler, refresh=self.config.dry_run_refresh,
-                                      max_queue=self.config.dry_run_max_queue)
+        self.dry_runs = DryRunService(lambda: self.scheduler, DryRunWorkers(
+            lambda: self.scheduler, refresh=self.config.dry_run_refresh, max_queue=self.config.dry_run_max_queue))
         objects = self.scheduler.ctx.objects
 
         def scope_of(namespace: str) -> tuple[str, list[str]]:

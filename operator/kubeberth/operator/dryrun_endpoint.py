@@ -6,7 +6,8 @@ The caller is authenticated by the secure port's chain (TokenReview, client cert
 front proxy) and authorized here by a SubjectAccessReview for verb `create` on resource
 `dryruns` of API group `kubeberth.io` in the path's namespace (system:masters always may). The
 body is a `DryRun` (kubeberth.dryrun.models); its pods must be of that namespace. The answer is
-the DryRun with its status, computed by a forked copy of the scheduler (kubeberth.dryrun.worker).
+the DryRun with its status, computed in the scheduler's loop or by a forked copy of the scheduler
+(kubeberth.dryrun.service says which).
 
 Status codes: 201 the answer; 400 a malformed body (the field named); 401 a refused credential;
 403 not allowed; 404 no such path; 429 too many dry runs waiting (Retry-After); 500 the
@@ -19,7 +20,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -35,7 +36,7 @@ from ..dryrun.models import (
     DryRun,
     field_error,
 )
-from ..dryrun.worker import DryRunWorkers, Overloaded, supported
+from ..dryrun.worker import Overloaded, supported
 from ..model import PodGroup
 from ..model.errors import ModelError
 from .delegated_auth import AuthorizationError, SubjectAccessReviewAuthorizer, User, forbidden_resource_message
@@ -47,6 +48,12 @@ MAX_BODY = 4 << 20
 
 # The namespace -> (explanation detail, the cluster's namespaces): what a caller there may read.
 ScopeOf = Callable[[str], tuple[str, list[str]]]
+
+
+class Answerer(Protocol):
+    """dryrun.service.DryRunService (or its workers alone): a request -> the DryRun's status."""
+
+    async def ask(self, request: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def _status(code: int, reason: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -105,10 +112,10 @@ def pods_of(dry: DryRun, namespace: str) -> tuple[list[dict[str, Any]], dict[str
 
 
 class DryRunEndpoint:
-    """The handler; `workers` answer, `scope_of` says what the caller's namespace may read,
+    """The handler; `workers` answer (the service or the forked workers), `scope_of` says what the caller's namespace may read,
     `ready` whether the scheduler has listed everything once."""
 
-    def __init__(self, workers: DryRunWorkers, scope_of: ScopeOf, ready: Callable[[], bool] = lambda: True) -> None:
+    def __init__(self, workers: Answerer, scope_of: ScopeOf, ready: Callable[[], bool] = lambda: True) -> None:
         self.workers = workers
         self.scope_of = scope_of
         self.ready = ready

@@ -1,0 +1,72 @@
+"""Where a dry run is answered: in the scheduler's own event loop, or by the forked worker.
+
+A dry run of a few pods without an explanation costs what a scheduling cycle's algorithm costs
+(a fraction of a millisecond to a few at 5,000 nodes; benchmarks/dryrun.py): cheaper to answer
+at once, between two cycles, on the live scheduler (engine.py, `live=True`: nothing in it
+changes) than to send to another process. The rest goes to the worker (worker.py), which keeps
+the scheduling loop free: an explanation (it evaluates every plugin on every node), more than
+`live_max_pods` pods, a gang (its PodGroup must be known to the plugins for the time of the run),
+profiles with HTTP extenders (their calls would suspend the run), a pod group's cycle in
+progress. So does any dry run once those answered in the loop have taken more than
+`live_budget` of the last second (an exponentially decaying sum): the loop's share is bounded
+whatever the rate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .worker import DryRunWorkers, answer
+
+if TYPE_CHECKING:
+    from ..scheduler import Scheduler
+
+LIVE_MAX_PODS = 16
+LIVE_BUDGET = 0.05  # seconds of the loop's time per second
+
+
+class DryRunService:
+    def __init__(self, scheduler: Callable[[], Scheduler], workers: DryRunWorkers, *,
+                 live_max_pods: int = LIVE_MAX_PODS, live_budget: float = LIVE_BUDGET,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.scheduler = scheduler
+        self.workers = workers
+        self.live_max_pods = live_max_pods
+        self.live_budget = live_budget
+        self.clock = clock
+        self.spent = 0.0  # seconds spent in the loop, decaying with a time constant of one second
+        self._at = clock()
+        self.live = 0
+        self.sent = 0
+
+    def _decayed(self) -> float:
+        now = self.clock()
+        self.spent *= math.exp(-(now - self._at))
+        self._at = now
+        return self.spent
+
+    def in_loop(self, request: dict[str, Any]) -> bool:
+        """Whether `request` is answered in the scheduler's loop."""
+        if request.get("explain") or request.get("pod_group") is not None:
+            return False
+        if len(request.get("pods") or ()) > self.live_max_pods or self._decayed() > self.live_budget:
+            return False
+        sched = self.scheduler()
+        return sched.snapshot.placement is None and not any(fw.extenders for fw in sched.profiles.values())
+
+    async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        if not self.in_loop(request):
+            self.sent += 1
+            return await self.workers.ask(request)
+        started = time.perf_counter()
+        try:
+            return answer(self.scheduler(), request, self.clock(), live=True)
+        finally:
+            self.live += 1
+            self.spent += time.perf_counter() - started
+
+    async def close(self) -> None:
+        await self.workers.close()
