@@ -11,13 +11,16 @@ a fork of this process answering from its copy) as the endpoint sends them.
 
 Measured:
 - latency: `--latency` dry runs of one pod (SchedulingBasic's pod), one at a time, while nothing
-  else runs: the worker's own time (the engine: `answer`), and the whole exchange seen by the
-  caller (`ask`: a new fork whenever the copy is older than --refresh, the socket, the JSON);
-  p50/p99/max; the same with the explanation asked for;
+  else runs: the engine's own time in the loop (`engine_live`, on the live snapshot), on a copy
+  (`engine_copy`, what the worker computes) and with the explanation (`engine_explain`); then the
+  whole exchange seen by the endpoint: through the service (`service`: one pod is answered in the
+  loop), the same over HTTP (`http`: the endpoint on loopback, without TLS and authentication), and
+  through the forked worker (`worker`: a new fork whenever its copy is older than
+  --refresh, the socket, the JSON), at 100 a second; p50/p99/max;
 - slowdown: rounds of `--round-pods` pods created at once and bound by the loop, alternately
   without and with a task sending `--rate` dry runs a second (each with a pod of its own, none
   waiting on the one before); pods/s of each round, the mean of each kind, and the slowdown
-  (1 - with/without). The rounds are interleaved so that a machine shared with other work loads
+  (1 - with/without). `--path worker` sends every dry run to the forked worker instead. The rounds are interleaved so that a machine shared with other work loads
   both kinds alike; the load average is recorded.
 Written to benchmarks/results/<stamp>-dryrun.json.
 """
@@ -52,37 +55,80 @@ def _request(i: int, explain: bool = False) -> dict[str, Any]:
 
 
 async def measure_latency(bench: Bench, count: int, refresh: float) -> dict[str, Any]:
+    """The engine's own time in the loop (`live`, what the service does for one pod) and with the
+    explanation (on the scheduler itself: what the worker computes), then the whole exchange
+    through the service (in the loop) and through the forked worker alone."""
+    from kubeberth.dryrun.service import DryRunService
     from kubeberth.dryrun.worker import DryRunWorkers, answer
 
     sched = bench.sched
     out: dict[str, Any] = {}
-    for explain in (False, True):
+    for key, explain, live, n in (("engine_live", False, True, count), ("engine_copy", False, False, count),
+                                  ("engine_explain", True, False, max(10, count // 10))):
         engine: list[float] = []
-        for i in range(count):
+        for i in range(n):
             t0 = time.perf_counter()
-            reply = answer(sched, _request(i, explain), time.monotonic())
+            reply = answer(sched, _request(i, explain), time.monotonic(), live=live)
             engine.append(time.perf_counter() - t0)
             assert reply["pods"][0]["status"] == "Scheduled", reply
-        out["engine" + ("_explain" if explain else "")] = _stats(engine)
-    workers = DryRunWorkers(lambda: sched, refresh=refresh)
-    asked: list[float] = []
-    try:
-        for i in range(count):
-            t0 = time.perf_counter()
-            reply = await workers.ask(_request(i))
-            asked.append(time.perf_counter() - t0)
-            assert reply["pods"][0]["status"] == "Scheduled", reply
-            await asyncio.sleep(0.01)  # 100 a second: forks as often as under load
-    finally:
-        await workers.close()
-    out["ask"] = _stats(asked)
-    out["forks"] = workers.forks
-    out["fork_ms_mean"] = round(workers.fork_seconds / max(1, workers.forks) * 1000, 3)
+        out[key] = _stats(engine)
+    out["http"] = await _over_http(sched, count)
+    for key in ("service", "worker"):
+        workers = DryRunWorkers(lambda: sched, refresh=refresh)
+        ask = DryRunService(lambda: sched, workers).ask if key == "service" else workers.ask
+        asked: list[float] = []
+        try:
+            for i in range(count):
+                t0 = time.perf_counter()
+                reply = await ask(_request(i))
+                asked.append(time.perf_counter() - t0)
+                assert reply["pods"][0]["status"] == "Scheduled", reply
+                await asyncio.sleep(0.01)  # 100 a second: the worker forks as often as under load
+        finally:
+            await workers.close()
+        out[key] = {**_stats(asked), "forks": workers.forks,
+                    "fork_ms_mean": round(workers.fork_seconds / max(1, workers.forks) * 1000, 3)}
     return out
 
 
-async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: float, timeout: float
-                 ) -> dict[str, Any]:
+async def _over_http(sched: Any, count: int) -> dict[str, Any]:
+    """The service behind the endpoint, over plain HTTP on loopback (--metrics-insecure: no TLS, no
+    authentication; with them, a cached TokenReview and SubjectAccessReview add a lookup each)."""
+    import aiohttp
+
+    from kubeberth.dryrun.service import DryRunService
+    from kubeberth.dryrun.worker import DryRunWorkers
+    from kubeberth.metrics import SchedulerMetrics
+    from kubeberth.operator.dryrun_endpoint import DryRunEndpoint
+    from kubeberth.operator.secure_serving import make_server
+    from kubeberth.operator.serving_options import ServingOptions
+
+    service = DryRunService(lambda: sched, DryRunWorkers(lambda: sched))
+    endpoint = DryRunEndpoint(service, lambda ns: ("counts", [ns]))
+    server = await make_server(ServingOptions(insecure=True), SchedulerMetrics(), 0, "127.0.0.1", post=None, get=None,
+                               resource_routes=endpoint.routes())
+    await server.start()
+    took: list[float] = []
+    try:
+        url = f"http://127.0.0.1:{server.port}/apis/kubeberth.io/v1alpha1/namespaces/default/dryruns"
+        async with aiohttp.ClientSession() as session:
+            for i in range(count):
+                body = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "DryRun",
+                        "spec": {"pod": pod_default(f"http-{i}", "default")}}
+                t0 = time.perf_counter()
+                async with session.post(url, json=body) as resp:
+                    data = await resp.json()
+                took.append(time.perf_counter() - t0)
+                assert resp.status == 201 and data["status"]["pods"][0]["status"] == "Scheduled", data
+    finally:
+        await server.stop()
+        await service.close()
+    return _stats(took)
+
+
+async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: float, timeout: float,
+                 path: str) -> dict[str, Any]:
+    from kubeberth.dryrun.service import DryRunService
     from kubeberth.dryrun.worker import DryRunWorkers, Overloaded
 
     sched = bench.sched
@@ -90,6 +136,8 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
     for i in range(pods):
         sched.on_pod_add(pod_default(f"{prefix}{i:06d}", "default"))
     workers = DryRunWorkers(lambda: sched, refresh=refresh)
+    service = DryRunService(lambda: sched, workers)
+    ask = service.ask if path == "service" else workers.ask
     asked = {"sent": 0, "answered": 0, "refused": 0}
     latencies: list[float] = []
     inflight: set[asyncio.Task[None]] = set()
@@ -97,7 +145,7 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
     async def one(i: int) -> None:
         t0 = time.perf_counter()
         try:
-            await workers.ask(_request(i))
+            await ask(_request(i))
         except Overloaded:
             asked["refused"] += 1
             return
@@ -132,28 +180,35 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
             task.cancel()
         await workers.close()
     return {"rate": rate, "pods": pods, "elapsed_s": round(elapsed, 3), "pods_per_s": round(pods / elapsed, 1),
-            "cpu_s": round(cpu, 3), "dry_runs": asked, "forks": workers.forks,
+            "cpu_s": round(cpu, 3), "dry_runs": {**asked, "in_loop": service.live}, "forks": workers.forks,
             "fork_ms_total": round(workers.fork_seconds * 1000, 1),
             **({"dry_run_latency": _stats(latencies)} if latencies else {}),
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
-async def measure_slowdown(bench: Bench, rounds: int, pods: int, rate: float, refresh: float) -> dict[str, Any]:
+async def measure_slowdown(bench: Bench, rounds: int, pods: int, rate: float, refresh: float,
+                           path: str) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for r in range(rounds):
         for with_load in (False, True):
             res = await _round(bench, f"r{r}{'d' if with_load else 'n'}-", pods, rate if with_load else 0.0,
-                               refresh, timeout=max(120.0, pods / 10))
+                               refresh, timeout=max(120.0, pods / 10), path=path)
             results.append(res)
             sys.stderr.write(f"round {r} {'with' if with_load else 'without'} dry runs: {res['pods_per_s']} pods/s "
                              f"{res['dry_runs']}\n")
     without = [x["pods_per_s"] for x in results if not x["rate"]]
     with_ = [x["pods_per_s"] for x in results if x["rate"]]
     pairs = [1 - b / a for a, b in zip(without, with_, strict=True)]
+    cpu_without = sum(x["cpu_s"] for x in results if not x["rate"])
+    cpu_with = sum(x["cpu_s"] for x in results if x["rate"])
     return {"rounds": results, "without_pods_per_s": round(statistics.mean(without), 1),
             "with_pods_per_s": round(statistics.mean(with_), 1),
             "slowdown": round(1 - statistics.mean(with_) / statistics.mean(without), 4),
-            "slowdown_per_pair": [round(x, 4) for x in pairs]}
+            "slowdown_median_pair": round(statistics.median(pairs), 4),
+            "slowdown_per_pair": [round(x, 4) for x in pairs],
+            # the scheduler's process' CPU seconds for the same pods bound: what the dry runs cost the
+            # loop, whatever else the machine runs (the load generator's own work is counted in)
+            "slowdown_cpu": round(1 - cpu_without / cpu_with, 4)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,10 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=1000, help="pods running before the measures")
     p.add_argument("--latency", type=int, default=300, help="dry runs timed for the latency")
-    p.add_argument("--rounds", type=int, default=3, help="pairs of rounds (without, with dry runs)")
-    p.add_argument("--round-pods", type=int, default=1500, help="pods bound per round")
+    p.add_argument("--rounds", type=int, default=4, help="pairs of rounds (without, with dry runs)")
+    p.add_argument("--round-pods", type=int, default=10000, help="pods bound per round")
     p.add_argument("--rate", type=float, default=100.0, help="dry runs a second during the rounds with them")
     p.add_argument("--refresh", type=float, default=0.25, help="the worker's copy is at most this old (seconds)")
+    p.add_argument("--path", choices=["service", "worker"], default="service",
+                   help="the dry runs of the rounds: through the service (as the endpoint: one pod in the loop) "
+                        "or all to the forked worker")
     args = p.parse_args(argv)
     w = Workload("SchedulingBasic", f"{args.nodes}Nodes", args.nodes, args.pods, 0)
     bench = Bench(w)
@@ -172,19 +230,22 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.write(f"setup: {setup}\n")
     latency = asyncio.run(measure_latency(bench, args.latency, args.refresh))
     sys.stderr.write(f"latency: {latency}\n")
-    slowdown = asyncio.run(measure_slowdown(bench, args.rounds, args.round_pods, args.rate, args.refresh))
-    result = {"benchmark": "dryrun", "nodes": args.nodes, "running_pods": args.pods, "refresh_s": args.refresh,
+    slowdown = asyncio.run(measure_slowdown(bench, args.rounds, args.round_pods, args.rate, args.refresh, args.path))
+    result = {"benchmark": "dryrun", "path": args.path, "nodes": args.nodes, "running_pods": args.pods, "refresh_s": args.refresh,
               "rate": args.rate, "latency": latency, "binding": slowdown, "setup": setup, "machine": machine(),
               "commit": git_commit(), "when": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     path = RESULTS_DIR / f"{stamp}-dryrun.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"dry run at {args.nodes} nodes: engine p50 {latency['engine']['p50_ms']} ms p99 "
-          f"{latency['engine']['p99_ms']} ms (with explanation p99 {latency['engine_explain']['p99_ms']} ms); "
-          f"asked through the worker p50 {latency['ask']['p50_ms']} ms p99 {latency['ask']['p99_ms']} ms")
+    for key in ("engine_live", "engine_copy", "engine_explain", "service", "http", "worker"):
+        x = latency[key]
+        print(f"dry run of one pod at {args.nodes} nodes, {key}: p50 {x['p50_ms']} ms, p99 {x['p99_ms']} ms, "
+              f"max {x['max_ms']} ms ({x['n']} runs)")
     print(f"binding: {slowdown['without_pods_per_s']} pods/s without, {slowdown['with_pods_per_s']} with "
-          f"{args.rate:g} dry runs/s: slowdown {slowdown['slowdown']:.1%} (per pair {slowdown['slowdown_per_pair']})")
+          f"{args.rate:g} dry runs/s through the {args.path}: slowdown {slowdown['slowdown']:.1%} of the mean "
+          f"(median of the pairs {slowdown['slowdown_median_pair']:.1%}, per pair {slowdown['slowdown_per_pair']}); "
+          f"in CPU seconds of the scheduler's process {slowdown['slowdown_cpu']:.1%}")
     print(f"written to {path}")
     return 0
 

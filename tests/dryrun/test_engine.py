@@ -166,5 +166,5 @@ def test_the_loop_budget_sends_the_rest_to_the_worker():
     request_ = {"pods": [new_pod("a")]}
     service.spent = 0.06  # 60 ms in the loop just now
     assert not service.in_loop(request_)
-    clock.t += 1.0  # a second later: 60 ms * e^-1 = 22 ms
+    clock.t += 1.0  # a second later: 60 ms * e^-1 = 22 ms, under the budget of 50 ms
     assert service.in_loop(request_)

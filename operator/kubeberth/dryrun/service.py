@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..scheduler import Scheduler
 
 LIVE_MAX_PODS = 16
-LIVE_BUDGET = 0.05  # seconds of the loop's time per second
+LIVE_BUDGET = 0.08  # seconds of the loop's time per second
 
 
 class DryRunService:
