@@ -20,8 +20,9 @@ Measured:
 - slowdown: rounds of `--round-pods` pods created at once and bound by the loop, alternately
   without and with a task sending `--rate` dry runs a second (each with a pod of its own, none
   waiting on the one before); pods/s of each round, the mean of each kind, and the slowdown
-  (1 - with/without). `--path worker` sends every dry run to the forked worker instead. The rounds are interleaved so that a machine shared with other work loads
-  both kinds alike; the load average is recorded.
+  (1 - with/without); the same in CPU seconds of the process. `--path worker` sends every dry run
+  to the forked worker instead. The rounds are interleaved so that a machine shared with other
+  work loads both kinds alike; the load average is recorded.
 Written to benchmarks/results/<stamp>-dryrun.json.
 """
 
@@ -180,7 +181,8 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
             task.cancel()
         await workers.close()
     return {"rate": rate, "pods": pods, "elapsed_s": round(elapsed, 3), "pods_per_s": round(pods / elapsed, 1),
-            "cpu_s": round(cpu, 3), "dry_runs": {**asked, "in_loop": service.live}, "forks": workers.forks,
+            "cpu_s": round(cpu, 3), "dry_runs": {**asked, "in_loop": service.live, "over_budget": service.refused},
+            "forks": workers.forks,
             "fork_ms_total": round(workers.fork_seconds * 1000, 1),
             **({"dry_run_latency": _stats(latencies)} if latencies else {}),
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=4, help="pairs of rounds (without, with dry runs)")
     p.add_argument("--round-pods", type=int, default=10000, help="pods bound per round")
     p.add_argument("--rate", type=float, default=100.0, help="dry runs a second during the rounds with them")
-    p.add_argument("--refresh", type=float, default=0.25, help="the worker's copy is at most this old (seconds)")
+    p.add_argument("--refresh", type=float, default=1.0, help="the worker's copy is at most this old (seconds)")
     p.add_argument("--path", choices=["service", "worker"], default="service",
                    help="the dry runs of the rounds: through the service (as the endpoint: one pod in the loop) "
                         "or all to the forked worker")
@@ -231,11 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     latency = asyncio.run(measure_latency(bench, args.latency, args.refresh))
     sys.stderr.write(f"latency: {latency}\n")
     slowdown = asyncio.run(measure_slowdown(bench, args.rounds, args.round_pods, args.rate, args.refresh, args.path))
-    result = {"benchmark": "dryrun", "path": args.path, "nodes": args.nodes, "running_pods": args.pods, "refresh_s": args.refresh,
-              "rate": args.rate, "latency": latency, "binding": slowdown, "setup": setup, "machine": machine(),
-              "commit": git_commit(), "when": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    result = {"benchmark": "dryrun", "path": args.path, "nodes": args.nodes, "running_pods": args.pods,
+              "refresh_s": args.refresh, "rate": args.rate, "latency": latency, "binding": slowdown, "setup": setup,
+              "machine": machine(),
+              "commit": git_commit(), "when": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
     path = RESULTS_DIR / f"{stamp}-dryrun.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     for key in ("engine_live", "engine_copy", "engine_explain", "service", "http", "worker"):

@@ -157,14 +157,18 @@ def test_what_is_answered_in_the_loop(request_, in_loop):
     assert service.in_loop(request_) is in_loop
 
 
-def test_the_loop_budget_sends_the_rest_to_the_worker():
+async def test_over_the_loop_budget_is_overloaded_until_it_decays():
     from kubeberth.dryrun.service import DryRunService
+    from kubeberth.dryrun.worker import Overloaded
 
     clock = Clock()
     sched = cluster()
     service = DryRunService(lambda: sched, None, live_budget=0.05, clock=clock)  # type: ignore[arg-type]
-    request_ = {"pods": [new_pod("a")]}
-    service.spent = 0.06  # 60 ms in the loop just now
-    assert not service.in_loop(request_)
+    request_ = {"namespace": "team-a", "pods": [new_pod("a")]}
+    service.spent = 0.06  # 60 ms of the loop's CPU just now
+    with pytest.raises(Overloaded):
+        await service.ask(request_)
     clock.t += 1.0  # a second later: 60 ms * e^-1 = 22 ms, under the budget of 50 ms
-    assert service.in_loop(request_)
+    got = await service.ask(request_)
+    assert got["servedBy"] == "scheduler" and got["scheduled"] == 1
+    assert (service.live, service.refused, service.sent) == (1, 1, 0)

@@ -139,7 +139,9 @@ def observe(sched: Scheduler, metrics: SchedulerMetrics) -> tuple[Any, ...]:
     return ({n: sched.cache.get_node(n).generation for n in sched.cache.node_names()}, sched.cache.pod_count(),
             sched.cache.assumed_count(), [id(ni) for ni in snap.node_infos], snap.generation,
             [sorted(p.key for p in ni.pods) for ni in snap.node_infos], sched.ctx.next_start_node_index,
-            sched.ctx.rng.getstate(), q.scheduling_cycle, {k: sorted(p.key for p in v) for k, v in q.pending_pods().items()}, sched.nominator.nominated_node_names(),
+            sched.ctx.rng.getstate(), q.scheduling_cycle,
+            {k: sorted(p.key for p in v) for k, v in q.pending_pods().items()},
+            sched.nominator.nominated_node_names(),
             {k: (r.status, r.node, r.message, r.attempts) for k, r in sched.outcomes.items()}, metrics.render())
 
 

@@ -7,9 +7,14 @@ changes) than to send to another process. The rest goes to the worker (worker.py
 the scheduling loop free: an explanation (it evaluates every plugin on every node), more than
 `live_max_pods` pods, a gang (its PodGroup must be known to the plugins for the time of the run),
 profiles with HTTP extenders (their calls would suspend the run), a pod group's cycle in
-progress. So does any dry run once those answered in the loop have taken more than
-`live_budget` of the last second (an exponentially decaying sum): the loop's share is bounded
-whatever the rate.
+progress.
+
+The loop's share is bounded whatever the rate: once the dry runs answered in it have taken more
+than `live_budget` CPU seconds of the last second (an exponentially decaying sum of the loop
+thread's CPU time, so that a machine busy with other work does not count), the next ones are
+refused (Overloaded: the endpoint's 429 with Retry-After) until the sum has decayed. They are not
+sent to the worker instead: its fork costs the parent more than the dry run would (the page
+tables of a large heap, then the copy-on-write faults), so the worker is kept for what needs it.
 """
 
 from __future__ import annotations
@@ -19,13 +24,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .worker import DryRunWorkers, answer
+from .worker import DryRunWorkers, Overloaded, answer
 
 if TYPE_CHECKING:
     from ..scheduler import Scheduler
 
 LIVE_MAX_PODS = 16
-LIVE_BUDGET = 0.08  # seconds of the loop's time per second
+LIVE_BUDGET = 0.08  # CPU seconds of the loop per second
 
 
 class DryRunService:
@@ -39,8 +44,9 @@ class DryRunService:
         self.clock = clock
         self.spent = 0.0  # seconds spent in the loop, decaying with a time constant of one second
         self._at = clock()
-        self.live = 0
-        self.sent = 0
+        self.live = 0     # answered in the loop
+        self.sent = 0     # sent to the worker
+        self.refused = 0  # over the loop's budget
 
     def _decayed(self) -> float:
         now = self.clock()
@@ -49,24 +55,28 @@ class DryRunService:
         return self.spent
 
     def in_loop(self, request: dict[str, Any]) -> bool:
-        """Whether `request` is answered in the scheduler's loop."""
+        """Whether `request` is answered in the scheduler's loop (else by the worker)."""
         if request.get("explain") or request.get("pod_group") is not None:
             return False
-        if len(request.get("pods") or ()) > self.live_max_pods or self._decayed() > self.live_budget:
+        if len(request.get("pods") or ()) > self.live_max_pods:
             return False
         sched = self.scheduler()
         return sched.snapshot.placement is None and not any(fw.extenders for fw in sched.profiles.values())
 
     async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The DryRun's status; raises Overloaded when the loop's budget or the worker's queue is full."""
         if not self.in_loop(request):
             self.sent += 1
             return await self.workers.ask(request)
-        started = time.perf_counter()
+        if self._decayed() > self.live_budget:
+            self.refused += 1
+            raise Overloaded(f"dry runs took {self.spent * 1000:.0f} ms of the scheduler's last second")
+        started = time.thread_time()
         try:
             return answer(self.scheduler(), request, self.clock(), live=True)
         finally:
             self.live += 1
-            self.spent += time.perf_counter() - started
+            self.spent += time.thread_time() - started
 
     async def close(self) -> None:
         await self.workers.close()

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REFRESH = 0.25   # seconds: the oldest copy of the cache a dry run is answered from
+DEFAULT_REFRESH = 1.0    # seconds: the oldest copy of the cache the worker answers from
 DEFAULT_MAX_QUEUE = 32   # requests waiting on a worker; more are refused (429)
 _HEADER = struct.Struct("!I")
 T = TypeVar("T")
@@ -82,7 +82,7 @@ def _complete(coro: Coroutine[Any, Any, T]) -> T:
     try:
         coro.send(None)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
     coro.close()
     raise RuntimeError("the dry run waited on I/O inside a running event loop")
 

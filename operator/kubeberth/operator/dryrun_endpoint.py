@@ -112,8 +112,8 @@ def pods_of(dry: DryRun, namespace: str) -> tuple[list[dict[str, Any]], dict[str
 
 
 class DryRunEndpoint:
-    """The handler; `workers` answer (the service or the forked workers), `scope_of` says what the caller's namespace may read,
-    `ready` whether the scheduler has listed everything once."""
+    """The handler; `workers` answer (the service or the forked workers), `scope_of` says what the
+    caller's namespace may read, `ready` whether the scheduler has listed everything once."""
 
     def __init__(self, workers: Answerer, scope_of: ScopeOf, ready: Callable[[], bool] = lambda: True) -> None:
         self.workers = workers
