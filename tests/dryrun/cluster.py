@@ -18,10 +18,11 @@ def namespace(name: str) -> dict[str, Any]:
             "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}}
 
 
-def cluster(*, free: tuple[str, ...] = ("3", "2", "1"), full: bool = False, seed: int = 7) -> Scheduler:
+def cluster(*, free: tuple[str, ...] = ("3", "2", "1"), full: bool = False, seed: int = 7,
+            metrics: Any = None) -> Scheduler:
     """Nodes n0.. of 4 CPUs with `free` CPUs free each (a 4-CPU node minus a running pod of team-b or
     team-a); `full`: every node full, by low-priority pods of team-a (n0) and team-b (the others)."""
-    sched = Scheduler(seed=seed)
+    sched = Scheduler(seed=seed, metrics=metrics)
     sched.ctx.client = InMemoryClient(sched)
     sched.add_profile_spec(default_spec())
     for ns in ("team-a", "team-b"):

@@ -7,7 +7,8 @@ Filter (the nominated pods' two passes included), the filter extenders, PreScore
 NormalizeScore and the pick. A pod that fits nowhere goes through DefaultPreemption's evaluation
 (eligibility, candidates, victims, the pick of a node) without its last step: nothing is
 evicted, nobody is nominated. Reserve, Permit, PreBind, Bind and PostBind are not run, nor
-other PostFilter plugins. Metrics are off, the scheduler's rotating start index and random
+other PostFilter plugins. Metrics are off (the scheduler's, and the per-plugin counts the
+frameworks gather until their next report), the scheduler's rotating start index and random
 source are restored afterwards, so that every dry run on the same state gives the same answer.
 
 A placed pod is seen by the next pod of the same request (copies, a gang), in one of two ways:
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..cache.snapshot import Snapshot
 from ..framework import CycleState, Diagnosis, FitError, Framework, Status
 from ..framework.explain import preemption_notes
+from ..framework.plugin_metrics import PluginMetrics
 from ..framework.status import Code
 from ..framework.types import NodeToStatus
 from ..framework.victims import Candidate
@@ -86,11 +88,17 @@ def _quiet(sched: Scheduler) -> Iterator[None]:
     saved = (ctx.next_start_node_index, ctx.rng.getstate(), ctx.metrics, ctx.record_victims)
     ctx.metrics = None
     ctx.record_victims = None
+    # the per-plugin counts (scheduler_plugin_evaluation_total) the frameworks gather between flushes
+    counts = [(fw, fw.plugin_metrics, fw._prefix_counts) for fw in sched.profiles.values()]
+    for fw, _, _ in counts:
+        fw.plugin_metrics, fw._prefix_counts = PluginMetrics(), {}
     try:
         yield
     finally:
         ctx.next_start_node_index, state, ctx.metrics, ctx.record_victims = saved
         ctx.rng.setstate(state)
+        for fw, metrics, prefix in counts:
+            fw.plugin_metrics, fw._prefix_counts = metrics, prefix
 
 
 class _CachePlacer:
