@@ -181,7 +181,8 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
             task.cancel()
         await workers.close()
     return {"rate": rate, "pods": pods, "elapsed_s": round(elapsed, 3), "pods_per_s": round(pods / elapsed, 1),
-            "cpu_s": round(cpu, 3), "dry_runs": {**asked, "in_loop": service.live, "over_budget": service.refused},
+            "cpu_s": round(cpu, 3), "dry_runs": {**asked, "in_loop": service.live, "over_budget": service.refused,
+                                                 "loop_cpu_s": round(service.cpu, 4)},
             "forks": workers.forks,
             "fork_ms_total": round(workers.fork_seconds * 1000, 1),
             **({"dry_run_latency": _stats(latencies)} if latencies else {}),
@@ -203,6 +204,7 @@ async def measure_slowdown(bench: Bench, rounds: int, pods: int, rate: float, re
     pairs = [1 - b / a for a, b in zip(without, with_, strict=True)]
     cpu_without = sum(x["cpu_s"] for x in results if not x["rate"])
     cpu_with = sum(x["cpu_s"] for x in results if x["rate"])
+    loop_cpu = sum(x["dry_runs"].get("loop_cpu_s", 0.0) for x in results if x["rate"])
     return {"rounds": results, "without_pods_per_s": round(statistics.mean(without), 1),
             "with_pods_per_s": round(statistics.mean(with_), 1),
             "slowdown": round(1 - statistics.mean(with_) / statistics.mean(without), 4),
@@ -210,7 +212,9 @@ async def measure_slowdown(bench: Bench, rounds: int, pods: int, rate: float, re
             "slowdown_per_pair": [round(x, 4) for x in pairs],
             # the scheduler's process' CPU seconds for the same pods bound: what the dry runs cost the
             # loop, whatever else the machine runs (the load generator's own work is counted in)
-            "slowdown_cpu": round(1 - cpu_without / cpu_with, 4)}
+            "slowdown_cpu": round(1 - cpu_without / cpu_with, 4),
+            # the loop thread's CPU time inside the dry runs, over the process' CPU time of those rounds
+            "loop_share": round(loop_cpu / cpu_with, 4)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"binding: {slowdown['without_pods_per_s']} pods/s without, {slowdown['with_pods_per_s']} with "
           f"{args.rate:g} dry runs/s through the {args.path}: slowdown {slowdown['slowdown']:.1%} of the mean "
           f"(median of the pairs {slowdown['slowdown_median_pair']:.1%}, per pair {slowdown['slowdown_per_pair']}); "
-          f"in CPU seconds of the scheduler's process {slowdown['slowdown_cpu']:.1%}")
+          f"in CPU seconds of the scheduler's process {slowdown['slowdown_cpu']:.1%}; the dry runs' own share of "
+          f"the loop's CPU {slowdown['loop_share']:.1%}")
     print(f"written to {path}")
     return 0
 

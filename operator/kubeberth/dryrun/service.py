@@ -47,6 +47,7 @@ class DryRunService:
         self.live = 0     # answered in the loop
         self.sent = 0     # sent to the worker
         self.refused = 0  # over the loop's budget
+        self.cpu = 0.0    # CPU seconds the loop spent on dry runs, in all
 
     def _decayed(self) -> float:
         now = self.clock()
@@ -75,8 +76,10 @@ class DryRunService:
         try:
             return answer(self.scheduler(), request, self.clock(), live=True)
         finally:
+            took = time.thread_time() - started
             self.live += 1
-            self.spent += time.thread_time() - started
+            self.spent += took
+            self.cpu += took
 
     async def close(self) -> None:
         await self.workers.close()
