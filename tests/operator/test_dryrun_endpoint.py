@@ -194,3 +194,31 @@ async def test_the_client(service):
         with pytest.raises(DryRunError) as refused:
             await client.schedule(new_pod("web"))
     assert refused.value.status == 403
+
+
+async def test_the_worker_and_the_loop_give_the_same_answer(service):
+    """An explanation sends the dry run to the forked worker: its placements are the loop's."""
+    spec = {"pod": new_pod("web", cpu="1500m"), "copies": 4}
+    _, in_loop, _ = await service.post(dry_run(spec))
+    _, by_worker, _ = await service.post(dry_run({**spec, "explain": True}))
+    assert (in_loop["status"]["servedBy"], by_worker["status"]["servedBy"]) == ("scheduler", "worker")
+    strip = [{k: v for k, v in p.items() if k != "explanation"} for p in by_worker["status"]["pods"]]
+    assert strip == in_loop["status"]["pods"]
+    assert all(p["explanation"]["scope"] == {"namespace": "team-a", "detail": "counts"}
+               for p in by_worker["status"]["pods"])
+
+
+@pytest.mark.parametrize("argv, refresh, queue", [
+    ([], 1.0, 32),
+    (["--dry-run-refresh=0.5", "--dry-run-max-queue=4"], 0.5, 4),
+    (["--dry-run-refresh=0"], 0.0, 32),  # no dry runs
+])
+def test_the_flags(argv, refresh, queue):
+    import argparse
+
+    from kubeberth.operator.options import add_run_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    cfg = config_from_args(parser.parse_args(["--metrics-port=0", *argv]))
+    assert (cfg.dry_run_refresh, cfg.dry_run_max_queue) == (refresh, queue)
