@@ -74,7 +74,11 @@ async def test_a_dry_run_answers_where_the_scheduler_then_binds(operators: Opera
     status, bad = post(base, PATH, {**body, "spec": {"pod": wanted, "copies": 0}}, planner)
     assert (status, bad["message"].split(":")[0]) == (400, "spec.copies")
     (answered,) = answer["status"]["pods"]
-    assert answered["status"] == "Scheduled"
+    assert answered["status"] == "Scheduled" and answer["status"]["servedBy"] == "scheduler"
+    status, explained = post(base, PATH, {**body, "spec": {"pod": wanted, "explain": True}}, planner)
+    assert status == 201 and explained["status"]["servedBy"] == "worker"  # a fork of the running operator
+    (by_worker,) = explained["status"]["pods"]
+    assert by_worker["node"] == answered["node"] and by_worker["explanation"]["scope"]["namespace"] == NS
     status, many = post(base, PATH, {**body, "spec": {"pod": pod("big", namespace=NS, cpu="3"), "copies": 4}},
                         planner)
     assert status == 201
