@@ -157,18 +157,29 @@ def test_what_is_answered_in_the_loop(request_, in_loop):
     assert service.in_loop(request_) is in_loop
 
 
-async def test_over_the_loop_budget_is_overloaded_until_it_decays():
+@pytest.mark.parametrize("spent, loop, busy, refused", [
+    (0.06, 1.0, True, False),    # 6% of a busy loop
+    (0.09, 1.0, True, True),     # 9% of a busy loop: over the share
+    (0.09, 1.0, False, False),   # idle: only the absolute budget counts
+    (0.30, 1.0, False, True),    # over the absolute budget
+], ids=["busy-under-share", "busy-over-share", "idle", "over-budget"])
+async def test_the_loops_budget(spent, loop, busy, refused):
     from kubeberth.dryrun.service import DryRunService
     from kubeberth.dryrun.worker import Overloaded
 
-    clock = Clock()
+    clock, cpu = Clock(), Clock()
     sched = cluster()
-    service = DryRunService(lambda: sched, None, live_budget=0.05, clock=clock)  # type: ignore[arg-type]
+    if busy:
+        sched.on_pod_add(new_pod("waiting"))  # in activeQ
+    service = DryRunService(lambda: sched, None, live_budget=0.25, live_share=0.08, clock=clock,  # type: ignore[arg-type]
+                            cpu=cpu)
+    service.spent, service.loop = spent, loop
     request_ = {"namespace": "team-a", "pods": [new_pod("a")]}
-    service.spent = 0.06  # 60 ms of the loop's CPU just now
-    with pytest.raises(Overloaded):
-        await service.ask(request_)
-    clock.t += 1.0  # a second later: 60 ms * e^-1 = 22 ms, under the budget of 50 ms
+    if refused:
+        with pytest.raises(Overloaded):
+            await service.ask(request_)
+        clock.t += 3.0  # the sums decay: e^-3 = 5%
+        cpu.t += 0.5    # the loop worked meanwhile
     got = await service.ask(request_)
     assert got["servedBy"] == "scheduler" and got["scheduled"] == 1
-    assert (service.live, service.refused, service.sent) == (1, 1, 0)
+    assert (service.live, service.refused) == (1, int(refused))

@@ -9,12 +9,14 @@ the scheduling loop free: an explanation (it evaluates every plugin on every nod
 profiles with HTTP extenders (their calls would suspend the run), a pod group's cycle in
 progress.
 
-The loop's share is bounded whatever the rate: once the dry runs answered in it have taken more
-than `live_budget` CPU seconds of the last second (an exponentially decaying sum of the loop
-thread's CPU time, so that a machine busy with other work does not count), the next ones are
-refused (Overloaded: the endpoint's 429 with Retry-After) until the sum has decayed. They are not
-sent to the worker instead: its fork costs the parent more than the dry run would (the page
-tables of a large heap, then the copy-on-write faults), so the worker is kept for what needs it.
+The loop's share is bounded whatever the rate. While the scheduler has pods in activeQ (it is
+busy), the dry runs answered in the loop may take at most `live_share` of the loop thread's CPU
+time; at any time, at most `live_budget` CPU seconds a second. Both are decaying sums over about
+a second, of CPU time so that a machine busy with other work does not count. Beyond, the next
+ones are refused (Overloaded: the endpoint's 429 with Retry-After) until the sums have decayed.
+They are not sent to the worker instead: its fork costs the parent more than the dry run would
+(the page tables of a large heap, then the copy-on-write faults), so the worker is kept for what
+needs it.
 """
 
 from __future__ import annotations
@@ -30,30 +32,48 @@ if TYPE_CHECKING:
     from ..scheduler import Scheduler
 
 LIVE_MAX_PODS = 16
-LIVE_BUDGET = 0.08  # CPU seconds of the loop per second
+LIVE_SHARE = 0.08  # of the loop thread's CPU time while the scheduler is busy
+LIVE_BUDGET = 0.25  # CPU seconds of the loop per second, at any time
 
 
 class DryRunService:
     def __init__(self, scheduler: Callable[[], Scheduler], workers: DryRunWorkers, *,
                  live_max_pods: int = LIVE_MAX_PODS, live_budget: float = LIVE_BUDGET,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 live_share: float = LIVE_SHARE, clock: Callable[[], float] = time.monotonic,
+                 cpu: Callable[[], float] = time.thread_time) -> None:
         self.scheduler = scheduler
         self.workers = workers
         self.live_max_pods = live_max_pods
         self.live_budget = live_budget
+        self.live_share = live_share
         self.clock = clock
-        self.spent = 0.0  # seconds spent in the loop, decaying with a time constant of one second
+        self.thread_cpu = cpu
+        self.spent = 0.0  # CPU seconds of dry runs in the loop, decaying with a time constant of one second
+        self.loop = 0.0   # CPU seconds of the loop thread, all told, decaying alike
         self._at = clock()
+        self._cpu_at = cpu()
         self.live = 0     # answered in the loop
         self.sent = 0     # sent to the worker
         self.refused = 0  # over the loop's budget
         self.cpu = 0.0    # CPU seconds the loop spent on dry runs, in all
 
-    def _decayed(self) -> float:
-        now = self.clock()
-        self.spent *= math.exp(-(now - self._at))
-        self._at = now
-        return self.spent
+    def _decay(self) -> None:
+        now, cpu = self.clock(), self.thread_cpu()
+        factor = math.exp(-(now - self._at))
+        self.spent *= factor
+        self.loop = self.loop * factor + (cpu - self._cpu_at)
+        self._at, self._cpu_at = now, cpu
+
+    def over_budget(self) -> str | None:
+        """Why the loop takes no more dry runs now, None when it does."""
+        self._decay()
+        if self.spent > self.live_budget:
+            return f"dry runs took {self.spent * 1000:.0f} ms of the scheduler's CPU in the last second"
+        busy = self.scheduler().queue.active_count() > 0
+        if busy and self.spent > self.live_share * self.loop:
+            return (f"the scheduler is busy and dry runs took {self.spent / max(self.loop, 1e-9):.0%} of its CPU "
+                    f"in the last second")
+        return None
 
     def in_loop(self, request: dict[str, Any]) -> bool:
         """Whether `request` is answered in the scheduler's loop (else by the worker)."""
@@ -69,14 +89,15 @@ class DryRunService:
         if not self.in_loop(request):
             self.sent += 1
             return await self.workers.ask(request)
-        if self._decayed() > self.live_budget:
+        why = self.over_budget()
+        if why is not None:
             self.refused += 1
-            raise Overloaded(f"dry runs took {self.spent * 1000:.0f} ms of the scheduler's last second")
-        started = time.thread_time()
+            raise Overloaded(why)
+        started = self.thread_cpu()
         try:
             return answer(self.scheduler(), request, self.clock(), live=True)
         finally:
-            took = time.thread_time() - started
+            took = self.thread_cpu() - started
             self.live += 1
             self.spent += took
             self.cpu += took
