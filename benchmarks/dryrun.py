@@ -18,8 +18,11 @@ Measured:
   through the forked worker (`worker`: a new fork whenever its copy is older than
   --refresh, the socket, the JSON), at 100 a second; p50/p99/max;
 - slowdown: rounds of `--round-pods` pods created at once and bound by the loop, alternately
-  without and with a task sending `--rate` dry runs a second (each with a pod of its own, none
-  waiting on the one before); pods/s of each round, the mean of each kind, and the slowdown
+  without and with `--rate` dry runs a second (each with a pod of its own, none waiting on the one
+  before), sent by another process over HTTP to the endpoint served in the scheduler's process
+  (`--load http`, plain HTTP on loopback: TLS and the cached authentication aside, the scheduler's
+  process pays what it would in production) or by a task of the scheduler's process (`--load
+  inproc`, its own costs counted in); pods/s of each round, the mean of each kind, and the slowdown
   (1 - with/without); the same in CPU seconds of the process. `--path worker` sends every dry run
   to the forked worker instead. The rounds are interleaved so that a machine shared with other
   work loads both kinds alike; the load average is recorded.
@@ -128,10 +131,59 @@ async def _over_http(sched: Any, count: int) -> dict[str, Any]:
     return _stats(took)
 
 
+# The caller of `--load http`: another process posting `rate` DryRuns a second to `url` until its stdin
+# closes, then printing what it got (JSON): the scheduler's process pays for the HTTP handling only.
+HTTP_CALLER = """
+import asyncio, json, sys, time
+import aiohttp
+url, rate = sys.argv[1], float(sys.argv[2])
+got = {"sent": 0, "answered": 0, "refused": 0, "failed": 0}
+took = []
+async def one(session, i):
+    body = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "DryRun", "spec": {"pod": {
+        "metadata": {"name": f"http-{i}"}, "spec": {"containers": [{"name": "pause", "image": "pause",
+        "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]}}}}
+    t0 = time.perf_counter()
+    async with session.post(url, json=body) as resp:
+        await resp.read()
+    key = {201: "answered", 429: "refused"}.get(resp.status, "failed")
+    got[key] += 1
+    if resp.status == 201:
+        took.append(time.perf_counter() - t0)
+async def main():
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not sys.stdin.buffer.read1(1 << 16) else None)
+    tasks = set()
+    print("ready", flush=True)
+    async with aiohttp.ClientSession() as session:
+        next_at, i = time.perf_counter(), 0
+        while not stop.is_set():
+            next_at += 1.0 / rate
+            t = loop.create_task(one(session, i)); tasks.add(t); t.add_done_callback(tasks.discard)
+            got["sent"] += 1; i += 1
+            try:
+                await asyncio.wait_for(stop.wait(), max(0.0, next_at - time.perf_counter()))
+            except asyncio.TimeoutError:
+                pass
+        for t in list(tasks):
+            t.cancel()
+    took.sort()
+    n = len(took)
+    got["latency_ms"] = {"p50": round(took[n // 2] * 1000, 3), "p99": round(took[int(n * .99)] * 1000, 3)} if n else {}
+    print(json.dumps(got))
+asyncio.run(main())
+"""
+
+
 async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: float, timeout: float,
-                 path: str) -> dict[str, Any]:
+                 path: str, load_kind: str = "http") -> dict[str, Any]:
     from kubeberth.dryrun.service import DryRunService
     from kubeberth.dryrun.worker import DryRunWorkers, Overloaded
+    from kubeberth.metrics import SchedulerMetrics
+    from kubeberth.operator.dryrun_endpoint import DryRunEndpoint
+    from kubeberth.operator.secure_serving import make_server
+    from kubeberth.operator.serving_options import ServingOptions
 
     sched = bench.sched
     done = bench.client.expect(prefix, pods)
@@ -140,7 +192,19 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
     workers = DryRunWorkers(lambda: sched, refresh=refresh)
     service = DryRunService(lambda: sched, workers)
     ask = service.ask if path == "service" else workers.ask
+    server = caller = None
+    if rate > 0 and load_kind == "http":
+        endpoint = DryRunEndpoint(service if path == "service" else workers, lambda ns: ("counts", [ns]))
+        server = await make_server(ServingOptions(insecure=True), SchedulerMetrics(), 0, "127.0.0.1", post=None,
+                                   get=None, resource_routes=endpoint.routes())
+        await server.start()
+        url = f"http://127.0.0.1:{server.port}/apis/kubeberth.io/v1alpha1/namespaces/default/dryruns"
+        caller = await asyncio.create_subprocess_exec(sys.executable, "-c", HTTP_CALLER, url, str(rate),
+                                                      stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        assert caller.stdout is not None
+        await caller.stdout.readline()  # "ready": it sends from now on
     asked = {"sent": 0, "answered": 0, "refused": 0}
+    http_latency: Any = None
     latencies: list[float] = []
     inflight: set[asyncio.Task[None]] = set()
 
@@ -169,7 +233,7 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
     gc.collect()
     t0, c0 = time.perf_counter(), time.process_time()
     runner = asyncio.get_running_loop().create_task(sched.run())
-    loader = asyncio.get_running_loop().create_task(load()) if rate > 0 else None
+    loader = asyncio.get_running_loop().create_task(load()) if rate > 0 and caller is None else None
     try:
         await asyncio.wait_for(done.wait(), timeout)
     finally:
@@ -180,23 +244,35 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
         await runner
         for task in list(inflight):
             task.cancel()
+        if caller is not None:
+            assert caller.stdin is not None
+            caller.stdin.close()
+            out, _ = await caller.communicate()
+            got = json.loads(out.decode().strip().splitlines()[-1])
+            asked = {k: got[k] for k in ("sent", "answered", "refused", "failed")}
+            latencies = []
+            http_latency = got.get("latency_ms")
+        if server is not None:
+            await server.stop()
         await workers.close()
-    return {"rate": rate, "pods": pods, "elapsed_s": round(elapsed, 3), "pods_per_s": round(pods / elapsed, 1),
+    return {"rate": rate, "load": load_kind if rate > 0 else None, "pods": pods, "elapsed_s": round(elapsed, 3),
+            "pods_per_s": round(pods / elapsed, 1),
             "cpu_s": round(cpu, 3), "dry_runs": {**asked, "in_loop": service.live, "over_budget": service.refused,
                                                  "loop_cpu_s": round(service.cpu, 4)},
             "forks": workers.forks,
             "fork_ms_total": round(workers.fork_seconds * 1000, 1),
             **({"dry_run_latency": _stats(latencies)} if latencies else {}),
+            **({"http_latency_ms": http_latency} if caller is not None else {}),
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
 async def measure_slowdown(bench: Bench, rounds: int, pods: int, rate: float, refresh: float,
-                           path: str) -> dict[str, Any]:
+                           path: str, load_kind: str = "http") -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for r in range(rounds):
         for with_load in (False, True):
             res = await _round(bench, f"r{r}{'d' if with_load else 'n'}-", pods, rate if with_load else 0.0,
-                               refresh, timeout=max(120.0, pods / 10), path=path)
+                               refresh, timeout=max(120.0, pods / 10), path=path, load_kind=load_kind)
             results.append(res)
             sys.stderr.write(f"round {r} {'with' if with_load else 'without'} dry runs: {res['pods_per_s']} pods/s "
                              f"{res['dry_runs']}\n")
@@ -227,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--round-pods", type=int, default=10000, help="pods bound per round")
     p.add_argument("--rate", type=float, default=100.0, help="dry runs a second during the rounds with them")
     p.add_argument("--refresh", type=float, default=1.0, help="the worker's copy is at most this old (seconds)")
+    p.add_argument("--load", choices=["http", "inproc"], default="http",
+                   help="who sends the dry runs of the rounds: another process over HTTP to the endpoint served in "
+                        "the scheduler's process (plain HTTP on loopback), or a task of the scheduler's process "
+                        "calling the service directly (its own costs counted in)")
     p.add_argument("--path", choices=["service", "worker"], default="service",
                    help="the dry runs of the rounds: through the service (as the endpoint: one pod in the loop) "
                         "or all to the forked worker")
@@ -237,8 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.write(f"setup: {setup}\n")
     latency = asyncio.run(measure_latency(bench, args.latency, args.refresh))
     sys.stderr.write(f"latency: {latency}\n")
-    slowdown = asyncio.run(measure_slowdown(bench, args.rounds, args.round_pods, args.rate, args.refresh, args.path))
-    result = {"benchmark": "dryrun", "path": args.path, "nodes": args.nodes, "running_pods": args.pods,
+    slowdown = asyncio.run(measure_slowdown(bench, args.rounds, args.round_pods, args.rate, args.refresh, args.path,
+                                            args.load))
+    result = {"benchmark": "dryrun", "path": args.path, "load": args.load, "nodes": args.nodes,
+              "running_pods": args.pods,
               "refresh_s": args.refresh, "rate": args.rate, "latency": latency, "binding": slowdown, "setup": setup,
               "machine": machine(),
               "commit": git_commit(), "when": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
@@ -251,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dry run of one pod at {args.nodes} nodes, {key}: p50 {x['p50_ms']} ms, p99 {x['p99_ms']} ms, "
               f"max {x['max_ms']} ms ({x['n']} runs)")
     print(f"binding: {slowdown['without_pods_per_s']} pods/s without, {slowdown['with_pods_per_s']} with "
-          f"{args.rate:g} dry runs/s through the {args.path}: slowdown {slowdown['slowdown']:.1%} of the mean "
+          f"{args.rate:g} dry runs/s ({args.load}) through the {args.path}: slowdown {slowdown['slowdown']:.1%} "
+          f"of the mean "
           f"(median of the pairs {slowdown['slowdown_median_pair']:.1%}, per pair {slowdown['slowdown_per_pair']}); "
           f"in CPU seconds of the scheduler's process {slowdown['slowdown_cpu']:.1%}; the dry runs' own share of "
           f"the loop's CPU {slowdown['loop_share']:.1%}")
