@@ -34,6 +34,8 @@ ALLOWED: dict[str, set[str]] = {
     "plugins": CORE | {"preemption"},
     "profile": CORE | {"extender"},
     "scheduler": CORE | {"queue", "preemption", "extender", "plugins", "profile"},
+    # the dry runs: the scheduling cycle on a copy of the scheduler (engine, worker) and the wire types
+    "dryrun": CORE | {"queue", "preemption", "extender", "plugins", "profile", "scheduler", "report"},
     "report": set(),  # renders the documented JSON structures only
     "pipes": set(),  # a command whose stdout reader has gone
     # the what-if tools (the scheduler run on files): above everything but the command line and testing

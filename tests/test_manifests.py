@@ -143,6 +143,9 @@ def test_rbac_grants_what_delegated_authn_and_authz_need():
     # What a Prometheus is bound to: get on /metrics, nothing else.
     metrics_reader = named("ClusterRole", "kubeberth-metrics-reader")
     assert metrics_reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    # What a caller of the dry runs is bound to: create on dryruns.kubeberth.io, nothing else.
+    dry_runner = named("ClusterRole", "kubeberth-dryrun")
+    assert dry_runner["rules"] == [{"apiGroups": ["kubeberth.io"], "resources": ["dryruns"], "verbs": ["create"]}]
 
 
 def test_the_kustomization_keeps_the_kube_system_binding_in_kube_system():

@@ -37,7 +37,8 @@ class Clock:
 
 class ApiServer:
     """Answers TokenReviews from `tokens` (token -> user dict) and SubjectAccessReviews from `allowed`
-    ((user, verb, path) triples); records every review it was sent."""
+    ((user, verb, path) triples; for a resource, path is "resource.group/namespace"); records every
+    review it was sent."""
 
     def __init__(self, tokens: dict[str, dict[str, Any]] | None = None,
                  allowed: set[tuple[str, str, str]] | None = None) -> None:
@@ -56,8 +57,12 @@ class ApiServer:
             return {**body, "status": {"authenticated": True, "user": user} if user else {}}
         assert path == SUBJECT_ACCESS_REVIEWS
         spec = body["spec"]
-        attrs = spec["nonResourceAttributes"]
-        ok = (spec["user"], attrs["verb"], attrs["path"]) in self.allowed
+        attrs = spec.get("nonResourceAttributes")
+        if attrs is not None:
+            ok = (spec["user"], attrs["verb"], attrs["path"]) in self.allowed
+        else:  # a resource: (user, verb, "resource.group/namespace")
+            r = spec["resourceAttributes"]
+            ok = (spec["user"], r["verb"], f"{r['resource']}.{r['group']}/{r['namespace']}") in self.allowed
         return {**body, "status": {"allowed": True} if ok else {"allowed": False, "reason": self.reason}}
 
     def count(self, path: str) -> int:

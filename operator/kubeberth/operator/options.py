@@ -62,6 +62,10 @@ class OperatorConfig:
     serving: ServingOptions = field(default_factory=ServingOptions)  # HTTPS and delegated authn/authz
     request_timeout: float = 10.0
     bind_concurrency: int = DEFAULT_BIND_CONCURRENCY  # bindings in flight at once
+    # The dry runs on the secure port (docs/guides/dry-run.md): the oldest copy of the cache they are
+    # answered from (seconds; 0: no dry runs) and how many may wait.
+    dry_run_refresh: float = 1.0
+    dry_run_max_queue: int = 32
     percentage_of_nodes_to_score: int = 0  # scheduler-wide; 0: adaptive
     seed: int | None = None
     default_profile: bool = True  # serve default-scheduler with upstream's defaults absent a profile
@@ -149,6 +153,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                           f"(default: {DEFAULT_METRICS_PORT}; 0 disables)")
     obs.add_argument("--metrics-host", "--bind-address", dest="metrics_host", metavar="ADDR", default="0.0.0.0",
                      help="address the secure port listens on (default: 0.0.0.0)")
+    obs.add_argument("--dry-run-refresh", dest="dry_run_refresh", metavar="SECONDS", type=float, default=1.0,
+                     help="the dry runs the scheduler's loop does not answer (explained, gangs) are answered from a "
+                          "fork of the operator at most this old (default: 1; 0 disables the dry runs)")
+    obs.add_argument("--dry-run-max-queue", dest="dry_run_max_queue", metavar="N", type=_positive_int, default=32,
+                     help="dry runs waiting at most; more are answered 429 (default: 32)")
     obs.add_argument("--verbose", "-v", action="store_true", help="log more (kopf's verbose mode)")
     obs.add_argument("--debug", action="store_true", help="log everything, including API traffic")
     obs.add_argument("--log-format", choices=["plain", "full", "json"], default="plain",
@@ -238,5 +247,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_port=metrics_port or None, metrics_host=args.metrics_host, serving=serving,
         request_timeout=args.request_timeout, bind_concurrency=args.bind_concurrency, seed=args.seed,
         percentage_of_nodes_to_score=percentage,
+        dry_run_refresh=getattr(args, "dry_run_refresh", 1.0),
+        dry_run_max_queue=getattr(args, "dry_run_max_queue", 32),
         default_profile=args.default_profile,
         verbose=args.verbose, debug=args.debug, log_format=args.log_format)

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from .delegated_auth import (
     RequestHeaderConfig,
     SubjectAccessReviewAuthorizer,
     TokenReviewAuthenticator,
+    User,
     forbidden_message,
     load_pem_file,
     parse_configmap,
@@ -61,6 +62,12 @@ class HealthCheck:
 
 
 PING = HealthCheck("ping", lambda: None)
+
+# A resource of kubeberth's own served here (the dry runs): authenticated by the chain, authorized
+# by the handler itself (a SubjectAccessReview on the resource, whose namespace is in the path);
+# the authorizer is None with --metrics-insecure.
+ResourceHandler = Callable[[web.Request, User, "SubjectAccessReviewAuthorizer | None"], Awaitable[web.StreamResponse]]
+USER_KEY: web.RequestKey[User] = web.RequestKey("kubeberth.user", User)
 
 
 def refuse_taken_port(host: str, port: int) -> None:
@@ -104,7 +111,8 @@ class ComponentServer:
                  ssl_context: ssl.SSLContext | None = None, insecure: bool = False,
                  healthz: Sequence[HealthCheck] = (), livez: Sequence[HealthCheck] = (),
                  readyz: Sequence[HealthCheck] = (), reload: Callable[[], Awaitable[object]] | None = None,
-                 reload_interval: float = RELOAD_INTERVAL) -> None:
+                 reload_interval: float = RELOAD_INTERVAL,
+                 resource_routes: Mapping[str, ResourceHandler] | None = None) -> None:
         if insecure:
             if not is_loopback(host):
                 raise ValueError(f"--metrics-insecure serves plain HTTP without authentication: it listens on a "
@@ -122,6 +130,7 @@ class ComponentServer:
                        "readyz": list(readyz) or [PING]}
         self.reload = reload
         self.reload_interval = reload_interval
+        self.resource_routes = dict(resource_routes or {})  # POST path (aiohttp pattern) -> handler
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         self._reloading: asyncio.Task[None] | None = None
@@ -147,6 +156,10 @@ class ComponentServer:
             except AuthenticationFailed as exc:
                 logger.debug("Unauthorized %s %s: %s", request.method, request.path, exc)
                 return _status(401, "Unauthorized", "Unauthorized")
+            request[USER_KEY] = user
+            route = request.match_info.route.resource
+            if route is not None and route.canonical in self.resource_routes:
+                return await self._handled(request, handler)  # the handler authorizes the resource
             verb = request.method.lower()
             try:
                 allowed, reason = await self.authorizer.authorize(user, verb, request.path)
@@ -155,6 +168,10 @@ class ComponentServer:
                 return _text(500, f'Internal Server Error: "{request.path_qs}": {exc}\n')
             if not allowed:
                 return _status(403, "Forbidden", forbidden_message(user, verb, request.path, reason), details=True)
+        return await self._handled(request, handler)
+
+    @staticmethod
+    async def _handled(request: web.Request, handler: Callable[[web.Request], object]) -> web.StreamResponse:
         try:
             result = await handler(request)  # type: ignore[misc]
         except web.HTTPNotFound:
@@ -205,12 +222,20 @@ class ComponentServer:
             return _text(200, "".join(f"{line}\n" for line in lines) + f"{name} check passed\n")
         return serve
 
+    def _resource(self, serve: ResourceHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            user = request.get(USER_KEY) or User.anonymous()
+            return await serve(request, user, None if self.insecure else self.authorizer)
+        return handle
+
     async def start(self) -> int:
         """Listen; returns the bound port (useful with port 0)."""
         app = web.Application(middlewares=[self._guard])
         app.router.add_get("/metrics", self._serve_metrics)
         for name in self.checks:
             app.router.add_get(f"/{name}", self._health(name))  # type: ignore[arg-type]
+        for path, serve in self.resource_routes.items():
+            app.router.add_post(path, self._resource(serve))
         if self.port:
             refuse_taken_port(self.host, self.port)  # SO_REUSEPORT below would share it instead of failing
         self._runner = web.AppRunner(app, access_log=None)
@@ -297,12 +322,14 @@ async def authn_config(options: ServingOptions, get: Callable[[str], Awaitable[A
 async def make_server(options: ServingOptions, metrics: SchedulerMetrics, port: int, host: str, *,
                       post: Post | None, get: Callable[[str], Awaitable[Any]] | None,
                       healthz: Sequence[HealthCheck] = (), livez: Sequence[HealthCheck] = (),
-                      readyz: Sequence[HealthCheck] = (), reload_interval: float = RELOAD_INTERVAL) -> ComponentServer:
+                      readyz: Sequence[HealthCheck] = (), reload_interval: float = RELOAD_INTERVAL,
+                      resource_routes: Mapping[str, ResourceHandler] | None = None) -> ComponentServer:
     """The secure port as the options say (not yet listening); `post`/`get` reach the API server.
     Every `reload_interval` it reads the certificate files and the ConfigMap again, as kube-scheduler's
     dynamic certificate controllers do, and serves what changed."""
     if options.insecure:
-        return ComponentServer(metrics, port, host, insecure=True, healthz=healthz, livez=livez, readyz=readyz)
+        return ComponentServer(metrics, port, host, insecure=True, healthz=healthz, livez=livez, readyz=readyz,
+                               resource_routes=resource_routes)
     self_signed = None if options.tls_cert_file else self_signed_certificate()
 
     def keypair() -> tuple[bytes, bytes]:
@@ -336,5 +363,5 @@ async def make_server(options: ServingOptions, metrics: SchedulerMetrics, port: 
     server = ComponentServer(metrics, port, host, authenticator=authenticator, authorizer=authorizer,
                              ssl_context=server_ssl_context(in_force[0], client_trust_pem=in_force[1]),
                              healthz=healthz, livez=livez, readyz=readyz, reload=reload,
-                             reload_interval=reload_interval)
+                             reload_interval=reload_interval, resource_routes=resource_routes)
     return server

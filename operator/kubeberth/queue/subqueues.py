@@ -301,6 +301,10 @@ class SubQueues:
                 counts[key] = counts.get(key, 0) + 1
         return counts
 
+    def active_count(self) -> int:
+        """The pods ready to be popped now (activeQ): whether the scheduler has work at hand."""
+        return len(self._active)
+
     def __len__(self) -> int:
         return (len(self._active) + len(self._backoff) + len(self._unschedulable)
                 + sum(len(p) for p in self._incomplete.values()) + sum(len(p) for p in self._pending_members.values()))

@@ -1,0 +1,13 @@
+"""Dry runs of the scheduler: would these pods be placed now, where, with which victims.
+
+The service runs in the operator, on the secure port (kubeberth.operator.dryrun_endpoint); its
+wire types are `models`, the client `client` (imported here: `from kubeberth.dryrun import
+DryRunClient`). `engine` runs the cycle on a copy of the scheduler, `worker` keeps that copy (a
+fork of the operator).
+"""
+
+from .client import DryRunClient, DryRunError, schedule_sync
+from .models import DryRun, DryRunSpec, DryRunStatus, PodAnswer, Preemption, VictimRef, path_for
+
+__all__ = ["DryRun", "DryRunClient", "DryRunError", "DryRunSpec", "DryRunStatus", "PodAnswer", "Preemption",
+           "VictimRef", "path_for", "schedule_sync"]
