@@ -27,12 +27,15 @@ The tools (the command line's verbs are `cli.py`'s thin shells over them):
 - `policy_tests.py`: `kubeberth test`, scheduling policy tests (also the conformance suite's runner).
 - `snapshot.py`: `kubeberth snapshot`, a live cluster written as simulate's input.
 - `convert_policy.py`: `kubeberth convert-policy`, an old Policy file as a SchedulingProfile.
+- `replay/`: `kubeberth replay`, a workload over time on a virtual clock (arrivals, departures,
+  nodes coming and going; the openb trace adapter; the FGD artifact's protocol; the HTML page).
+- `sweep/`: `kubeberth sweep`, many replays as Dask tasks (resumable), one table and one page.
 - `capacity/`: `kubeberth capacity`, how many more copies of a pod, workload or gang fit (copies
   scheduled one at a time over one scheduler, or counted per node where the filters allow it).
 - `suggest/`: `simulate --suggest`, the verified changes that would place each unschedulable pod
   (and the operator's LiveSuggester, given to it by `kubeberth run`).
 
-A new tool (a trace replayed, a capacity search, suggestions) is a module here beside them, running
+A new tool is a module or a subpackage here beside them, running
 the scheduler through `engine.py`. `kubeberth.testing` is the public face of the engine for the
 tests of plugins of one's own.
 """
