@@ -64,12 +64,9 @@ def _simulate(args: argparse.Namespace) -> int:
     if explained:
         print(render_explanations(explained, args.explain_nodes))
     if args.suggest:
-        from .report.suggestions import render_lines
+        from .report.suggestions import render_section
 
-        found = {o.pod: o.suggestions or [] for o in outcomes if o.status == "Unschedulable"}
-        print()
-        print("Suggestions (each verified by simulating the change; ranked, least disruption first):")
-        print("\n".join(render_lines(found)) if found else "  no unschedulable pod")
+        print(render_section(outcomes))
     return 0
 
 

@@ -78,6 +78,14 @@ def describe(s: Mapping[str, Any]) -> str:
     return f"{kind}: {what}; {_places(s)}"
 
 
+def render_section(outcomes: Sequence[Any]) -> str:
+    """simulate's table output with --suggest: a heading, then render_lines of every Unschedulable
+    pod's suggestions (`outcomes`: simulate's PodOutcomes)."""
+    found = {o.pod: o.suggestions or [] for o in outcomes if o.status == "Unschedulable"}
+    body = "\n".join(render_lines(found)) if found else "  no unschedulable pod"
+    return f"\nSuggestions (each verified by simulating the change; ranked, least disruption first):\n{body}"
+
+
 def render_lines(suggestions: Mapping[str, Sequence[Mapping[str, Any]]], indent: str = "  ") -> list[str]:
     """The table's section: per pod with suggestions, one numbered line each."""
     out: list[str] = []
