@@ -38,8 +38,10 @@ ALLOWED: dict[str, set[str]] = {
     "dryrun": CORE | {"queue", "preemption", "extender", "plugins", "profile", "scheduler", "report"},
     "report": set(),  # renders the documented JSON structures only
     "pipes": set(),  # a command whose stdout reader has gone
+    "argtypes": set(),  # argparse value types of the verbs and the operator's flags
     # the what-if tools (the scheduler run on files): above everything but the command line and testing
-    "whatif": CORE | {"queue", "preemption", "extender", "plugins", "profile", "scheduler", "report", "operator"},
+    "whatif": CORE | {"queue", "preemption", "extender", "plugins", "profile", "scheduler", "report", "operator",
+                      "argtypes"},
 }
 # the public testing helpers for plugins of one's own: the what-if engine's face
 ALLOWED["testing"] = ALLOWED["whatif"] | {"whatif"}

@@ -7,6 +7,7 @@ import argparse
 import logging
 import sys
 
+from .argtypes import positive
 from .report.text import DEFAULT_EXPLAIN_NODES, render_explanations
 from .whatif.inputs import InputError
 
@@ -216,15 +217,6 @@ def convert_policy_main(argv: list[str]) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
-
 
 def _set_gates(args: argparse.Namespace, command: str) -> bool:
     """--feature-gates into the process's gate set; False (the error printed) when refused."""
@@ -328,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--explain", nargs="*", metavar="POD", default=None,
                      help="explain the decisions for these pods (NAMESPACE/NAME or NAME; all pods when none "
                           "is named): every plugin's verdict and score per node. Put it after the files.")
-    sim.add_argument("--explain-nodes", dest="explain_nodes", metavar="N", type=_positive,
+    sim.add_argument("--explain-nodes", dest="explain_nodes", metavar="N", type=positive,
                      default=DEFAULT_EXPLAIN_NODES,
                      help=f"nodes shown per explained pod in the table (default {DEFAULT_EXPLAIN_NODES})")
     from .operator.options import PERCENTAGE_HELP, percentage
@@ -345,9 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="for each unschedulable pod (or gang), the smallest changes that would place it (nodes to "
                           "add, pods to evict, a priority, a constraint to relax, requests to lower), ranked, each "
                           "verified by simulating the change (docs/guides/suggest.md)")
-    sim.add_argument("--suggest-limit", dest="suggest_limit", metavar="N", type=_positive, default=5,
+    sim.add_argument("--suggest-limit", dest="suggest_limit", metavar="N", type=positive, default=5,
                      help="suggestions kept per unschedulable pod (default 5)")
-    sim.add_argument("--suggest-budget", dest="suggest_budget", metavar="N", type=_positive, default=48,
+    sim.add_argument("--suggest-budget", dest="suggest_budget", metavar="N", type=positive, default=48,
                      help="re-simulations allowed per unschedulable pod or gang for --suggest (default 48; half as "
                           "many again for two-change suggestions)")
     _add_plugins_argument(sim)

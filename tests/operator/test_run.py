@@ -63,7 +63,7 @@ def test_defaults_and_options(monkeypatch):
 
 @pytest.mark.parametrize("flag, value, message", [
     ("--bind-concurrency", "0", "must be at least 1, not 0"),
-    ("--bind-concurrency", "many", "not a whole number"),
+    ("--bind-concurrency", "many", "must be a whole number, not 'many'"),
     ("--percentage-of-nodes-to-score", "101", "must be from 0 to 100, not 101"),
     ("--percentage-of-nodes-to-score", "-5", "must be from 0 to 100, not -5"),
 ])

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..argtypes import positive
 from .api_client import DEFAULT_BIND_CONCURRENCY
 from .serving_options import ServingOptions, ServingOptionsError, add_serving_arguments
 
@@ -86,15 +87,6 @@ class OperatorConfig:
                            retry_period=self.retry_period)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
 
 def percentage(text: str) -> int:
     """An argparse type: a whole number from 0 to 100."""
@@ -124,7 +116,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     conn.add_argument("--request-timeout", metavar="SECONDS", type=float, default=10.0,
                       help="timeout of one API request; 5xx and timeouts are retried with backoff "
                            "(default: 10)")
-    conn.add_argument("--bind-concurrency", metavar="N", type=_positive_int, default=DEFAULT_BIND_CONCURRENCY,
+    conn.add_argument("--bind-concurrency", metavar="N", type=positive, default=DEFAULT_BIND_CONCURRENCY,
                       help="bindings sent at once; more wait their turn, the scheduling loop never waits "
                            f"for them (default: {DEFAULT_BIND_CONCURRENCY})")
     ha = parser.add_argument_group("high availability (kube-scheduler's flags)")
@@ -156,7 +148,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     obs.add_argument("--dry-run-refresh", dest="dry_run_refresh", metavar="SECONDS", type=float, default=1.0,
                      help="the dry runs the scheduler's loop does not answer (explained, gangs) are answered from a "
                           "fork of the operator at most this old (default: 1; 0 disables the dry runs)")
-    obs.add_argument("--dry-run-max-queue", dest="dry_run_max_queue", metavar="N", type=_positive_int, default=32,
+    obs.add_argument("--dry-run-max-queue", dest="dry_run_max_queue", metavar="N", type=positive, default=32,
                      help="dry runs waiting at most; more are answered 429 (default: 32)")
     obs.add_argument("--verbose", "-v", action="store_true", help="log more (kopf's verbose mode)")
     obs.add_argument("--debug", action="store_true", help="log everything, including API traffic")

@@ -10,21 +10,12 @@ import logging
 import sys
 from typing import TextIO
 
+from ...argtypes import whole_number
 from ..inputs import InputError
 from .answer import capacity, cluster_objects
 from .copies import CopyMaker, base_time, copy_name, emit_copies
 from .result import DEFAULT_MAX, Answer, Options
 from .template import read_template
-
-
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, not {n}")
-    return n
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(scheduling.k8s.io/v1beta1) with the Pods naming it (one copy = the whole gang)")
     parser.add_argument("--output", "-o", choices=["text", "json"], default="text", help="output format")
     parser.add_argument("--seed", type=int, default=0, help="seed for random tie-breaks, as simulate's (default 0)")
-    parser.add_argument("--max", dest="max_copies", type=_count, default=DEFAULT_MAX, metavar="N",
+    parser.add_argument("--max", dest="max_copies", type=whole_number(0), default=DEFAULT_MAX, metavar="N",
                         help=f"stop counting at N copies (default {DEFAULT_MAX})")
     parser.add_argument("--allow-preemption", dest="allow_preemption", action="store_true",
                         help="copies may evict lower-priority pods (as their PriorityClass allows); by default "
@@ -47,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="always schedule the copies one by one (no per-node count)")
     parser.add_argument("--verify", action="store_true",
                         help="check the answer with simulate of N+1 copies (`verified` in the output)")
-    parser.add_argument("--emit-copies", dest="emit_copies", type=_count, default=None, metavar="K",
+    parser.add_argument("--emit-copies", dest="emit_copies", type=whole_number(0), default=None, metavar="K",
                         help="write copies 1..K as YAML (for `kubeberth simulate CLUSTER.yaml COPIES.yaml`) and stop")
     parser.add_argument("--with-cluster", dest="with_cluster", action="store_true",
                         help="with --emit-copies: write the cluster first (without its pending pods, with the "

@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ...argtypes import positive
 from .plan import (
     Options,
     Sweep,
@@ -21,16 +22,6 @@ from .plan import (
     parse_seeds,
     product,
 )
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results in the FGD artifact's format (expected_gpu_allocation.csv) shown beside "
                              "the table, with the difference")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive, default=2, metavar="N",
+    where.add_argument("--workers", type=positive, default=2, metavar="N",
                        help="worker processes of the local Dask cluster (default 2; one thread each)")
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on an existing Dask cluster (e.g. tcp://dask-scheduler:8786) instead")
