@@ -92,8 +92,14 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
         found: list[dict[str, Any]] = []
         errors: list[str] = []
         spare = 0
+        # A gang never tried (short of pods, or of mixed priorities): only the gang's own changes
+        # can place it alone; the rest of the budget goes to the combinations.
+        blocked = unit.group is not None and not unit.rejected
         for finder, share in FINDERS:
             rerun.budget = max(1, int(budget * share)) + spare
+            if blocked and finder not in (add_gang_pods, relax_min_count):
+                spare = rerun.budget
+                continue
             if finder is not relax_for_node or not any(s["kind"] == "Relax" for s in found):
                 found += _guarded(finder, rerun, unit, errors)
             spare = max(0, rerun.budget)
