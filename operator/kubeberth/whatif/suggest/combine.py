@@ -23,8 +23,9 @@ from .core import Rerun, Unit, group_name, pods_by_key, read_diagnosis, result
 from .gangs import missing_pods_base, with_new_pods
 from .relax_node import edit_term, terms_for
 from .requests import cut_change, cut_edit, largest_cuts
+from .uncordon import uncordon_bases
 
-MAX_BASES = 4
+MAX_BASES = 5
 Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 Base = tuple[dict[str, Any], Edit]
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
@@ -144,7 +145,8 @@ def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
 def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
     """The first combination that places the unit (see the module's doc); [] when none does."""
     bases = [*_prerequisites(rerun, unit), *_align_priority(rerun, unit), *missing_pods_base(rerun, unit),
-             *_min_count(rerun, unit), *_to_largest_node(rerun, unit), *_relax_nodes(rerun, unit)][:MAX_BASES]
+             *_min_count(rerun, unit), *_to_largest_node(rerun, unit),
+             *uncordon_bases(rerun, unit)[:1], *_relax_nodes(rerun, unit)][:MAX_BASES]
     for first, edit in bases:
         if rerun.left() <= 1:
             break

@@ -5,7 +5,7 @@ Ranking (least disruption first, then the fewest changes): the key is
 1. the pods disrupted: pods placed in the baseline that the change leaves unplaced (preempted or
    displaced), plus the pods it evicts itself (twice those whose eviction a PDB blocks);
 2. the kind, in this order: AddPods (a gang short of pods: the missing ones created), Relax,
-   LowerRequests (the pod's own spec only), AddNodes (capacity
+   LowerRequests (the pod's own spec only), Uncordon (a cordoned node made schedulable), AddNodes (capacity
    bought, nothing disturbed), RaisePriority, Evict, Combined (two changes: combine.py, searched
    only for a unit no single change places, with half a budget more);
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
@@ -33,14 +33,15 @@ from .nodes import add_nodes
 from .relax import relax
 from .relax_node import relax_for_node, relax_min_count
 from .requests import lower_requests, lower_to_largest
+from .uncordon import uncordon
 
 DEFAULT_LIMIT = 5
-KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "AddNodes", "RaisePriority", "Evict", "Combined")
+KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "Uncordon", "AddNodes", "RaisePriority", "Evict", "Combined")
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 # Each kind's share of the budget (the rest of what the previous kinds left is added to it).
 FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_count, 0.0), (relax, 0.2),
                                              (relax_for_node, 0.05), (lower_requests, 0.1), (lower_to_largest, 0.0),
-                                             (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
+                                             (uncordon, 0.0), (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
 
 
 @dataclass
