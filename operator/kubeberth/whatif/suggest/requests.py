@@ -131,12 +131,10 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
         for name in sorted({*f, *unoffered} - {"pods"}):
             have, need = f.get(name, 0), want.get(name)
             if need > have:
-                if name in unoffered:
-                    cuts.append((name, 0))
-                elif have <= 0:
+                if have <= 0 and name not in unoffered:
                     ok = False
                     break
-                cuts.append((name, have))
+                cuts.append((name, max(have, 0)))
         if ok and cuts:
             key = tuple(sorted(cuts))
             candidates[key] = sum(Decimal(want.get(r) - v) / max(want.get(r), 1) for r, v in cuts).__float__()

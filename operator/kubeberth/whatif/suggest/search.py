@@ -101,7 +101,8 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
             if blocked and finder not in (add_gang_pods, relax_min_count):
                 spare = rerun.budget
                 continue
-            if finder is not relax_for_node or not any(s["kind"] == "Relax" for s in found):
+            after = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}.get(finder)
+            if after is None or not any(s["kind"] == after for s in found):
                 found += _guarded(finder, rerun, unit, errors)
             spare = max(0, rerun.budget)
         if not found:
