@@ -107,7 +107,8 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
             spare = max(0, rerun.budget)
         if not found:
             rerun.budget = max(rerun.budget, budget // 2)
-            found = _guarded(lambda r, u: combined(r, u, [relax, lower_requests, add_nodes, evict, raise_priority]),
+            found = _guarded(lambda r, u: combined(r, u, [relax, lower_requests, uncordon, add_nodes, evict,
+                                                                raise_priority]),
                              rerun, unit, errors)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
