@@ -1,11 +1,15 @@
-"""`Combined`: two changes, for a unit that no single change places (searched only then).
+"""`Combined`: two (or more) changes, for a unit that no single change places (searched only then).
 
 The first step is one of (at most MAX_BASES, in this order):
-- a gang of mixed priorities (the scheduler refuses it): the pods' priorityClassName set to their
-  PodGroup's (`constraint: podGroupPriority`, `pods`: which);
+- the prerequisites, all made at once when there are two or more of those below marked (P):
+  without each, nothing else places the unit (printed as the steps they are);
+- (P) a gang of mixed priorities (the scheduler refuses it): the pods' priorityClassName set to
+  their PodGroup's (`constraint: podGroupPriority`, `pods`: which);
+- (P) a gang short of pods: its missing pods created (gangs.py, AddPods);
 - a gang short of pods: its minCount lowered to the pods it has (it is then tried at all);
-- the pod's requests lowered to what the largest node has allocatable, for each resource no
-  node has enough of (extended resources, mostly);
+- (P) a pod no empty node holds: its requests lowered to the allocatable of the node closest to
+  holding it (0 for a resource no node offers; requests.py);
+- the cordoned node NodeUnschedulable rejected the pod on with the fewest other reasons, uncordoned;
 - for the nodes with the fewest rejecting plugins (at most 2): every pod-side constraint that
   node fails, relaxed (relax_node.py).
 On the input with the first step made, the baseline is explained again (a fresh diagnosis), and

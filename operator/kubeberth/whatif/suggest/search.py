@@ -43,6 +43,9 @@ FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_co
                                              (relax_for_node, 0.05), (lower_requests, 0.1), (lower_to_largest, 0.0),
                                              (uncordon, 0.0), (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
 
+# A finder skipped when an earlier one already found a suggestion of this kind.
+AFTER: dict[Finder, str] = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}
+
 
 @dataclass
 class UnitSuggestions:
@@ -101,7 +104,7 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
             if blocked and finder not in (add_gang_pods, relax_min_count):
                 spare = rerun.budget
                 continue
-            after = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}.get(finder)
+            after = AFTER.get(finder)
             if after is None or not any(s["kind"] == after for s in found):
                 found += _guarded(finder, rerun, unit, errors)
             spare = max(0, rerun.budget)
