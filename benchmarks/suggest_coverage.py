@@ -5,10 +5,11 @@ reason, and the cost (re-simulations and seconds per unit).
 
     PYTHONPATH=operator python -m benchmarks.suggest_coverage --clusters 50 --seed 41
 
-A unit without a suggestion is put under a reason read from the baseline's diagnosis (never
-tried: a gang short of pods, a gated pod; a request of an extended resource no node offers;
-...). `coverageOfPlaceable` leaves out the units asking for an extended resource no node offers:
-no edit of the cluster's node shapes or of the pod's constraints places them.
+A unit without a suggestion is put under a reason read from the baseline's diagnosis (a gang
+never tried: of mixed priorities, or short of pods; a request of an extended resource no node
+offers; ...). `coverageOfPlaceable` leaves out the units asking for an extended resource no node
+offers (suggest answers them by removing the request, LowerRequests to 0, when that places them).
+Several seeds at once: `--seed 41 --seed 7 --seed 13` (one result per seed and flavour).
 """
 
 from __future__ import annotations
@@ -68,7 +69,11 @@ def reason(u: UnitSuggestions, objects: Sequence[Mapping[str, Any]]) -> str:
     """Why no single change helped, in a few classes."""
     rejected = u.unit.rejected
     if not rejected:
-        return "never tried (a gang short of pods, or gated)"
+        if "same priority" in u.message:
+            return "a gang of mixed priorities (aligned, still placed by no further change)"
+        if u.unit.group is not None:
+            return "a gang short of pods (the missing pods added, or minCount lowered, still not placed)"
+        return "never tried (gated)"
     pod = next((o for o in objects if o.get("kind") == "Pod" and object_key(o) == u.unit.pods[0]), None)
     nodes = {str(o["metadata"]["name"]): o for o in objects if o.get("kind") == "Node"}
     if pod is not None and _unoffered(pod, nodes.values()):
@@ -113,13 +118,18 @@ def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clusters", type=int, default=50, help="clusters per flavour (default 50)")
-    p.add_argument("--seed", type=int, default=41)
+    p.add_argument("--seed", type=int, action="append", help="generator seed (repeat for several; default 41)")
     p.add_argument("--flavour", choices=[*FLAVOURS, "both"], default="both")
     args = p.parse_args(argv)
     flavours = list(FLAVOURS) if args.flavour == "both" else [args.flavour]
+    seeds = args.seed or [41]
     start = time.perf_counter()
-    out = {f: measure([(args.seed, i, f) for i in range(args.clusters)]) for f in flavours}
-    out["seconds"] = round(time.perf_counter() - start, 1)  # type: ignore[assignment]
+    out: dict[str, Any] = {}
+    for seed in seeds:
+        for f in flavours:
+            name = f if len(seeds) == 1 else f"{f}/seed {seed}"
+            out[name] = measure([(seed, i, f) for i in range(args.clusters)])
+    out["seconds"] = round(time.perf_counter() - start, 1)
     json.dump(out, sys.stdout, indent=2)
     print()
     return 0

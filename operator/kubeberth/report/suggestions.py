@@ -70,7 +70,13 @@ def describe(s: Mapping[str, Any]) -> str:
     elif kind == "Relax":
         what = "relax: " + "; ".join(_term(t) for t in s.get("terms") or [s])
     elif kind == "LowerRequests":
-        what = "lower requests: " + ", ".join(f"{r['resource']} {r['from']} -> {r['to']}" for r in s["requests"])
+        what = "lower requests: " + ", ".join(f"{r['resource']} {r['from']} -> {r['to']}" +
+                                              (f" ({r['note']})" if r.get("note") else "") for r in s["requests"])
+    elif kind == "Uncordon":
+        what = f"uncordon node {s['node']}" if s.get("node") else "uncordon a cordoned node"
+    elif kind == "AddPods":
+        what = (f"create {s['count']} more pod(s) of the gang {s['podGroup']} (minCount {s['minCount']}, "
+                f"{s['existing']} exist), copies of {s['copyOf']}")
     elif kind == "Combined":
         what = " + ".join(describe(step).split("; places", 1)[0] for step in s.get("steps") or ())
     else:
@@ -129,6 +135,8 @@ def _scope_change(d: dict[str, Any], namespace: str, detail: str, others: set[st
         for e in d.get("evict") or ():
             e.pop("node", None)
         d.pop("nodeGroup", None)
+        if d.get("kind") == "Uncordon":
+            d.pop("node", None)
         d.pop("newNodes", None)
     for step in d.get("steps") or ():
         _scope_change(step, namespace, detail, others)

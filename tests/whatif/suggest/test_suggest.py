@@ -256,12 +256,12 @@ def test_cli_json_table_and_html(tmp_path: Any, capsys: pytest.CaptureFixture[st
 
 
 def test_generated_clusters_coverage() -> None:
-    """A small sample of benchmarks/suggest_coverage.py (20 clusters: 36 unschedulable pods, 30 with
+    """A small sample of benchmarks/suggest_coverage.py (20 clusters: 36 unschedulable pods, 31 with
     a suggestion when measured): most unschedulable pods get a verified suggestion."""
     units = [u for i in range(20) for _, u in _units(41, i, Options())]
     assert len(units) >= 20
     helped = sum(1 for u in units if u.suggestions)
-    assert helped / len(units) >= 0.8
+    assert helped / len(units) >= 0.85
 
 
 def test_combined_when_no_single_change_places_it() -> None:

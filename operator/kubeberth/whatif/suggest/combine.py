@@ -1,11 +1,15 @@
-"""`Combined`: two changes, for a unit that no single change places (searched only then).
+"""`Combined`: two (or more) changes, for a unit that no single change places (searched only then).
 
 The first step is one of (at most MAX_BASES, in this order):
-- a gang of mixed priorities (the scheduler refuses it): the pods' priorityClassName set to their
-  PodGroup's (`constraint: podGroupPriority`, `pods`: which);
+- the prerequisites, all made at once when there are two or more of those below marked (P):
+  without each, nothing else places the unit (printed as the steps they are);
+- (P) a gang of mixed priorities (the scheduler refuses it): the pods' priorityClassName set to
+  their PodGroup's (`constraint: podGroupPriority`, `pods`: which);
+- (P) a gang short of pods: its missing pods created (gangs.py, AddPods);
 - a gang short of pods: its minCount lowered to the pods it has (it is then tried at all);
-- the pod's requests lowered to what the largest node has allocatable, for each resource no
-  node has enough of (extended resources, mostly);
+- (P) a pod no empty node holds: its requests lowered to the allocatable of the node closest to
+  holding it (0 for a resource no node offers; requests.py);
+- the cordoned node NodeUnschedulable rejected the pod on with the fewest other reasons, uncordoned;
 - for the nodes with the fewest rejecting plugins (at most 2): every pod-side constraint that
   node fails, relaxed (relax_node.py).
 On the input with the first step made, the baseline is explained again (a fresh diagnosis), and
@@ -18,13 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...model import ModelError, Node, Pod
 from ..inputs import object_key
-from .core import Rerun, Unit, pods_by_key, read_diagnosis, result
+from .core import Rerun, Unit, group_name, pods_by_key, read_diagnosis, result
+from .gangs import missing_pods_base, with_new_pods
 from .relax_node import edit_term, terms_for
-from .requests import fmt, lower_in_spec
+from .requests import cut_change, cut_edit, largest_cuts
+from .uncordon import uncordon_bases
 
-MAX_BASES = 3
+MAX_BASES = 5
 Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 Base = tuple[dict[str, Any], Edit]
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
@@ -68,8 +73,9 @@ def _align_priority(rerun: Rerun, unit: Unit) -> list[Base]:
 
     def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for o in objects:
-            if o.get("kind") == "Pod" and object_key(o) in odd:
-                spec = o.setdefault("spec", {})
+            spec = o.get("spec") or {}
+            if o.get("kind") == "Pod" and group_name(o) == unit.group and not spec.get("nodeName") and \
+                    (spec.get("priorityClassName") or None) != want:
                 spec.pop("priority", None)
                 if want is None:
                     spec.pop("priorityClassName", None)
@@ -83,28 +89,10 @@ def _align_priority(rerun: Rerun, unit: Unit) -> list[Base]:
 
 
 def _to_largest_node(rerun: Rerun, unit: Unit) -> list[Base]:
-    pod = pods_by_key(rerun.objects).get(unit.pods[0])
-    if pod is None:
-        return []
-    try:
-        want = Pod(dict(pod)).requests
-        allocs = [Node(dict(o)).allocatable for o in rerun.objects if o.get("kind") == "Node"]
-    except ModelError:
-        return []
-    cuts = []
-    for name in ("cpu", "memory", *want.scalar):
-        best = max((a.get(name) for a in allocs), default=0)
-        if want.get(name) > best > 0:
-            cuts.append((name, best))
+    cuts = largest_cuts(rerun, unit)
     if not cuts:
         return []
-
-    def edit(spec: dict[str, Any]) -> None:
-        for name, value in cuts:
-            lower_in_spec(spec, name, want.get(name) - value)
-    step = {"kind": "LowerRequests",
-            "requests": [{"resource": n, "from": fmt(n, want.get(n)), "to": fmt(n, v)} for n, v in cuts]}
-    return [(step, _on_pods(unit, edit))]
+    return [({"kind": "LowerRequests", **cut_change(rerun, unit, cuts)}, cut_edit(unit, cuts))]
 
 
 def _relax_nodes(rerun: Rerun, unit: Unit) -> list[Base]:
@@ -129,43 +117,65 @@ def _relax_nodes(rerun: Rerun, unit: Unit) -> list[Base]:
     return out
 
 
+def _count(first: Mapping[str, Any]) -> int:
+    """The edits of a first step: pods added, terms relaxed, requests lowered; else 1."""
+    if first.get("kind") == "AddPods":
+        return int(first["count"])
+    return len(first.get("terms") or first.get("requests") or [first])
+
+
 def _step(s: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in s.items() if k not in ("places", "displaced", "alsoPlaces", "changes", "verified")}
 
 
+def _prerequisites(rerun: Rerun, unit: Unit) -> list[Base]:
+    """The changes without which nothing else can place the unit (a gang of mixed priorities, a
+    gang short of pods, a request no node can hold), all made at once when there are several."""
+    must = [*_align_priority(rerun, unit), *missing_pods_base(rerun, unit), *_to_largest_node(rerun, unit)]
+    if len(must) < 2:
+        return []
+
+    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for _, e in must:
+            objects = e(objects)
+        return objects
+    return [({"kind": "Combined", "steps": [m for m, _ in must]}, edit)]
+
+
+def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [dict(s) for s in first["steps"]] if first.get("kind") == "Combined" else [dict(first)]
+
+
 def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
     """The first combination that places the unit (see the module's doc); [] when none does."""
-    bases = [*_align_priority(rerun, unit), *_min_count(rerun, unit), *_to_largest_node(rerun, unit),
-             *_relax_nodes(rerun, unit)][:MAX_BASES]
+    bases = [*_prerequisites(rerun, unit), *_align_priority(rerun, unit), *missing_pods_base(rerun, unit),
+             *_min_count(rerun, unit), *_to_largest_node(rerun, unit),
+             *uncordon_bases(rerun, unit)[:1], *_relax_nodes(rerun, unit)][:MAX_BASES]
     for first, edit in bases:
         if rerun.left() <= 1:
             break
         objects = rerun.edited(edit)
-        alone = rerun.verify(unit, objects)
+        unit_there = with_new_pods(unit, objects)
+        alone = rerun.verify(unit_there, objects)
+        n = sum(_count(s) for s in _steps(first))
         if alone is not None:
-            n = len(first.get("terms") or first.get("requests") or [first])
             return [result(str(first["kind"]), {k: v for k, v in first.items() if k != "kind"}, alone, n)]
         derived = Rerun(objects, list(rerun.baseline.values()), seed=rerun.seed,
                         percentage_of_nodes_to_score=rerun.percentage, registry=rerun.registry,
                         tie_break=rerun.tie_break)
         derived.budget = rerun.left()
-        explained, _ = derived.run(derived.objects, explain=list(unit.pods))
-        again = Unit(unit.key, list(unit.pods), unit.group)
-        read_diagnosis(again, {o.pod: o.explanations for o in explained})
+        explained, _ = derived.run(derived.objects, explain=list(unit_there.pods))
+        read_diagnosis(unit_there, {o.pod: o.explanations for o in explained})
         found: list[dict[str, Any]] = []
         for finder in finders:
             if derived.left() <= 0 or found:
                 break
-            found = finder(derived, again)
+            found = finder(derived, unit_there)
         rerun.runs += derived.runs
         rerun.budget -= derived.runs
         if found:
             second = found[0]
-            out = dict(second)
-            for k in list(out):
-                if k not in ("places", "displaced", "alsoPlaces", "verified"):
-                    del out[k]
-            n = len(first.get("terms") or first.get("requests") or [first])
-            return [{"kind": "Combined", "steps": [first, _step(second)], **out,
+            out = {k: v for k, v in second.items() if k in ("places", "displaced", "alsoPlaces", "verified")}
+            return [{"kind": "Combined", "steps": [*_steps(first), _step(second)], **out,
                      "changes": n + int(second.get("changes") or 1), "verified": True}]
     return []

@@ -6,11 +6,15 @@ there) bounds the pod's request of each resource it lacks: that room is the larg
 fits there. The candidates (one per node, the fewest resources and the smallest cut first; at
 most MAX_TRIES tried) are verified by re-simulation. The cut is taken from the pod-level request
 when the pod has one, else from its containers, the largest request first; a container that gave
-only a limit gets a request."""
+only a limit gets a request.
+
+`lower_to_largest` covers a pod no empty node can hold (more than any node's allocatable, or an
+extended resource no node offers): the requests lowered to the allocatable of the node closest to
+holding it, to 0 (the request removed, said in `note`) for a resource no node offers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +22,7 @@ from ...model import ModelError, Node, Pod, parse_quantity
 from ...model.quantity import format_milli_cpu
 from ..inputs import object_key
 from .core import PLACED, Rerun, Unit, pods_by_key, result
+from .gangs import with_new_pods
 
 MAX_TRIES = 3
 RESOURCE_PLUGIN = "NodeResourcesFit"
@@ -74,6 +79,7 @@ def lower_in_spec(spec: dict[str, Any], name: str, cut: int) -> None:
     pod_level = ((spec.get("resources") or {}).get("requests") or {})
     if name in pod_level:
         pod_level[name] = _to_quantity(name, max(0, _units(name, pod_level[name]) - cut))
+        _drop_zero(spec, name)
         return
     containers = []
     for c in spec.get("containers") or []:
@@ -87,7 +93,18 @@ def lower_in_spec(spec: dict[str, Any], name: str, cut: int) -> None:
             break
         take = min(have, cut)
         c["resources"].setdefault("requests", {})[name] = _to_quantity(name, have - take)
+        _drop_zero(c, name)
         cut -= take
+
+
+def _drop_zero(holder: dict[str, Any], name: str) -> None:
+    """An extended resource's request lowered to 0: the request and its limit removed (its request
+    must equal its limit)."""
+    res = holder.get("resources") or {}
+    if name in (CPU, MEMORY) or _units(name, (res.get("requests") or {}).get(name, 1)) != 0:
+        return
+    for part in ("requests", "limits"):
+        (res.get(part) or {}).pop(name, None)
 
 
 def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
@@ -103,6 +120,7 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     except ModelError:
         return []
     free = room(rerun.objects, rerun)
+    unoffered = {name for name, best in largest_cuts(rerun, unit) if best == 0}
     candidates: dict[tuple[tuple[str, int], ...], float] = {}
     for n in nodes:
         f = free.get(n)
@@ -110,15 +128,13 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             continue
         cuts: list[tuple[str, int]] = []
         ok = True
-        for name, have in f.items():
-            if name == "pods":
-                continue
-            need = want.get(name)
+        for name in sorted({*f, *unoffered} - {"pods"}):
+            have, need = f.get(name, 0), want.get(name)
             if need > have:
-                if have <= 0:
+                if have <= 0 and name not in unoffered:
                     ok = False
                     break
-                cuts.append((name, have))
+                cuts.append((name, max(have, 0)))
         if ok and cuts:
             key = tuple(sorted(cuts))
             candidates[key] = sum(Decimal(want.get(r) - v) / max(want.get(r), 1) for r, v in cuts).__float__()
@@ -127,15 +143,74 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
         if rerun.left() <= 0:
             break
 
-        def edit(objects: list[dict[str, Any]], cuts: tuple[tuple[str, int], ...] = chosen) -> list[dict[str, Any]]:
-            for o in objects:
-                if o.get("kind") == "Pod" and object_key(o) in unit.pods:
-                    for name, value in cuts:
-                        lower_in_spec(o.setdefault("spec", {}), name, want.get(name) - value)
-            return objects
-        v = rerun.verify(unit, rerun.edited(edit))
+        v = rerun.verify(unit, rerun.edited(cut_edit(unit, chosen)))
         if v is not None:
-            change = {"requests": [{"resource": name, "from": fmt(name, want.get(name)), "to": fmt(name, value)}
-                                   for name, value in chosen]}
-            return [result("LowerRequests", change, v, len(chosen))]
+            return [result("LowerRequests", cut_change(rerun, unit, chosen), v, len(chosen))]
     return []
+
+
+def largest_cuts(rerun: Rerun, unit: Unit) -> list[tuple[str, int]]:
+    """When no empty node holds the unit's pod: (resource, allocatable) for each request the pod
+    must lower to fit the allocatable of the node closest to holding it (the fewest requests
+    lowered, then the smallest cut); 0 for a resource no node offers. [] when some node holds it."""
+    pod = pods_by_key(rerun.objects).get(unit.pods[0])
+    if pod is None:
+        return []
+    try:
+        want = Pod(dict(pod)).requests
+        allocs = [Node(dict(o)).allocatable for o in rerun.objects if o.get("kind") == "Node"]
+    except ModelError:
+        return []
+    names = (CPU, MEMORY, *want.scalar)
+    offered = {n for n in names if any(a.get(n) > 0 for a in allocs)}
+    best: tuple[int, float, list[tuple[str, int]]] | None = None
+    for a in allocs:
+        cuts = [(n, a.get(n)) for n in names if want.get(n) > a.get(n)]
+        if not cuts:
+            return []
+        if any(v <= 0 and n in offered for n, v in cuts):
+            continue
+        key = (len(cuts), sum(float(want.get(n) - v) / max(want.get(n), 1) for n, v in cuts), cuts)
+        if best is None or key[:2] < best[:2]:
+            best = key
+    return best[2] if best else []
+
+
+def cut_change(rerun: Rerun, unit: Unit, cuts: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """The LowerRequests change of `cuts`, each with a `note` when it removes the request."""
+    pod = pods_by_key(rerun.objects)[unit.pods[0]]
+    want = Pod(dict(pod)).requests
+    out = []
+    for name, value in cuts:
+        r = {"resource": name, "from": fmt(name, want.get(name)), "to": fmt(name, value)}
+        if value == 0:
+            r["note"] = f"no node offers {name}: remove the request"
+        out.append(r)
+    return {"requests": out}
+
+
+def cut_edit(unit: Unit, cuts: Sequence[tuple[str, int]]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The edit lowering the requests of every pending pod of the unit (a gang's pods added by an
+    earlier edit too) to `cuts`."""
+    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        targets = set(with_new_pods(unit, objects).pods)
+        for o in objects:
+            if o.get("kind") == "Pod" and object_key(o) in targets:
+                want = Pod(dict(o)).requests
+                for name, value in cuts:
+                    if want.get(name) > value:
+                        lower_in_spec(o.setdefault("spec", {}), name, want.get(name) - value)
+        return objects
+    return edit
+
+
+def lower_to_largest(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
+    """The requests no node can hold lowered to the largest node's allocatable (see the module's
+    doc), when that alone places the unit."""
+    cuts = largest_cuts(rerun, unit)
+    if not cuts or rerun.left() <= 0:
+        return []
+    v = rerun.verify(unit, rerun.edited(cut_edit(unit, cuts)))
+    if v is None:
+        return []
+    return [result("LowerRequests", cut_change(rerun, unit, cuts), v, len(cuts))]

@@ -4,7 +4,8 @@ re-simulation, ranked, at most `limit` kept.
 Ranking (least disruption first, then the fewest changes): the key is
 1. the pods disrupted: pods placed in the baseline that the change leaves unplaced (preempted or
    displaced), plus the pods it evicts itself (twice those whose eviction a PDB blocks);
-2. the kind, in this order: Relax, LowerRequests (the pod's own spec only), AddNodes (capacity
+2. the kind, in this order: AddPods (a gang short of pods: the missing ones created), Relax,
+   LowerRequests (the pod's own spec only), Uncordon (a cordoned node made schedulable), AddNodes (capacity
    bought, nothing disturbed), RaisePriority, Evict, Combined (two changes: combine.py, searched
    only for a unit no single change places, with half a budget more);
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
@@ -27,18 +28,23 @@ from ..outcomes import PodOutcome
 from .combine import combined
 from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
+from .gangs import add_gang_pods
 from .nodes import add_nodes
 from .relax import relax
 from .relax_node import relax_for_node, relax_min_count
-from .requests import lower_requests
+from .requests import lower_requests, lower_to_largest
+from .uncordon import uncordon
 
 DEFAULT_LIMIT = 5
-KIND_ORDER = ("Relax", "LowerRequests", "AddNodes", "RaisePriority", "Evict", "Combined")
+KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "Uncordon", "AddNodes", "RaisePriority", "Evict", "Combined")
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 # Each kind's share of the budget (the rest of what the previous kinds left is added to it).
-FINDERS: tuple[tuple[Finder, float], ...] = ((relax_min_count, 0.0), (relax, 0.2), (relax_for_node, 0.05),
-                                             (lower_requests, 0.1), (add_nodes, 0.25), (raise_priority, 0.15),
-                                             (evict, 0.25))
+FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_count, 0.0), (relax, 0.2),
+                                             (relax_for_node, 0.05), (lower_requests, 0.1), (lower_to_largest, 0.0),
+                                             (uncordon, 0.0), (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
+
+# A finder skipped when an earlier one already found a suggestion of this kind.
+AFTER: dict[Finder, str] = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}
 
 
 @dataclass
@@ -90,14 +96,22 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
         found: list[dict[str, Any]] = []
         errors: list[str] = []
         spare = 0
+        # A gang never tried (short of pods, or of mixed priorities): only the gang's own changes
+        # can place it alone; the rest of the budget goes to the combinations.
+        blocked = unit.group is not None and not unit.rejected
         for finder, share in FINDERS:
             rerun.budget = max(1, int(budget * share)) + spare
-            if finder is not relax_for_node or not any(s["kind"] == "Relax" for s in found):
+            if blocked and finder not in (add_gang_pods, relax_min_count):
+                spare = rerun.budget
+                continue
+            after = AFTER.get(finder)
+            if after is None or not any(s["kind"] == after for s in found):
                 found += _guarded(finder, rerun, unit, errors)
             spare = max(0, rerun.budget)
         if not found:
             rerun.budget = max(rerun.budget, budget // 2)
-            found = _guarded(lambda r, u: combined(r, u, [relax, lower_requests, add_nodes, evict, raise_priority]),
+            found = _guarded(lambda r, u: combined(r, u, [relax, lower_requests, uncordon, add_nodes, evict,
+                                                                raise_priority]),
                              rerun, unit, errors)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
