@@ -1,0 +1,109 @@
+"""Which of a Workload's admission checks wait on us, and what we answer (Kueue's AdmissionCheckState).
+
+Kueue lists a ClusterQueue's admission checks in a Workload's `status.admissionChecks` with state
+`Pending` once it has reserved quota for it (`QuotaReserved`, with `status.admission`). We answer
+each of ours that is Pending, once: `Ready` when every pod of the Workload fits now, `Retry` when
+not (Kueue then evicts the Workload, releases its quota, requeues it with backoff and, at its next
+reservation, sets the check Pending again: we dry run again then). A check in any other state is
+left alone: it is Kueue's to reset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .api import (
+    ACTIVE,
+    API_VERSION,
+    FINISHED,
+    MAX_MESSAGE,
+    PENDING,
+    QUOTA_RESERVED,
+    READY,
+    RETRY,
+    is_true,
+)
+
+PREFIX = "kubeberth: "
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Our answer for one check: its state and message."""
+
+    state: str
+    message: str
+
+
+def waiting_checks(workload: Mapping[str, Any], ours: Collection[str]) -> list[str]:
+    """The names of our checks (`ours`: AdmissionChecks whose controllerName is ours) that
+    `workload` has Pending while its quota is reserved; [] when there is nothing to do."""
+    status = workload.get("status") or {}
+    if not is_true(workload, QUOTA_RESERVED) or not status.get("admission") or is_true(workload, FINISHED):
+        return []
+    return [str(c.get("name")) for c in status.get("admissionChecks") or ()
+            if c.get("name") in ours and c.get("state") == PENDING]
+
+
+def _nodes(pods: Sequence[Mapping[str, Any]]) -> str:
+    count: dict[str, int] = {}
+    for p in pods:
+        if p.get("node"):
+            count[str(p["node"])] = count.get(str(p["node"]), 0) + 1
+    shown = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(count.items())[:10])
+    return shown + (f", ... ({len(count)} nodes)" if len(count) > 10 else "")
+
+
+def verdict(answer: Mapping[str, Any], suggestion: str | None = None) -> Verdict:
+    """The check's state from a dry run's status (kubeberth.dryrun's DryRunStatus as a dict): Ready
+    when every pod was placed; Retry with the first unplaced pod's reason (upstream's
+    FailedScheduling message) and, when given, `suggestion`."""
+    pods = list(answer.get("pods") or ())
+    placed = sum(1 for p in pods if p.get("node"))
+    if pods and placed == len(pods) and answer.get("schedulable", True):
+        return Verdict(READY, _cut(f"{PREFIX}all {len(pods)} pod(s) fit now: {_nodes(pods)}"))
+    first = next((p for p in pods if not p.get("node")), None)
+    reason = (f"pod {first.get('name')}: {first.get('message') or first.get('status')}" if first is not None
+              else "no pod to place")
+    message = f"{PREFIX}{placed} of {len(pods)} pod(s) fit now; {reason}"
+    preemption = (first or {}).get("preemption")
+    if preemption:
+        victims = len(preemption.get("victims") or ()) + int(preemption.get("victimsInOtherNamespaces") or 0)
+        message += f" (preemption could make room on {preemption.get('node')}, evicting {victims} pod(s))"
+    if suggestion:
+        message += f"; suggestion: {suggestion}"
+    return Verdict(RETRY, _cut(message))
+
+
+def error_verdict(problem: str) -> Verdict:
+    """A Workload we cannot dry run (a missing flavour, a pod the scheduler cannot read): Retry, saying why."""
+    return Verdict(RETRY, _cut(f"{PREFIX}cannot dry run this workload: {problem}"))
+
+
+def _cut(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE - 3] + "..."
+
+
+def workload_status_apply(workload: Mapping[str, Any], answers: Mapping[str, Verdict], now: str) -> dict[str, Any]:
+    """The server-side apply body of the Workload's status subresource: our checks' entries only
+    (status.admissionChecks is a list-map keyed by name: the others stay Kueue's and their controllers')."""
+    meta = workload.get("metadata") or {}
+    return {"apiVersion": API_VERSION, "kind": "Workload",
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "status": {"admissionChecks": [
+                {"name": name, "state": v.state, "message": v.message, "lastTransitionTime": now}
+                for name, v in sorted(answers.items())]}}
+
+
+def admission_check_active_apply(check: Mapping[str, Any], now: str) -> dict[str, Any] | None:
+    """The server-side apply body that marks our AdmissionCheck Active, None when it already is."""
+    if is_true(check, ACTIVE):
+        return None
+    meta = check.get("metadata") or {}
+    return {"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": meta.get("name")},
+            "status": {"conditions": [
+                {"type": ACTIVE, "status": "True", "reason": "Active", "lastTransitionTime": now,
+                 "observedGeneration": int(meta.get("generation") or 0),
+                 "message": "kubeberth dry runs the workloads' pods against its live cache"}]}}
