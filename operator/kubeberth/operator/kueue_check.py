@@ -108,8 +108,9 @@ def install(registry: kopf.OperatorRegistry, app: Any) -> AdmissionCheckControll
     own: list[DryRunService] = []
 
     def service() -> DryRunService:
-        if app.dry_runs is not None:  # the secure port's
-            return app.dry_runs
+        theirs: DryRunService | None = app.dry_runs
+        if theirs is not None:  # the secure port's
+            return theirs
         if not own:
             own.append(DryRunService(lambda: app.scheduler, DryRunWorkers(lambda: app.scheduler)))
         return own[0]
