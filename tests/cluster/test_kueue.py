@@ -17,7 +17,7 @@ from kubeberth.kueue.api import CONTROLLER_NAME
 
 from .conftest import Operators
 from .control_plane import ROOT, ControlPlane, kubectl
-from .kube import Kube, eventually, node
+from .kube import Kube, eventually, node, pod
 
 pytestmark = pytest.mark.cluster
 
@@ -36,6 +36,22 @@ def kueue_crds(control_plane: ControlPlane) -> Path:
     kubectl(control_plane, "wait", "--for", "condition=established", "--timeout=60s", "-f", str(CRDS))
     kubectl(control_plane, "apply", "-f", str(ROOT / "manifests" / "kueue" / "rbac.yaml"))
     return CRDS
+
+
+async def test_starts_without_kueue(control_plane: ControlPlane, operators: Operators, kube: Kube) -> None:
+    """Before Kueue's CRDs are installed (the first test of the module): the flag costs nothing."""
+    crd = await kube.get_or_none("customresourcedefinitions", "workloads.kueue.x-k8s.io")
+    if crd is not None:
+        pytest.skip("Kueue's CRDs are installed already in this control plane")
+    await kube.create("nodes", node("n1"))
+    op = operators.start("--kueue-admission-check")  # synced, alive
+    await kube.create("pods", pod("after", namespace=NS))
+
+    async def bound() -> bool:
+        return bool((await kube.get("pods", "after", NS))["spec"].get("nodeName"))
+    await eventually(bound, what="a pod bound by kubeberth started with --kueue-admission-check")
+    assert op.process.alive()
+    assert "kueue.x-k8s.io" in op.log()  # kopf said it cannot serve the resources
 
 
 def podset(count: int, cpu: str) -> dict[str, Any]:
