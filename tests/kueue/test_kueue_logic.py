@@ -209,3 +209,25 @@ def test_workload_with_a_missing_flavour_gets_retry_saying_so() -> None:
                   checks=[{"name": "dry-run", "state": PENDING}])
     out = asyncio.run(ctl.on_workload(wl))
     assert out["dry-run"].state == RETRY and "ResourceFlavor 'gone'" in out["dry-run"].message
+
+
+def test_the_manifests_component_turns_on_an_option_run_knows() -> None:
+    import argparse
+    from pathlib import Path
+
+    import yaml
+
+    from kubeberth.operator.options import add_run_arguments
+
+    root = Path(__file__).resolve().parents[2] / "manifests" / "kueue"
+    component = yaml.safe_load((root / "kustomization.yaml").read_text())
+    assert component["kind"] == "Component" and component["resources"] == ["rbac.yaml"]
+    [patch] = component["patches"]
+    [op] = yaml.safe_load(patch["patch"])
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    assert parser.parse_args([op["value"]]).kueue_admission_check is True
+    role = next(d for d in yaml.safe_load_all((root / "rbac.yaml").read_text()) if d["kind"] == "ClusterRole")
+    verbs = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    assert ("workloads/status", "patch") in verbs and ("workloads", "update") not in verbs
+    assert not any(v in {"create", "delete", "update", "*"} for _, v in verbs)  # status patches only
