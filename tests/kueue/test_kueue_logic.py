@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubeberth.kueue.api import CONTROLLER_NAME, FINISHED, PENDING, QUOTA_RESERVED, READY, REJECTED, RETRY
-from kubeberth.kueue.controller import AdmissionCheckController, NotFound
+from kubeberth.kueue.controller import AdmissionCheckController, NotFound, Stale
 from kubeberth.kueue.decide import verdict, waiting_checks
 from kubeberth.kueue.podsets import PODSET_LABEL, WorkloadError, expand
 
@@ -131,9 +131,10 @@ def test_verdict_carries_preemption_and_suggestion() -> None:
 
 
 class FakeApi:
-    def __init__(self, objects: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, objects: dict[str, dict[str, Any]], current: str | None = None) -> None:
         self.objects = objects
         self.applied: list[tuple[str, dict[str, Any]]] = []
+        self.current = current  # the Workloads' resourceVersion now (None: any)
 
     async def get(self, path: str) -> dict[str, Any]:
         if path not in self.objects:
@@ -141,6 +142,9 @@ class FakeApi:
         return self.objects[path]
 
     async def apply_status(self, path: str, body: dict[str, Any]) -> None:
+        version = body["metadata"].get("resourceVersion")
+        if self.current is not None and body["kind"] == "Workload" and version != self.current:
+            raise Stale(path)
         self.applied.append((path, body))
 
 
@@ -231,3 +235,19 @@ def test_the_manifests_component_turns_on_an_option_run_knows() -> None:
     verbs = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
     assert ("workloads/status", "patch") in verbs and ("workloads", "update") not in verbs
     assert not any(v in {"create", "delete", "update", "*"} for _, v in verbs)  # status patches only
+
+
+@pytest.mark.parametrize("current, written", [("7", True), ("8", False)])
+def test_an_answer_is_for_the_version_it_was_computed_on(current: str, written: bool) -> None:
+    api = FakeApi({AC + "dry-run": check("dry-run", CONTROLLER_NAME)}, current=current)
+
+    async def dry_run(namespace: str, pods: list[dict[str, Any]]) -> dict[str, Any]:
+        return answer("n1")
+
+    ctl = AdmissionCheckController(api, dry_run, now=lambda: "T")
+    wl = workload([podset("a", 1)], [{"name": "a"}], checks=[{"name": "dry-run", "state": PENDING}])
+    wl["metadata"]["resourceVersion"] = "7"
+    out = asyncio.run(ctl.on_workload(wl))
+    assert bool(out) == written and len(api.applied) == int(written)
+    if written:
+        assert api.applied[0][1]["metadata"]["resourceVersion"] == "7"

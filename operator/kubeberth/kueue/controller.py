@@ -36,6 +36,10 @@ class NotFound(Exception):
     """The object asked for does not exist."""
 
 
+class Stale(Exception):
+    """The object changed since the version written against (a 409 Conflict)."""
+
+
 class KueueApi(Protocol):
     """The API calls the controller makes."""
 
@@ -44,7 +48,8 @@ class KueueApi(Protocol):
         ...
 
     async def apply_status(self, path: str, body: dict[str, Any]) -> None:
-        """Server-side apply of `body` on the status subresource at `path`, as our field manager."""
+        """Server-side apply of `body` on the status subresource at `path`, as our field manager; Stale
+        when the body's metadata.resourceVersion is no longer the object's."""
         ...
 
 
@@ -107,8 +112,12 @@ class AdmissionCheckController:
         found = await self.decide(workload)
         answers = {name: found for name in names}
         meta = workload.get("metadata") or {}
-        await self.api.apply_status(path("workloads", str(meta.get("name")), str(meta.get("namespace")), status=True),
-                                    workload_status_apply(workload, answers, self.now()))
+        try:
+            await self.api.apply_status(path("workloads", str(meta.get("name")), str(meta.get("namespace")),
+                                             status=True), workload_status_apply(workload, answers, self.now()))
+        except Stale:  # Kueue changed it meanwhile: its next event is answered on its own
+            logger.info("Workload %s changed during its dry run: answered on its next event", key(workload))
+            return {}
         self.answered += 1
         log = logger.info if found.state == READY else logger.warning
         log("Workload %s: admission check(s) %s %s: %s", key(workload), ", ".join(names), found.state, found.message)

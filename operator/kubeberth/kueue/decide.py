@@ -88,10 +88,13 @@ def _cut(message: str) -> str:
 
 def workload_status_apply(workload: Mapping[str, Any], answers: Mapping[str, Verdict], now: str) -> dict[str, Any]:
     """The server-side apply body of the Workload's status subresource: our checks' entries only
-    (status.admissionChecks is a list-map keyed by name: the others stay Kueue's and their controllers')."""
+    (status.admissionChecks is a list-map keyed by name: the others stay Kueue's and their controllers'),
+    with the Workload's resourceVersion as a precondition (409 Conflict when it has changed since)."""
     meta = workload.get("metadata") or {}
-    return {"apiVersion": API_VERSION, "kind": "Workload",
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+    target = {"name": meta.get("name"), "namespace": meta.get("namespace")}
+    if meta.get("resourceVersion"):  # the answer is for this version: a newer one is answered on its own event
+        target["resourceVersion"] = meta["resourceVersion"]
+    return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": target,
             "status": {"admissionChecks": [
                 {"name": name, "state": v.state, "message": v.message, "lastTransitionTime": now}
                 for name, v in sorted(answers.items())]}}

@@ -21,7 +21,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..dryrun.worker import Overloaded
 from ..kueue.api import FIELD_MANAGER, GROUP, VERSION
-from ..kueue.controller import AdmissionCheckController, NotFound, Suggester
+from ..kueue.controller import AdmissionCheckController, NotFound, Stale, Suggester
 
 if TYPE_CHECKING:
     from ..dryrun.service import DryRunService
@@ -48,8 +48,13 @@ class RestKueueApi:
             raise
 
     async def apply_status(self, path: str, body: dict[str, Any]) -> None:
-        await self.api.call("PATCH", path, what=f"status of {path}", body=body, content_type=APPLY_PATCH,
-                            query={"fieldManager": FIELD_MANAGER, "force": "true"})
+        try:
+            await self.api.call("PATCH", path, what=f"status of {path}", body=body, content_type=APPLY_PATCH,
+                                query={"fieldManager": FIELD_MANAGER, "force": "true"})
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Stale(path) from None
+            raise
 
 
 def service_dry_runner(service: Callable[[], DryRunService],
