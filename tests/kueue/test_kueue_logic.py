@@ -251,3 +251,35 @@ def test_an_answer_is_for_the_version_it_was_computed_on(current: str, written: 
     assert bool(out) == written and len(api.applied) == int(written)
     if written:
         assert api.applied[0][1]["metadata"]["resourceVersion"] == "7"
+
+
+def test_the_kopf_handlers_act_only_once_the_gate_opens() -> None:
+    """The handlers wait for the gate (this replica leads and has listed the cluster) before any write."""
+    import kopf
+
+    from kubeberth.operator.kueue_check import register
+
+    async def scenario() -> None:
+        api = FakeApi({})
+        ctl = AdmissionCheckController(api, dry_run=None, now=lambda: "T")  # type: ignore[arg-type]
+        leading = asyncio.Event()
+
+        async def gate() -> None:
+            await leading.wait()
+
+        registry = kopf.OperatorRegistry()
+        register(registry, ctl, gate)
+        handlers = {h.id: h.fn for h in registry._watching.get_all_handlers()}
+        assert set(handlers) == {"kueue_admission_check", "kueue_workload"}
+        task = asyncio.create_task(handlers["kueue_admission_check"](
+            type="ADDED", name="dry-run", body=check("dry-run", CONTROLLER_NAME)))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not task.done() and api.applied == []
+        leading.set()
+        await task
+        assert [p for p, _ in api.applied] == [AC + "dry-run/status"]
+        await handlers["kueue_admission_check"](type="DELETED", name="dry-run", body=check("dry-run", CONTROLLER_NAME))
+        assert "dry-run" not in ctl.controllers
+
+    asyncio.run(scenario())
