@@ -2,19 +2,22 @@
 into .cache/kueue/bin/kueue) on the real API server: a ClusterQueue gated by our AdmissionCheck, a
 LocalQueue, and Jobs. Kueue creates their Workloads, reserves quota, sets our check Pending;
 kubeberth answers; Kueue admits (unsuspends the Job, with the flavour's node selector) or evicts
-and requeues.
+and requeues, then admits once a node is added.
 
-What it takes to run Kueue's manager on this control plane (no cluster network, no cert-manager):
-its internal certificate management on, with what its certificate rotator injects the CA into
-present: the namespace kueue-system, its (empty) Validating/MutatingWebhookConfigurations, and
-the multi-version CRDs with a conversion webhook (`url` on loopback: never called, every client
-here speaking v1beta2, the stored version); its webhooks are not registered, so the Jobs are made
-as its defaulting webhook would make them (suspended, with the queue-name label); the visibility
-API server off (feature gate VisibilityOnDemand=false); the admin's credentials. No
+What it takes to run Kueue's manager on this control plane (no cluster network, no cert-manager,
+no kubelet): its internal certificate management on, with what its certificate rotator fills or
+injects the CA into present: the namespace kueue-system, its (empty) Secret
+kueue-webhook-server-cert, its (empty) Validating/MutatingWebhookConfigurations, and the
+multi-version CRDs with a conversion webhook (`url` on loopback: never called, every client here
+speaking v1beta2, the stored version); the Secret's certificates written into its certDir (as the
+kubelet would mount the Secret); its webhooks not registered, so the Jobs are made as its
+defaulting webhook would make them (suspended, with the queue-name label); the visibility API
+server off (feature gate VisibilityOnDemand=false); the admin's credentials. No
 kube-controller-manager runs: the Jobs' pods are never created, admission is what is checked."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -67,6 +70,8 @@ def kueue_manager(control_plane: ControlPlane) -> Iterator[Process]:
     kubectl(control_plane, "apply", "-f", str(ROOT / "manifests" / "kueue" / "rbac.yaml"))
     _apply(control_plane, [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kueue-webhook-server-cert",
+                                                             "namespace": "kueue-system"}},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
          "metadata": {"name": "kueue-validating-webhook-configuration"}, "webhooks": []},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
@@ -84,7 +89,16 @@ def kueue_manager(control_plane: ControlPlane) -> Iterator[Process]:
                                    f"--kubeconfig={control_plane.admin_kubeconfig}"],
                          control_plane.dir, env={**os.environ, "KUBECONFIG": str(control_plane.admin_kubeconfig)})
     deadline = time.monotonic() + 90
+    certs = work / "certs"
     while True:
+        if not (certs / "tls.crt").exists():  # the kubelet's part: the Secret's keys as files in certDir
+            secret = json.loads(kubectl(control_plane, "get", "secret", "-n", "kueue-system",
+                                        "kueue-webhook-server-cert", "-o", "json").stdout)
+            data = secret.get("data") or {}
+            if data.get("tls.crt") and data.get("tls.key"):
+                certs.mkdir(exist_ok=True)
+                for name, value in data.items():
+                    (certs / name).write_bytes(base64.b64decode(value))
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as resp:
                 if resp.status == 200:
@@ -165,7 +179,17 @@ async def test_kueue_admits_what_fits_and_requeues_what_does_not(kueue_manager: 
     assert not admitted(await workload_of(kube, "big"))
     big = await kube.request("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/big")
     assert big["spec"]["suspend"] is True
-    print(json.dumps((await workload_of(kube, "big") or {}).get("status"), indent=1)[:3000])
+    evicted = next(c for c in (await workload_of(kube, "big") or {})["status"]["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "AdmissionCheck")  # Kueue released it, requeued it
+
+    # A node of the flavour's pool comes: at its next reservation Kueue sets our check Pending again.
+    await kube.create("nodes", node("n2", cpu="4", labels={"pool": "a"}))
+    wl = await eventually(lambda: _admitted(kube, "big"), timeout=120, interval=0.5,
+                          what="Job big's Workload admitted once n2 is there")
+    (entry,) = wl["status"]["admissionChecks"]
+    assert entry["state"] == "Ready" and "n1" in entry["message"] and "n2" in entry["message"]
+    big = await kube.request("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/big")
+    assert big["spec"]["suspend"] is False
 
 
 async def _admitted(kube: Kube, job_name: str) -> dict[str, Any] | None:

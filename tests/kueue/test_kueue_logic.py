@@ -196,6 +196,7 @@ def test_workload_answered_as_a_gang(nodes: list[str | None], state: str) -> Non
     entries = body["status"]["admissionChecks"]
     assert [(e["name"], e["state"], e["lastTransitionTime"]) for e in entries] == [("dry-run", state, "T")]
     assert ("suggestion: add a node" in entries[0]["message"]) == (state == RETRY)
+    assert entries[0].get("requeueAfterSeconds") == (5 if state == RETRY else None)  # Kueue's backoff: ours
     # answered: the same workload with our check no longer Pending is left alone
     wl["status"]["admissionChecks"][0]["state"] = state
     assert asyncio.run(ctl.on_workload(wl)) == {}
@@ -283,3 +284,10 @@ def test_the_kopf_handlers_act_only_once_the_gate_opens() -> None:
         assert "dry-run" not in ctl.controllers
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("count, seconds", [(0, 5), (1, 10), (3, 40), (6, 300), (40, 300), (-1, 5)])
+def test_retry_after_doubles_with_kueues_retry_count(count: int, seconds: int) -> None:
+    from kubeberth.kueue.decide import retry_after
+
+    assert retry_after(count) == seconds

@@ -27,6 +27,8 @@ from .api import (
 )
 
 PREFIX = "kubeberth: "
+RETRY_BASE_SECONDS = 5   # a Retry asks Kueue to wait this long before the next reservation, doubled per retry
+RETRY_MAX_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -95,9 +97,22 @@ def workload_status_apply(workload: Mapping[str, Any], answers: Mapping[str, Ver
     if meta.get("resourceVersion"):  # the answer is for this version: a newer one is answered on its own event
         target["resourceVersion"] = meta["resourceVersion"]
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": target,
-            "status": {"admissionChecks": [
-                {"name": name, "state": v.state, "message": v.message, "lastTransitionTime": now}
-                for name, v in sorted(answers.items())]}}
+            "status": {"admissionChecks": [_entry(workload, name, v, now) for name, v in sorted(answers.items())]}}
+
+
+def retry_after(retry_count: int) -> int:
+    """Seconds Kueue should wait before it reserves quota again after our Retry (its
+    requeueAfterSeconds), from the check's retryCount (Kueue counts the Retries it reset)."""
+    return int(min(RETRY_BASE_SECONDS * 2 ** min(max(retry_count, 0), 16), RETRY_MAX_SECONDS))
+
+
+def _entry(workload: Mapping[str, Any], name: str, v: Verdict, now: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "state": v.state, "message": v.message, "lastTransitionTime": now}
+    if v.state == RETRY:
+        count = next((int(c.get("retryCount") or 0) for c in (workload.get("status") or {}).get("admissionChecks")
+                      or () if c.get("name") == name), 0)
+        entry["requeueAfterSeconds"] = retry_after(count)
+    return entry
 
 
 def admission_check_active_apply(check: Mapping[str, Any], now: str) -> dict[str, Any] | None:
