@@ -179,8 +179,11 @@ async def test_kueue_admits_what_fits_and_requeues_what_does_not(kueue_manager: 
     assert not admitted(await workload_of(kube, "big"))
     big = await kube.request("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/big")
     assert big["spec"]["suspend"] is True
-    evicted = next(c for c in (await workload_of(kube, "big") or {})["status"]["conditions"] if c["type"] == "Evicted")
-    assert (evicted["status"], evicted["reason"]) == ("True", "AdmissionCheck")  # Kueue released it, requeued it
+    async def evicted() -> bool:  # Kueue released its quota and requeued it
+        wl = await workload_of(kube, "big") or {}
+        return any(c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "AdmissionCheck"
+                   for c in (wl.get("status") or {}).get("conditions") or ())
+    await eventually(evicted, timeout=30, what="Job big's Workload evicted by the admission check")
 
     # A node of the flavour's pool comes: at its next reservation Kueue sets our check Pending again.
     await kube.create("nodes", node("n2", cpu="4", labels={"pool": "a"}))
