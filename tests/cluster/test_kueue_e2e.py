@@ -114,6 +114,9 @@ def kueue_manager(control_plane: ControlPlane) -> Iterator[Process]:
         yield proc
     finally:
         proc.stop()
+        # The session's later tests see Kueue's CRDs as shipped (no conversion webhook on a dead port), no Jobs.
+        kubectl(control_plane, "delete", "jobs", "--all", "-n", NS, "--wait=false", check=False)
+        kubectl(control_plane, "apply", "--server-side", "--force-conflicts", "-f", str(CRDS), check=False)
 
 
 def job(name: str, count: int, cpu: str) -> dict[str, Any]:
@@ -187,8 +190,13 @@ async def test_kueue_admits_what_fits_and_requeues_what_does_not(kueue_manager: 
 
     # A node of the flavour's pool comes: at its next reservation Kueue sets our check Pending again.
     await kube.create("nodes", node("n2", cpu="4", labels={"pool": "a"}))
-    wl = await eventually(lambda: _admitted(kube, "big"), timeout=120, interval=0.5,
-                          what="Job big's Workload admitted once n2 is there")
+    try:
+        wl = await eventually(lambda: _admitted(kube, "big"), timeout=120, interval=0.5,
+                              what="Job big's Workload admitted once n2 is there")
+    except AssertionError:
+        print(json.dumps((await workload_of(kube, "big") or {}).get("status"), indent=1))
+        print(kueue_manager.tail(30))
+        raise
     (entry,) = wl["status"]["admissionChecks"]
     assert entry["state"] == "Ready" and "n1" in entry["message"] and "n2" in entry["message"]
     big = await kube.request("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/big")
