@@ -26,10 +26,12 @@ def podset(name: str, count: int, cpu: str = "1", **spec: Any) -> dict[str, Any]
 
 def workload(podsets: list[dict[str, Any]], assignments: list[dict[str, Any]] | None = None,
              checks: list[dict[str, Any]] | None = None, reserved: bool = True,
-             finished: bool = False) -> dict[str, Any]:
+             finished: bool = False, evicted: str | None = None) -> dict[str, Any]:
     conditions = [{"type": QUOTA_RESERVED, "status": "True" if reserved else "False"}]
     if finished:
         conditions.append({"type": FINISHED, "status": "True"})
+    if evicted is not None:
+        conditions.append({"type": "Evicted", "status": evicted})
     status: dict[str, Any] = {"conditions": conditions, "admissionChecks": checks or []}
     if reserved:
         status["admission"] = {"clusterQueue": "cq", "podSetAssignments": assignments or []}
@@ -99,6 +101,14 @@ OURS = {"dry-run"}
 def test_waiting_checks(checks: list[dict[str, Any]], reserved: bool, finished: bool, expected: list[str]) -> None:
     assert waiting_checks(workload([podset("main", 1)], checks=checks, reserved=reserved, finished=finished),
                           OURS) == expected
+
+
+@pytest.mark.parametrize("evicted, expected", [("True", []), ("False", ["dry-run"]), (None, ["dry-run"])])
+def test_a_workload_being_evicted_is_not_answered(evicted: str | None, expected: list[str]) -> None:
+    """Kueue resets the checks to Pending while it evicts (quota still reserved for a moment): a
+    Retry written then would stick, Kueue never reserving for a workload with a Retry check."""
+    wl = workload([podset("main", 1)], checks=[{"name": "dry-run", "state": PENDING}], evicted=evicted)
+    assert waiting_checks(wl, OURS) == expected
 
 
 def answer(*nodes: str | None, message: str = "0/2 nodes are available: 2 Insufficient cpu.") -> dict[str, Any]:

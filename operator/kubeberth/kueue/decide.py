@@ -1,7 +1,9 @@
 """Which of a Workload's admission checks wait on us, and what we answer (Kueue's AdmissionCheckState).
 
 Kueue lists a ClusterQueue's admission checks in a Workload's `status.admissionChecks` with state
-`Pending` once it has reserved quota for it (`QuotaReserved`, with `status.admission`). We answer
+`Pending` once it has reserved quota for it (`QuotaReserved`, with `status.admission`; a new
+reservation sets `Evicted` false: while it is true, the workload is on its way out, and a Pending
+check then is Kueue's reset before it releases the quota, not a question). We answer
 each of ours that is Pending, once: `Ready` when every pod of the Workload fits now, `Retry` when
 not (Kueue then evicts the Workload, releases its quota, requeues it with backoff and, at its next
 reservation, sets the check Pending again: we dry run again then). A check in any other state is
@@ -17,6 +19,7 @@ from typing import Any
 from .api import (
     ACTIVE,
     API_VERSION,
+    EVICTED,
     FINISHED,
     MAX_MESSAGE,
     PENDING,
@@ -44,6 +47,8 @@ def waiting_checks(workload: Mapping[str, Any], ours: Collection[str]) -> list[s
     `workload` has Pending while its quota is reserved; [] when there is nothing to do."""
     status = workload.get("status") or {}
     if not is_true(workload, QUOTA_RESERVED) or not status.get("admission") or is_true(workload, FINISHED):
+        return []
+    if is_true(workload, EVICTED):  # being evicted: the Pending seen is Kueue's reset, its quota about to go
         return []
     return [str(c.get("name")) for c in status.get("admissionChecks") or ()
             if c.get("name") in ours and c.get("state") == PENDING]
