@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test docs test-cluster test-upstream control-plane lint bench bench-fgd conformance run clean
+.PHONY: install demo test docs test-cluster test-upstream control-plane kueue lint bench bench-fgd conformance run clean
 
 $(STAMP): pyproject.toml examples/plugins/coscheduling/pyproject.toml examples/plugins/gpushare/pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python >= 3.11)"; exit 1; }
@@ -35,6 +35,11 @@ docs: $(STAMP)
 # (tools/k8s/, version pinned in its go.mod): minutes the first time, seconds with Go's caches warm.
 control-plane:
 	tools/k8s/build.sh .cache/k8s/bin
+
+# Kueue's CRDs (tests/cluster/test_kueue.py) and its controller manager (test_kueue_e2e.py), from its Go
+# module (tools/kueue/, version pinned in its go.mod); KUEUE_CRDS_ONLY=1 for the CRDs alone (seconds).
+kueue:
+	tools/kueue/build.sh .cache/kueue
 
 # The real-control-plane suite alone (make test runs it too, when the binaries are built).
 test-cluster: $(STAMP) control-plane

@@ -39,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "report": set(),  # renders the documented JSON structures only
     "pipes": set(),  # a command whose stdout reader has gone
     "argtypes": set(),  # argparse value types of the verbs and the operator's flags
+    "kueue": set(),  # the Kueue admission check's decisions (the operator binds them to the API and the dry runs)
     # the what-if tools (the scheduler run on files): above everything but the command line and testing
     "whatif": CORE | {"queue", "preemption", "extender", "plugins", "profile", "scheduler", "report", "operator",
                       "argtypes"},

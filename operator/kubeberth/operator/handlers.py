@@ -61,6 +61,11 @@ def register(registry: kopf.OperatorRegistry, app: Frame) -> None:
     async def login(**_: Any) -> kopf.ConnectionInfo:
         return await app.connection_info()
 
+    if getattr(getattr(app, "config", None), "kueue_admission_check", False):  # --kueue-admission-check
+        from .kueue_check import install
+
+        install(registry, app)
+
 
 # --- kopf handlers of one's own ---
 

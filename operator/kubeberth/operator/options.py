@@ -67,6 +67,7 @@ class OperatorConfig:
     # answered from (seconds; 0: no dry runs) and how many may wait.
     dry_run_refresh: float = 1.0
     dry_run_max_queue: int = 32
+    kueue_admission_check: bool = False  # answer Kueue's AdmissionChecks of controllerName kubeberth.io/dry-run
     percentage_of_nodes_to_score: int = 0  # scheduler-wide; 0: adaptive
     seed: int | None = None
     default_profile: bool = True  # serve default-scheduler with upstream's defaults absent a profile
@@ -150,6 +151,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                           "fork of the operator at most this old (default: 1; 0 disables the dry runs)")
     obs.add_argument("--dry-run-max-queue", dest="dry_run_max_queue", metavar="N", type=positive, default=32,
                      help="dry runs waiting at most; more are answered 429 (default: 32)")
+    obs.add_argument("--kueue-admission-check", dest="kueue_admission_check", action="store_true",
+                     help="answer Kueue's AdmissionChecks whose controllerName is kubeberth.io/dry-run by dry runs of "
+                          "their workloads (docs/guides/kueue.md; needs Kueue's CRDs and RBAC)")
     obs.add_argument("--verbose", "-v", action="store_true", help="log more (kopf's verbose mode)")
     obs.add_argument("--debug", action="store_true", help="log everything, including API traffic")
     obs.add_argument("--log-format", choices=["plain", "full", "json"], default="plain",
@@ -241,5 +245,6 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         percentage_of_nodes_to_score=percentage,
         dry_run_refresh=getattr(args, "dry_run_refresh", 1.0),
         dry_run_max_queue=getattr(args, "dry_run_max_queue", 32),
+        kueue_admission_check=getattr(args, "kueue_admission_check", False),
         default_profile=args.default_profile,
         verbose=args.verbose, debug=args.debug, log_format=args.log_format)

@@ -122,3 +122,29 @@ def test_the_event_and_the_annotation_carry_the_scoped_suggestions() -> None:
     assert json.loads(summary(data))["suggestions"] == [s["kind"] for s in found]
     assert "Suggestions" not in event_message("team-a/web", publisher.scoped(make_pod("web", "team-a"),
                                                                             _Explained(x)))  # type: ignore[arg-type]
+
+
+def test_the_live_suggester_suggests_for_pods_not_created_yet() -> None:
+    """for_pods (the Kueue admission check's): the pods join the scheduler's view as pending; the
+    answer is the first suggestion simulate gives for the first of them it leaves unplaced, in
+    words, scoped to their namespace; None when they all fit."""
+    import asyncio
+
+    from kubeberth.plugins import plugin_registry
+    from kubeberth.report.suggestions import describe, scoped
+    from kubeberth.whatif.engine import load_objects, new_scheduler, run_settled
+    from kubeberth.whatif.suggest.live import LiveSuggester
+
+    objects = [node("a"), pod("busy", "1500m", ns="team-b", node_name="a")]
+    sched, clock = new_scheduler()
+    load_objects(sched, copy.deepcopy(objects), plugin_registry(), warn=io.StringIO())
+    asyncio.run(run_settled(sched, clock))
+    suggester = LiveSuggester(sched, clock)
+    small, big = pod("wl-main-0", "100m", ns="team-a"), pod("wl-main-1", "1", ns="team-a")
+    assert asyncio.run(suggester.for_pods([small])) is None
+    got = asyncio.run(suggester.for_pods([small, big]))
+    outcomes, _ = run_simulation(copy.deepcopy([*objects, small, big]), warn=io.StringIO())
+    attach([*objects, small, big], outcomes)
+    want = next(o for o in outcomes if o.pod == "team-a/wl-main-1").suggestions
+    assert want and got == describe(scoped(want, "team-a", COUNTS)[0])
+    assert "busy" not in got  # another namespace's pod is counted, never named

@@ -101,3 +101,31 @@ class LiveSuggester:
 
     def forget_pod(self, uid: str) -> None:
         self._last.pop(uid, None)
+
+    async def for_pods(self, pods: list[dict[str, Any]]) -> str | None:
+        """A verified suggestion, in words, for pods that do not exist yet (a Kueue Workload's, all of
+        one namespace): they join the scheduler's view as pending pods, and the first suggestion for
+        the first of them left unplaced is given, scoped to their namespace (other namespaces' pods
+        counted, no node named). None when none is found (or they all fit)."""
+        if not pods:
+            return None
+        async with self._lock:
+            objects = live_objects(self.sched) + copy.deepcopy(pods)
+            found = await asyncio.to_thread(_first_suggestion, objects, pods)
+        self.searches += 1
+        return found
+
+
+def _first_suggestion(objects: list[dict[str, Any]], pods: list[dict[str, Any]]) -> str | None:
+    from ...report.scope import COUNTS
+    from ...report.suggestions import describe, scoped
+
+    outcomes, _ = run_simulation(objects, warn=io.StringIO())
+    mine = {f"{(p.get('metadata') or {}).get('namespace')}/{(p.get('metadata') or {}).get('name')}" for p in pods}
+    stuck = next((o.pod for o in outcomes if o.pod in mine and o.status != "Scheduled"), None)
+    if stuck is None:
+        return None
+    found = by_pod(suggest(objects, outcomes, pods=[stuck])).get(stuck, [])
+    namespace = stuck.split("/", 1)[0]
+    shown = scoped(found, namespace, COUNTS)
+    return describe(shown[0]) if shown else None
