@@ -33,7 +33,7 @@ from kubeberth.framework.vector import AllNodes, NodeArrays, NodeView
 from .ledger import ledger
 from .metrics import FragMeter
 from .model import GPU_INDEX, GpuRequest, GpuRequestError, format_gpu_index, gpu_request, model_allowed
-from .policy_base import REQUIRES_API, REQUIRES_VECTOR_API, GpuPolicy, NodeState, best_fit
+from .policy_base import REQUIRES_API, REQUIRES_VECTOR_API, GpuPolicy, NodeState, WholeSnapshot, best_fit
 from .typical import WORKLOAD_SUMMARY
 
 POLICIES = ("FGD", "BestFit", "GpuPacking", "GpuClustering", "DotProd", "Random")
@@ -115,7 +115,7 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
             req = gpu_request(pod)
         except GpuRequestError:
             return None
-        every = NodeState.of_nodes(self.handle, _Whole(arrays))
+        every = NodeState.of_nodes(self.handle, WholeSnapshot(arrays))
         no_gpu = every.count[rows] <= 0
         wrong = ~np.isin(every.model[rows], list(req.models)) if req.models else np.zeros(len(rows), dtype=bool)
         table = [Status.unresolvable(NO_GPU), Status.unresolvable(WRONG_MODEL), Status.unschedulable(NO_ROOM)]
@@ -167,14 +167,5 @@ class OpenGpuShare(FilterPlugin, ReservePlugin, PreBindPlugin):
         Read from the latest cycle's snapshot plus the pods reserved since (a pod deleted since
         counts until the next cycle)."""
         return self._meter.sample(self.handle)
-
-class _Whole:
-    idx = None
-
-    def __init__(self, arrays: Any) -> None:
-        self.arrays = arrays
-
-    def take(self, column: np.ndarray) -> np.ndarray:
-        return column
 
 

@@ -31,7 +31,7 @@ from kubeberth.framework import (
 from kubeberth.framework.vector import NodeView
 
 from .model import MILLI, GpuRequest
-from .policy_base import GpuPolicy, NodeState, lowest_free
+from .policy_base import GpuPolicy, NodeState, WholeSnapshot, lowest_free
 from .typical import WORKLOAD_SUMMARY, SummaryError, TypicalPods, find_summary, summary_name, typical_pods
 
 SHAPES_CACHED = 256
@@ -151,7 +151,7 @@ class FGD(GpuPolicy):
         if nodes.arrays is not self._arrays:
             self._arrays = nodes.arrays
             self._columns.clear()
-        every = NodeState.of_nodes(self.handle, _Whole(nodes.arrays))
+        every = NodeState.of_nodes(self.handle, WholeSnapshot(nodes.arrays))
         col = self._columns.get(req)
         if col is None or col.free.shape != every.free.shape:
             score, gpu = fgd_scores(tp, req, every, tp.access(every.model))
@@ -171,17 +171,6 @@ class FGD(GpuPolicy):
                 col.free[dirty], col.cpu[dirty], col.model[dirty] = sub.free, sub.cpu, sub.model
         return col.score if nodes.idx is None else col.score[nodes.idx]
 
-
-class _Whole:
-    """The whole snapshot's rows, for NodeState.of_nodes."""
-
-    idx = None
-
-    def __init__(self, arrays: Any) -> None:
-        self.arrays = arrays
-
-    def take(self, column: np.ndarray) -> np.ndarray:
-        return column
 
 
 __all__ = ["FGD", "MILLI", "fgd_scores"]

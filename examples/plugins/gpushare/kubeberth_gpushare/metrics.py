@@ -13,18 +13,8 @@ import numpy as np
 from kubeberth.framework import Handle
 
 from .ledger import ledger
-from .policy_base import NodeState
+from .policy_base import NodeState, WholeSnapshot
 from .typical import SummaryError, TypicalPods, find_summary, frag_of, typical_pods
-
-
-class _Whole:
-    idx = None
-
-    def __init__(self, arrays: Any) -> None:
-        self.arrays = arrays
-
-    def take(self, column: np.ndarray) -> np.ndarray:
-        return column
 
 
 class FragMeter:
@@ -58,7 +48,7 @@ class FragMeter:
         if len(snapshot.node_infos) == 0:
             return {"gpuMilliUsed": 0.0}
         arrays = snapshot.arrays()
-        every = NodeState.of_nodes(handle, _Whole(arrays))
+        every = NodeState.of_nodes(handle, WholeSnapshot(arrays))
         free, cpu = every.free, every.cpu
         pending = ledger(handle).pending
         if pending:

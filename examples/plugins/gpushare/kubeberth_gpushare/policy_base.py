@@ -18,6 +18,18 @@ REQUIRES_API = ">=1.5,<2"
 REQUIRES_VECTOR_API = ">=1.0,<2"
 
 
+class WholeSnapshot:
+    """Every row of a snapshot's arrays, as a node view without an index (NodeState.of_nodes)."""
+
+    idx = None
+
+    def __init__(self, arrays: Any) -> None:
+        self.arrays = arrays
+
+    def take(self, column: np.ndarray) -> np.ndarray:
+        return column
+
+
 class NodeState:
     """Nodes as the policies see them (one row per node): `free` (nodes, width) milli left per
     GPU (-1: no such GPU), `count` GPUs, `tags` GpuClustering bits, `cpu` milli-CPU left,
