@@ -242,7 +242,16 @@ VICTIM_RULES = {
     "same": lambda up, ours: bool(up) and sorted(up) == sorted(ours),
     "same-but-terminating": lambda up, ours: any(TERMINATING.search(v) for v in ours) and sorted(up) == sorted(
         v for v in ours if not TERMINATING.search(v)),
+    "more-but-terminating": lambda up, ours: more_but_terminating(up, ours),
 }
+
+
+def more_but_terminating(up: list[str], ours: list[str]) -> bool:
+    """kubeberth's victims hold a t<N>; upstream's are kubeberth's others plus more, none a t<N>
+    (upstream preempted again while the t<N> it had chosen stayed, no kubelet ending it)."""
+    kept = {v for v in ours if not TERMINATING.search(v)}
+    extra = set(up) - kept
+    return len(kept) < len(ours) and kept < set(up) and not any(TERMINATING.search(v) for v in extra)
 
 
 @dataclass

@@ -250,6 +250,27 @@ def test_a_terminating_victim_whose_leaving_leaves_no_room_is_explained_only_in_
     assert explain(judge(not_waiting, ours, None), not_waiting, ours, known).explained_by == ""
 
 
+PREEMPTED_AGAIN = "terminating-victim-without-kubelet-preempted-again"
+
+
+@pytest.mark.parametrize(("ours_node", "ours_victims", "explained_by"), [
+    # seed 2812, case 45: upstream preempted b34, b36 (t33 left to a kubelet), then b35
+    ("n11", ["default/b34", "default/b36", "default/t33"], PREEMPTED_AGAIN),
+    ("n11", ["default/b34", "default/b35", "default/b36", "default/t33"], ""),  # same-but-terminating shape
+    ("n11", ["default/b34", "default/b36"], ""),  # fewer victims and no t<N>: not this
+    ("n11", ["default/b34", "default/b37", "default/t33"], ""),  # a victim upstream kept
+    ("n11", ["default/t33"], PREEMPTED_AGAIN),  # only the t<N> chosen first, the rest preempted again
+])
+def test_a_terminating_victim_upstream_preempted_around_is_explained_only_in_that_shape(
+        ours_node: str, ours_victims: list[str], explained_by: str) -> None:
+    known = load_known()
+    up = Decision("Scheduled", "n11", ["default/b34", "default/b35", "default/b36"])
+    ours = Decision("Scheduled", ours_node, ours_victims)
+    assert explain(judge(up, ours, None), up, ours, known).explained_by == explained_by
+    more_terminating = Decision("Scheduled", "n11", ["default/b34", "default/t35", "default/b36"])
+    assert explain(judge(more_terminating, ours, None), more_terminating, ours, known).explained_by == ""
+
+
 # ---- the workload flavour ------------------------------------------------------------------
 
 WORKLOADS = Options("workloads")
