@@ -355,8 +355,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plugins_argument(replay)
     _add_feature_gates(replay)
     replay.set_defaults(func=_replay)
-
-
     from .whatif.capacity.command import add_arguments as add_capacity_arguments
 
     cap = sub.add_parser("capacity", help="how many more copies of a pod, workload or gang fit, where, and why no more",
