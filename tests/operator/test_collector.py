@@ -6,13 +6,21 @@ import gc
 
 import pytest
 
-from kubeberth.operator.collector import collector_paused
+from kubeberth.operator.collector import RUNNING_THRESHOLDS, collector_paused
+
+
+@pytest.fixture(autouse=True)
+def _thresholds_kept() -> object:
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
 
 
 @pytest.mark.parametrize("enabled_before", [True, False], ids=["on", "off"])
 def test_off_during_the_body_then_frozen_and_as_before(enabled_before: bool) -> None:
     was = gc.isenabled()
     (gc.enable if enabled_before else gc.disable)()
+    gc.set_threshold(700, 10, 10)
     try:
         frozen = gc.get_freeze_count()
         with collector_paused():
@@ -20,6 +28,7 @@ def test_off_during_the_body_then_frozen_and_as_before(enabled_before: bool) -> 
             cache = [{"node": i} for i in range(1000)]  # long-lived, tracked objects
         assert gc.isenabled() is enabled_before
         assert gc.get_freeze_count() >= frozen + len(cache)
+        assert gc.get_threshold() == (RUNNING_THRESHOLDS if enabled_before else (700, 10, 10))
     finally:
         gc.unfreeze()
         (gc.enable if was else gc.disable)()
@@ -76,3 +85,29 @@ def test_the_console_script_pauses_the_collector_for_run_only(argv: list[str], p
         assert seen == [not paused] and collector._paused_for_start_up is paused
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_cycles_are_still_collected_under_the_running_thresholds() -> None:
+    """Garbage in reference cycles (which reference counting cannot free) is found by the young
+    collections the running thresholds still make, without any explicit gc.collect()."""
+    freed = [0]
+
+    class Cyclic:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            freed[0] += 1
+
+    was = gc.isenabled()
+    gc.collect()
+    gc.set_threshold(*RUNNING_THRESHOLDS)
+    gc.enable()
+    try:
+        made = 4 * RUNNING_THRESHOLDS[0]
+        for _ in range(made):
+            Cyclic()
+        assert freed[0] >= made // 2
+    finally:
+        (gc.enable if was else gc.disable)()
+        gc.collect()
