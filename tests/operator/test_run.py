@@ -122,3 +122,25 @@ async def test_each_profile_message_is_logged_once(cluster):
     lines = out.decode().splitlines()
     assert sum("SchedulingProfile mine is in force for mine" in line for line in lines) == 1, lines
     assert sum("SchedulingProfile bad refused: spec.plugins.score.enabled[0].name: " in line for line in lines) == 1
+
+
+@pytest.mark.parametrize(("kubeconfig", "env", "message"), [
+    ("{tmp}/missing.yaml", {}, "--kubeconfig {tmp}/missing.yaml: no such file"),
+    ("{tmp}/broken.yaml", {}, "--kubeconfig {tmp}/broken.yaml: Invalid kube-config file"),
+    (None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+     "the in-cluster configuration: Service token file does not exist"),
+], ids=["missing-file", "no-context", "in-cluster-without-token"])
+def test_an_unusable_connection_configuration_is_one_line_and_exit_2(kubeconfig, env, message, tmp_path, capsys,
+                                                                     monkeypatch):
+    from kubeberth.operator.run import run_main
+
+    (tmp_path / "broken.yaml").write_text("current-context: nowhere\n")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    argv = ["run", "--metrics-port", "0"] + (["--kubeconfig", kubeconfig.format(tmp=tmp_path)] if kubeconfig else [])
+    args = build_parser().parse_args(argv)
+    assert run_main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kubeberth run: {message.format(tmp=tmp_path)}")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -17,7 +17,7 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from .credentials import SERVICE_ACCOUNT_TOKEN, Credentials, kubeconfig_user
-from .options import OperatorConfig
+from .options import ConnectionConfigError, OperatorConfig
 from .reflector import Backoff
 from .rest import RestClient
 
@@ -43,7 +43,26 @@ class RetryForever:
 
 
 async def load_configuration(config: OperatorConfig) -> Configuration:
-    """The kubernetes-asyncio configuration: --server, in-cluster, or a kubeconfig."""
+    """The kubernetes-asyncio configuration: --server, in-cluster, or a kubeconfig.
+    Raises ConnectionConfigError naming the file (or the in-cluster setting) that cannot be used."""
+    if config.kubeconfig and not config.server and not config.in_cluster and not os.path.isfile(config.kubeconfig):
+        raise ConnectionConfigError(f"--kubeconfig {config.kubeconfig}: no such file")
+    try:
+        return await _load_configuration(config)
+    except (k8s_config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        raise ConnectionConfigError(_where(config) + ": " + (str(exc) or type(exc).__name__)) from None
+
+
+def _where(config: OperatorConfig) -> str:
+    if config.in_cluster or (config.in_cluster is None and config.kubeconfig is None
+                             and "KUBERNETES_SERVICE_HOST" in os.environ):
+        return "the in-cluster configuration"
+    if config.kubeconfig:
+        return f"--kubeconfig {config.kubeconfig}"
+    return "the kubeconfig ($KUBECONFIG or ~/.kube/config)"
+
+
+async def _load_configuration(config: OperatorConfig) -> Configuration:
     cfg = Configuration()
     if config.server:
         cfg.host = config.server.rstrip("/")

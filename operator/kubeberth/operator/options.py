@@ -43,6 +43,10 @@ def default_lease_namespace() -> str:
         return DEFAULT_LEASE_NAMESPACE
 
 
+class ConnectionConfigError(Exception):
+    """The kubeconfig or the in-cluster configuration cannot be used: what and where, in one line."""
+
+
 @dataclass
 class OperatorConfig:
     """Everything `kubeberth run` can be told. The defaults are the in-cluster ones."""

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .options import BadConfigFile, OperatorConfig, add_run_arguments, config_from_args
+from .options import BadConfigFile, ConnectionConfigError, OperatorConfig, add_run_arguments, config_from_args
 from .serving_options import ServingOptionsError
 
 if TYPE_CHECKING:
@@ -59,6 +59,9 @@ def run_main(args: argparse.Namespace, suggester_factory: SuggesterFactory | Non
     configure_logging(config)
     try:
         return asyncio.run(run_operator(config, suggester_factory=suggester_factory))
+    except ConnectionConfigError as exc:
+        print(f"kubeberth run: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 
