@@ -476,13 +476,15 @@ def print_sync_table(results: list[dict[str, Any]]) -> None:
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of median pods/s among those without an error (else the first), with every run's
-    pods/s (and event lag p99, events within 1 s, p99 attempt) beside it when there were several."""
+    pods/s (and event lag p99, events within 1 s, p99 attempt, first binding, backlog pods/s, CPU
+    per pod) beside it when there were several."""
     ok = sorted((r for r in runs if not r.get("error")), key=lambda r: r.get("pods_per_s") or 0.0)
     chosen = dict(ok[(len(ok) - 1) // 2] if ok else runs[0])
     if len(runs) > 1:
         chosen["runs_pods_per_s"] = [r.get("pods_per_s") for r in runs]
         chosen["runs_errors"] = sum(1 for r in runs if r.get("error"))
-        for key in ("event_lag_p99_ms", "events_within_1s", "p99_attempt_ms"):
+        for key in ("event_lag_p99_ms", "events_within_1s", "p99_attempt_ms", "first_bind_after_start_s",
+                    "init_pods_per_s", "cpu_ms_per_pod"):
             if any(key in r for r in runs):
                 chosen[f"runs_{key}"] = [r.get(key) for r in runs]
     return chosen
@@ -532,6 +534,26 @@ def run_peers(w: PeerCase, peers: Iterable[str] = PEERS, repeat: int = 1,
     if rates.get("nullbinder"):
         out["of_ceiling"] = {peer: round(rate / rates["nullbinder"], 2) for peer, rate in rates.items()
                              if rate and peer != "nullbinder"}
+    out.update(per_round(runs))
+    return out
+
+
+def per_round(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list[float | None]]:
+    """Round by round (the peers ran one after the other in each): kubeberth's pods/s over
+    kube-scheduler's and over the null binder's, and its first binding minus kube-scheduler's."""
+    def ratio(a: Any, b: Any, digits: int = 2) -> float | None:
+        return round(a / b, digits) if a and b else None
+
+    kb, ks, nb = (runs.get(p, []) for p in ("kubeberth", "kube-scheduler", "nullbinder"))
+    out: dict[str, list[float | None]] = {}
+    if kb and ks:
+        out["rounds_ratio"] = [ratio(a.get("pods_per_s"), b.get("pods_per_s")) for a, b in zip(kb, ks)]
+        out["rounds_first_bind_minus_peer_s"] = [
+            round(a["first_bind_after_start_s"] - b["first_bind_after_start_s"], 3)
+            if "first_bind_after_start_s" in a and "first_bind_after_start_s" in b else None
+            for a, b in zip(kb, ks)]
+    if kb and nb:
+        out["rounds_of_null_binder"] = [ratio(a.get("pods_per_s"), b.get("pods_per_s")) for a, b in zip(kb, nb)]
     return out
 
 
@@ -566,3 +588,7 @@ def print_peer_table(results: list[dict[str, Any]]) -> None:
             ceiling = ", ".join(f"{peer} {v}" for peer, v in (r.get("of_ceiling") or {}).items())
             print(f"{'':<50} {'ratio':<15} {r['ratio']:>8}"
                   + (f"   of the null binder's: {ceiling}" if ceiling else ""))
+        if r.get("rounds_ratio"):
+            print(f"{'':<50} {'each round':<15} kubeberth / kube-scheduler {r['rounds_ratio']}, "
+                  f"/ null binder {r.get('rounds_of_null_binder')}, "
+                  f"first binding minus kube-scheduler's {r.get('rounds_first_bind_minus_peer_s')} s")
