@@ -135,6 +135,7 @@ class SchedulerMetrics:
             "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
             ["event"], buckets=exponential_buckets(0.0001, 2, 12), registry=r)
         self._event_handling: dict[str, Any] = {}  # event -> its series (labels() is slow: one per event)
+        self._incoming: dict[tuple[str, str], tuple[Any, Any]] = {}  # (queue, event) -> its two series
         self.goroutines_gauge = Gauge(
             "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
             ["operation"], registry=r)
@@ -378,8 +379,13 @@ class SchedulerMetrics:
         self.permit_wait_duration_seconds.labels(result=result).observe(max(seconds, 0.0))
 
     def queue_incoming_pod(self, queue: str, event: str) -> None:
-        self.queue_incoming_pods_total.labels(queue=queue, event=event).inc()
-        self.queue_incoming_entities_total.labels(queue=queue, event=event, type="pod").inc()
+        series = self._incoming.get((queue, event))
+        if series is None:
+            series = self._incoming[(queue, event)] = (
+                self.queue_incoming_pods_total.labels(queue=queue, event=event),
+                self.queue_incoming_entities_total.labels(queue=queue, event=event, type="pod"))
+        series[0].inc()
+        series[1].inc()
 
     def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         self.queueing_hint_execution_duration_seconds.observe_many((plugin, event, hint), (seconds,))

