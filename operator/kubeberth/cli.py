@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 
 from .argtypes import positive
 from .report.text import DEFAULT_EXPLAIN_NODES, render_explanations
@@ -301,14 +302,23 @@ def _add_tie_break_argument(parser: argparse.ArgumentParser) -> None:
                              "simulator does)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kubeberth", description="A Kubernetes scheduler run as a kopf operator.")
-    parser.add_argument("--version", action=_Version, nargs=0,
-                        help="print kubeberth's version, the plugin API's and the kube-scheduler release it follows")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sim = sub.add_parser("simulate", help="run the scheduler offline on YAML dumps of a cluster",
-                         description="Schedule the pending pods of one or more YAML files "
-                                     "(kubectl get -o yaml output) and print where they land.")
+def _verb(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, description: str,
+          handler: Callable[[argparse.Namespace], int], *adders: Callable[[argparse.ArgumentParser], object],
+          gates: bool = True) -> None:
+    """Register one verb: its parser (`help` in the verb list, `description` atop its --help), the arguments
+    each of `adders` adds in turn, then --plugins, --feature-gates (unless `gates` is False) and its handler."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    for add in adders:
+        add(parser)
+    _add_plugins_argument(parser)
+    if gates:
+        _add_feature_gates(parser)
+    parser.set_defaults(func=handler)
+
+
+def _add_simulate_arguments(sim: argparse.ArgumentParser) -> None:
+    from .operator.options import PERCENTAGE_HELP, percentage
+
     sim.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML or kind: List")
     sim.add_argument("--output", "-o", choices=["table", "json", "html"], default="table",
                      help="output format; html: a self-contained report page (explains every pod unless "
@@ -323,8 +333,6 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--explain-nodes", dest="explain_nodes", metavar="N", type=positive,
                      default=DEFAULT_EXPLAIN_NODES,
                      help=f"nodes shown per explained pod in the table (default {DEFAULT_EXPLAIN_NODES})")
-    from .operator.options import PERCENTAGE_HELP, percentage
-
     sim.add_argument("--percentage-of-nodes-to-score", dest="percentage_of_nodes_to_score", metavar="PERCENT",
                      type=percentage, default=0, help=PERCENTAGE_HELP)
     sim.add_argument("--config", action="append", metavar="FILE",
@@ -342,80 +350,61 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--suggest-budget", dest="suggest_budget", metavar="N", type=positive, default=48,
                      help="re-simulations allowed per unschedulable pod or gang for --suggest (default 48; half as "
                           "many again for two-change suggestions)")
-    _add_plugins_argument(sim)
-    _add_feature_gates(sim)
-    sim.set_defaults(func=_simulate)
-    from .whatif.replay.command import add_arguments as add_replay_arguments
 
-    replay = sub.add_parser("replay", help="replay a workload over time (arrivals, departures) on a virtual clock",
-                            description="Replay pods (and nodes) arriving and leaving over time through the "
-                                        "scheduler, on a virtual clock; report allocation, pending pods, "
-                                        "queueing delays and preemptions over time.")
-    add_replay_arguments(replay)
-    _add_plugins_argument(replay)
-    _add_feature_gates(replay)
-    replay.set_defaults(func=_replay)
-    from .whatif.capacity.command import add_arguments as add_capacity_arguments
 
-    cap = sub.add_parser("capacity", help="how many more copies of a pod, workload or gang fit, where, and why no more",
-                         description="Add copies of the template to the cluster one after the other, as simulate "
-                                     "would schedule them, until one does not fit.")
-    add_capacity_arguments(cap)
-    _add_tie_break_argument(cap)
-    _add_plugins_argument(cap)
-    _add_feature_gates(cap)
-    cap.set_defaults(func=_capacity)
-    from .operator.options import add_run_arguments
-
-    run = sub.add_parser("run", help="run the scheduler against a cluster (the kopf operator)",
-                         description="Run kubeberth in a cluster: watch pods, nodes and SchedulingProfiles, "
-                                     "bind pending pods of the served scheduler names.")
-    add_run_arguments(run)
-    _add_plugins_argument(run)
-    _add_feature_gates(run)
-    run.set_defaults(func=_run)
-    test = sub.add_parser("test", help="run scheduling policy tests (cases: cluster, profile, expected outcomes)",
-                          description="Run each case (YAML: objects, optional profile, expect) through simulate "
-                                      "and compare with what it expects. Exit status: 0 all passed, 1 some "
-                                      "failed, 2 a case is malformed.")
+def _add_test_arguments(test: argparse.ArgumentParser) -> None:
     test.add_argument("cases", nargs="+", metavar="CASES", help="case files or directories of *.yaml cases")
     test.add_argument("--verbose", "-v", action="store_true", help="list the cases that pass too")
-    _add_plugins_argument(test)
-    test.set_defaults(func=_test)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .operator.options import add_run_arguments
+    from .whatif.capacity.command import add_arguments as add_capacity_arguments
+    from .whatif.replay.command import add_arguments as add_replay_arguments
     from .whatif.sweep.command import add_arguments as add_sweep_arguments
 
-    sweep = sub.add_parser("sweep", help="many replays (traces x profiles x seeds x options) on Dask, one table",
-                           description="Run replays as Dask tasks (a local cluster of worker processes, or "
-                                       "--scheduler ADDRESS), write each result, one table (CSV, JSON) with the "
-                                       "mean and std over seeds, and one HTML page. Resumes: runs already in "
-                                       "--out are not redone.")
-    add_sweep_arguments(sweep)
-    _add_plugins_argument(sweep)
-    _add_feature_gates(sweep)
-    sweep.set_defaults(func=_sweep)
-    snap = sub.add_parser("snapshot", help="write a live cluster as YAML for simulate",
-                          description="List (page by page) exactly the kinds simulate reads and write them as one "
-                                      "YAML stream, without managedFields and status noise.")
-    _add_snapshot_arguments(snap)
-    _add_plugins_argument(snap)  # the kinds your plugins read are in the snapshot too
-    snap.set_defaults(func=_snapshot)
+    parser = argparse.ArgumentParser(prog="kubeberth", description="A Kubernetes scheduler run as a kopf operator.")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print kubeberth's version, the plugin API's and the kube-scheduler release it follows")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _verb(sub, "simulate", "run the scheduler offline on YAML dumps of a cluster",
+          "Schedule the pending pods of one or more YAML files (kubectl get -o yaml output) and print where they "
+          "land.", _simulate, _add_simulate_arguments)
+    _verb(sub, "replay", "replay a workload over time (arrivals, departures) on a virtual clock",
+          "Replay pods (and nodes) arriving and leaving over time through the scheduler, on a virtual clock; "
+          "report allocation, pending pods, queueing delays and preemptions over time.", _replay,
+          add_replay_arguments)
+    _verb(sub, "capacity", "how many more copies of a pod, workload or gang fit, where, and why no more",
+          "Add copies of the template to the cluster one after the other, as simulate would schedule them, until "
+          "one does not fit.", _capacity, add_capacity_arguments, _add_tie_break_argument)
+    _verb(sub, "run", "run the scheduler against a cluster (the kopf operator)",
+          "Run kubeberth in a cluster: watch pods, nodes and SchedulingProfiles, bind pending pods of the served "
+          "scheduler names.", _run, add_run_arguments)
+    _verb(sub, "test", "run scheduling policy tests (cases: cluster, profile, expected outcomes)",
+          "Run each case (YAML: objects, optional profile, expect) through simulate and compare with what it "
+          "expects. Exit status: 0 all passed, 1 some failed, 2 a case is malformed.", _test, _add_test_arguments,
+          gates=False)
+    _verb(sub, "sweep", "many replays (traces x profiles x seeds x options) on Dask, one table",
+          "Run replays as Dask tasks (a local cluster of worker processes, or --scheduler ADDRESS), write each "
+          "result, one table (CSV, JSON) with the mean and std over seeds, and one HTML page. Resumes: runs "
+          "already in --out are not redone.", _sweep, add_sweep_arguments)
+    # snapshot takes --plugins too: the kinds your plugins read are in the snapshot
+    _verb(sub, "snapshot", "write a live cluster as YAML for simulate",
+          "List (page by page) exactly the kinds simulate reads and write them as one YAML stream, without "
+          "managedFields and status noise.", _snapshot, _add_snapshot_arguments, gates=False)
     prof = sub.add_parser("profile", help="SchedulingProfile tools").add_subparsers(dest="profile_command",
                                                                                   required=True)
-    export = prof.add_parser("export", help="write SchedulingProfiles as one KubeSchedulerConfiguration",
-                             description="Read SchedulingProfile objects (YAML) and write the "
-                                         "KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) "
-                                         "that kube-scheduler would run them with.")
-    export.add_argument("files", nargs="+", metavar="FILE", help="YAML files of SchedulingProfile objects")
-    _add_plugins_argument(export)
-    export.set_defaults(func=_profile_export)
-    plugins = sub.add_parser("plugins", help="list the scheduling plugins: in-tree and your own",
-                             description="Every plugin kubeberth can run, with its origin (in-tree, a "
-                                         "distribution's entry point, a --plugins path or module), extension "
-                                         "points, vectorised hooks and args (JSON Schema with -o json); and "
-                                         "the plugins that failed to load, with the error.")
-    plugins.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
-    _add_plugins_argument(plugins)
-    plugins.set_defaults(func=_plugins)
+    _verb(prof, "export", "write SchedulingProfiles as one KubeSchedulerConfiguration",
+          "Read SchedulingProfile objects (YAML) and write the KubeSchedulerConfiguration "
+          "(kubescheduler.config.k8s.io/v1) that kube-scheduler would run them with.", _profile_export,
+          lambda p: p.add_argument("files", nargs="+", metavar="FILE", help="YAML files of SchedulingProfile objects"),
+          gates=False)
+    _verb(sub, "plugins", "list the scheduling plugins: in-tree and your own",
+          "Every plugin kubeberth can run, with its origin (in-tree, a distribution's entry point, a --plugins "
+          "path or module), extension points, vectorised hooks and args (JSON Schema with -o json); and the "
+          "plugins that failed to load, with the error.", _plugins,
+          lambda p: p.add_argument("--output", "-o", choices=["table", "json"], default="table",
+                                   help="output format"), gates=False)
     # Parsed by convert_policy_main (see _main below); listed here for --help.
     sub.add_parser("convert-policy", add_help=False,
                    help="convert an old kube-scheduler Policy file (JSON/YAML) into a SchedulingProfile")

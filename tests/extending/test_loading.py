@@ -125,6 +125,18 @@ def test_a_failure_that_names_no_plugin_is_told_with_unknown_names(write: Callab
         f"plugin 'Whatever' does not exist (plugins that failed to load: path {path}: import failed: SyntaxError")
 
 
+def pinned(write: Callable[[str, str], Path], attribute: str, requires: str, refused: str | None) -> None:
+    """A plugin pinned by `attribute` (requires_api, requires_vector_api) loads, or is refused as `refused` says."""
+    source = score_plugin("Pinned").replace("    args_model =", f"    {attribute} = {requires!r}\n    args_model =")
+    path = write("pinned.py", source)
+    got = loaded(str(path), entry_points=False)
+    if refused is None:
+        assert got.registry.get("Pinned") is not None and got.failures == []
+        return
+    assert got.registry.get("Pinned") is None
+    assert got.registry.unknown("Pinned") == f"plugin 'Pinned' is unavailable: path {path}: {refused}"
+
+
 @pytest.mark.parametrize("requires, refused", [
     (">=1.0,<2", None),
     (">=1.0", None),
@@ -138,14 +150,7 @@ def test_a_failure_that_names_no_plugin_is_told_with_unknown_names(write: Callab
     ("one point oh", "plugin 'Pinned': requires_api 'one point oh' is not a version specifier (e.g. \">=1.0,<2\")"),
 ])
 def test_api_version_refusal(write: Callable[[str, str], Path], requires: str, refused: str | None) -> None:
-    source = score_plugin("Pinned").replace("    args_model =", f"    requires_api = {requires!r}\n    args_model =")
-    path = write("pinned.py", source)
-    got = loaded(str(path), entry_points=False)
-    if refused is None:
-        assert got.registry.get("Pinned") is not None and got.failures == []
-        return
-    assert got.registry.get("Pinned") is None
-    assert got.registry.unknown("Pinned") == f"plugin 'Pinned' is unavailable: path {path}: {refused}"
+    pinned(write, "requires_api", requires, refused)
 
 
 @pytest.mark.parametrize("requires, refused", [
@@ -155,15 +160,7 @@ def test_api_version_refusal(write: Callable[[str, str], Path], requires: str, r
     ("vector", "plugin 'Pinned': requires_vector_api 'vector' is not a version specifier (e.g. \">=1.0,<2\")"),
 ])
 def test_vector_api_version_refusal(write: Callable[[str, str], Path], requires: str, refused: str | None) -> None:
-    pin = f"    requires_vector_api = {requires!r}\n"
-    source = score_plugin("Pinned").replace("    args_model =", pin + "    args_model =")
-    path = write("pinned.py", source)
-    got = loaded(str(path), entry_points=False)
-    if refused is None:
-        assert got.registry.get("Pinned") is not None and got.failures == []
-        return
-    assert got.registry.get("Pinned") is None
-    assert got.registry.unknown("Pinned") == f"plugin 'Pinned' is unavailable: path {path}: {refused}"
+    pinned(write, "requires_vector_api", requires, refused)
 
 
 @pytest.mark.parametrize("body, why", [

@@ -10,7 +10,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..cache.cache import CacheError
 from ..framework import Framework, Status
 from ..framework.status import Code
 from ..framework.types import QueuedPodGroupInfo, QueuedPodInfo
@@ -23,7 +22,6 @@ from ..model.pod_group import (
 )
 from . import decision_log
 from .podgroup_results import SCHEDULED, UNSCHEDULABLE, WAITING_ON_PREEMPTION, PodResult, group_rejection, result_of
-from .records import pod_on_node
 from .schedule_one import SchedulingCycles
 
 
@@ -95,13 +93,9 @@ class PodGroupOutcome(SchedulingCycles):
     async def _bind_group_pod(self, fw: Framework, res: PodResult, started: float) -> None:
         """upstream's prepareForBindingCycle: assume, Reserve and Permit for real, then the binding cycle."""
         q, state, host = res.q, res.state, res.host
-        assumed = pod_on_node(q.pod, host)
-        try:
-            self.cache.assume_pod(assumed)
-        except CacheError as exc:
-            await self._fail(fw, q, Status.error(str(exc)), nominating="", started=started)
+        assumed = await self._assume(fw, q, host, started)
+        if assumed is None:
             return
-        self.nominator.delete_nominated_pod_if_exists(assumed)
         status = fw.run_reserve(state, assumed, host)
         if status is None or status.is_success():
             status = fw.run_permit(state, assumed, host)

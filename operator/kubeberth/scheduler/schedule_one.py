@@ -105,13 +105,9 @@ class SchedulingCycles(SchedulerBase):
             return
         host = result.suggested_host
         decision_log.attempt_placed(pod, q.attempts, fw.profile_name, len(self.snapshot), result)
-        assumed = pod_on_node(pod, host)
-        try:
-            self.cache.assume_pod(assumed)
-        except CacheError as exc:
-            await self._fail(fw, q, Status.error(str(exc)), nominating="", started=started)
+        assumed = await self._assume(fw, q, host, started)
+        if assumed is None:
             return
-        self.nominator.delete_nominated_pod_if_exists(assumed)
         status = fw.run_reserve(state, assumed, host)
         if status is not None and not status.is_success():
             fw.run_unreserve(state, assumed, host)
@@ -157,6 +153,18 @@ class SchedulingCycles(SchedulerBase):
         rec.add_explanation(x)
         if self.on_explained is not None:
             self._spawn(self.on_explained(pod, x))
+
+    async def _assume(self, fw: Framework, q: QueuedPodInfo, host: str, started: float) -> Pod | None:
+        """upstream's assume: the pod on `host` into the cache and out of the nominator; None (the
+        attempt failed and reported) when the cache refuses it."""
+        assumed = pod_on_node(q.pod, host)
+        try:
+            self.cache.assume_pod(assumed)
+        except CacheError as exc:
+            await self._fail(fw, q, Status.error(str(exc)), nominating="", started=started)
+            return None
+        self.nominator.delete_nominated_pod_if_exists(assumed)
+        return assumed
 
     def _forget(self, assumed: Pod) -> bool:
         try:

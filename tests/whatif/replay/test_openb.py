@@ -99,6 +99,23 @@ def test_bad_node_rows_and_duplicates(tmp_path: Path) -> None:
     assert "t.csv:3:1: name: task a appears twice" in warn
 
 
+@pytest.mark.parametrize(("nodes", "tasks", "where", "message"), [
+    (NODES + ",1,1,0,\n", TASKS, "n.csv:4:1", "sn: empty (want the node's name)"),
+    (NODES, TASKS + ",1,1,0,0,,,,,,\n", "t.csv:2:1", "name: empty (want the task's name)"),
+    ("cpu_milli,memory_mib,gpu,model,sn\n1,1,0,,n0\n1,1,0,,\n", TASKS, "n.csv:3:5", "sn: empty (want the node's name)"),
+    ("cpu_milli,memory_mib,gpu,model,sn\n1,1,0,,n0\n1,1,0,,n0\n", TASKS, "n.csv:3:5", "sn: node n0 appears twice"),
+    (NODES, "cpu_milli,memory_mib,num_gpu,gpu_milli,name\n1,1,0,0,\n", "t.csv:2:5",
+     "name: empty (want the task's name)"),
+    (NODES, "cpu_milli,memory_mib,num_gpu,gpu_milli,name\n1,1,0,0,a\n1,1,0,0,a\n", "t.csv:3:5",
+     "name: task a appears twice"),
+])
+def test_empty_and_repeated_names_name_their_column(tmp_path: Path, nodes: str, tasks: str, where: str,
+                                                    message: str) -> None:
+    *_, skipped, warn = read(tmp_path, tasks, nodes)
+    assert skipped == 1
+    assert f"{where}: {message}; row skipped" in warn
+
+
 def test_unknown_column_is_reported(tmp_path: Path) -> None:
     _, tasks, skipped, warn = read(tmp_path, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,colour\na,1,1,0,0,red\n")
     assert len(tasks) == 1 and skipped == 0

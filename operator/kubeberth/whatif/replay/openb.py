@@ -113,12 +113,17 @@ def iter_rows(rows: Rows, warn: TextIO) -> Iterator[tuple[int, dict[str, tuple[i
             warn.write(f"{rows.path}:{line}:{exc.column}: {exc}; row skipped\n")
 
 
-def node_object(fields: dict[str, tuple[int, str]]) -> dict[str, Any]:
-    col, name = fields["sn"]
+def _name_cpu_memory(fields: dict[str, tuple[int, str]], column: str,
+                     what: str) -> tuple[str, int | None, int | None]:
+    """A node's or task's name (its `column`; RowError when empty), cpu_milli and memory_mib."""
+    col, name = fields[column]
     if not name:
-        raise RowError(col, "sn: empty (want the node's name)")
-    cpu = _int(fields, "cpu_milli")
-    memory = _int(fields, "memory_mib")
+        raise RowError(col, f"{column}: empty (want the {what}'s name)")
+    return name, _int(fields, "cpu_milli"), _int(fields, "memory_mib")
+
+
+def node_object(fields: dict[str, tuple[int, str]]) -> dict[str, Any]:
+    name, cpu, memory = _name_cpu_memory(fields, "sn", "node")
     gpus = _int(fields, "gpu") or 0
     model = fields["model"][1]
     resources = {"cpu": f"{cpu}m", "memory": f"{memory}Mi", "pods": NODE_PODS,
@@ -133,11 +138,7 @@ def node_object(fields: dict[str, tuple[int, str]]) -> dict[str, Any]:
 def task_object(fields: dict[str, tuple[int, str]], warn: TextIO | None = None, where: str = "") -> Timed:
     """The task's Pod and its times. `warn`, `where` ("FILE:LINE"): for a gpu_milli above one GPU,
     capped to 1000 as the artifact caps it (reported, the row kept)."""
-    col, name = fields["name"]
-    if not name:
-        raise RowError(col, "name: empty (want the task's name)")
-    cpu = _int(fields, "cpu_milli")
-    memory = _int(fields, "memory_mib")
+    name, cpu, memory = _name_cpu_memory(fields, "name", "task")
     num_gpu = _int(fields, "num_gpu") or 0
     if num_gpu > 0:
         given = _int(fields, "gpu_milli") or 0
@@ -189,7 +190,8 @@ def read_openb(nodes_path: str | Path, tasks_path: str | Path, warn: TextIO) -> 
                 t = Timed(node_object(fields)) if make == "node" else task_object(fields, warn, f"{rows.path}:{line}")
                 name = f"{make} {t.obj['metadata']['name']}"
                 if name in seen:
-                    raise RowError(1, f"{'sn' if make == 'node' else 'name'}: {name} appears twice")
+                    key = "sn" if make == "node" else "name"  # its column: the header may put it anywhere
+                    raise RowError(fields[key][0], f"{key}: {name} appears twice")
                 seen.add(name)
             except RowError as exc:
                 warn.write(f"{rows.path}:{line}:{exc.column}: {exc}; row skipped\n")
