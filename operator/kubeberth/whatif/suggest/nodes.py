@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...model import ModelError, Node, Pod
-from .core import STATIC_PLUGINS, Rerun, Unit, Verified, pods_by_key, result
+from .core import STATIC_PLUGINS, Rerun, Unit, Verified, pods_by_key, result, smallest
 
 HOSTNAME = "kubernetes.io/hostname"
 EXPANDER = "fewest-nodes, then least-waste"
@@ -127,18 +127,8 @@ def add_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
 
         if found and min(f[0] for f in found) == 1 and rerun.left() < 4:
             break
-        if attempt(1) is not None:
-            best = 1
-        elif cap > 1 and attempt(cap) is not None:
-            lo, hi = 1, cap  # lo fails, hi places
-            while hi - lo > 1 and rerun.left() > 0:
-                mid = (lo + hi) // 2
-                if attempt(mid) is not None:
-                    hi = mid
-                else:
-                    lo = mid
-            best = hi
-        else:
+        best = smallest(rerun, attempt, 1, cap)
+        if best is None:
             continue
         v, names = tried[best]
         assert v is not None

@@ -14,15 +14,14 @@ holding it, to 0 (the request removed, said in `note`) for a resource no node of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from ...model import ModelError, Node, Pod, parse_quantity
 from ...model.quantity import format_milli_cpu
 from ..inputs import object_key
-from .core import PLACED, Rerun, Unit, pods_by_key, result
-from .gangs import with_new_pods
+from .core import PLACED, Edit, Rerun, Unit, first_placing, pods_by_key, verify_change, with_new_pods
 
 MAX_TRIES = 3
 RESOURCE_PLUGIN = "NodeResourcesFit"
@@ -142,10 +141,10 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     for chosen in ranked:
         if rerun.left() <= 0:
             break
-
-        v = rerun.verify(unit, rerun.edited(cut_edit(unit, chosen)))
-        if v is not None:
-            return [result("LowerRequests", cut_change(rerun, unit, chosen), v, len(chosen))]
+        found = verify_change(rerun, unit, {"kind": "LowerRequests", **cut_change(rerun, unit, chosen)},
+                              cut_edit(unit, chosen))
+        if found is not None:
+            return [found]
     return []
 
 
@@ -189,7 +188,7 @@ def cut_change(rerun: Rerun, unit: Unit, cuts: Sequence[tuple[str, int]]) -> dic
     return {"requests": out}
 
 
-def cut_edit(unit: Unit, cuts: Sequence[tuple[str, int]]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+def cut_edit(unit: Unit, cuts: Sequence[tuple[str, int]]) -> Edit:
     """The edit lowering the requests of every pending pod of the unit (a gang's pods added by an
     earlier edit too) to `cuts`."""
     def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -208,9 +207,7 @@ def lower_to_largest(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     """The requests no node can hold lowered to the largest node's allocatable (see the module's
     doc), when that alone places the unit."""
     cuts = largest_cuts(rerun, unit)
-    if not cuts or rerun.left() <= 0:
+    if not cuts:
         return []
-    v = rerun.verify(unit, rerun.edited(cut_edit(unit, cuts)))
-    if v is None:
-        return []
-    return [result("LowerRequests", cut_change(rerun, unit, cuts), v, len(cuts))]
+    return first_placing(rerun, unit, [({"kind": "LowerRequests", **cut_change(rerun, unit, cuts)},
+                                        cut_edit(unit, cuts))])

@@ -28,10 +28,10 @@ from ..outcomes import PodOutcome
 from .combine import combined
 from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
-from .gangs import add_gang_pods
+from .gangs import add_gang_pods, relax_min_count
 from .nodes import add_nodes
 from .relax import relax
-from .relax_node import relax_for_node, relax_min_count
+from .relax_node import relax_for_node
 from .requests import lower_requests, lower_to_largest
 from .uncordon import uncordon
 
