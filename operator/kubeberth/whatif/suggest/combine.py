@@ -92,16 +92,20 @@ def _step(s: Mapping[str, Any]) -> dict[str, Any]:
 
 def _prerequisites(rerun: Rerun, unit: Unit) -> list[Base]:
     """The changes without which nothing else can place the unit (a gang of mixed priorities, a
-    gang short of pods, a request no node can hold), all made at once when there are several."""
-    must = [*_align_priority(rerun, unit), *missing_pods_base(rerun, unit), *_to_largest_node(rerun, unit)]
-    if len(must) < 2:
-        return []
+    gang short of pods, a request no node can hold), all made at once when there are several: a
+    gang short of pods once with its missing pods created, once with its minCount lowered."""
+    out: list[Base] = []
+    for short in (missing_pods_base(rerun, unit), min_count_base(rerun, unit)):
+        must = [*_align_priority(rerun, unit), *short, *_to_largest_node(rerun, unit)]
+        if len(must) < 2:
+            continue
 
-    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for _, e in must:
-            objects = e(objects)
-        return objects
-    return [({"kind": "Combined", "steps": [m for m, _ in must]}, edit)]
+        def edit(objects: list[dict[str, Any]], must: list[Base] = must) -> list[dict[str, Any]]:
+            for _, e in must:
+                objects = e(objects)
+            return objects
+        out.append(({"kind": "Combined", "steps": [m for m, _ in must]}, edit))
+    return out
 
 
 def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:

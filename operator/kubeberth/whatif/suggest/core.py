@@ -128,6 +128,7 @@ class Rerun:
         self.tie_break = tie_break
         self.runs = 0
         self.budget = DEFAULT_BUDGET
+        self.last: list[PodOutcome] = []     # the outcomes of the latest run
 
     def left(self) -> int:
         return self.budget
@@ -136,9 +137,11 @@ class Rerun:
             ) -> tuple[list[PodOutcome], Any]:
         self.runs += 1
         self.budget -= 1
-        return run_simulation([copy.deepcopy(dict(o)) for o in objects], seed=self.seed, warn=io.StringIO(),
-                              percentage_of_nodes_to_score=self.percentage, explain=explain,
-                              registry=self.registry, tie_break=self.tie_break)
+        outcomes, rest = run_simulation([copy.deepcopy(dict(o)) for o in objects], seed=self.seed,
+                                        warn=io.StringIO(), percentage_of_nodes_to_score=self.percentage,
+                                        explain=explain, registry=self.registry, tie_break=self.tie_break)
+        self.last = outcomes
+        return outcomes, rest
 
     def edited(self, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """A fresh copy of the input, passed through `edit`."""

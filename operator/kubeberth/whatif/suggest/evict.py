@@ -56,7 +56,8 @@ def priorities(objects: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
-def _size(obj: Mapping[str, Any]) -> tuple[int, int]:
+def size(obj: Mapping[str, Any]) -> tuple[int, int]:
+    """A pod's (milli-cpu, memory) requests; (0, 0) for a pod the model refuses."""
     try:
         r = Pod(dict(obj)).requests
     except ModelError:
@@ -108,6 +109,18 @@ def _evicted(objects: Sequence[Mapping[str, Any]], keys: Sequence[str], prio: Ma
     return out
 
 
+def eviction_entries(objects: Sequence[Mapping[str, Any]], keys: Sequence[str], rerun: Rerun
+                     ) -> list[dict[str, Any]]:
+    """Evict's entries for `keys` (pods bound in the input, or placed by the baseline: their node
+    is the baseline's)."""
+    out = _evicted(objects, keys, priorities(objects))
+    for e in out:
+        b = rerun.baseline.get(e["pod"])
+        if not e["node"] and b is not None:
+            e["node"] = b.node
+    return out
+
+
 def evict(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     """At most one Evict suggestion per node tried, and the cluster-wide one when none placed."""
     prio = priorities(rerun.objects)
@@ -120,7 +133,7 @@ def evict(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     nodes = [n for n in bound if not unit.rejected or (n in unit.rejected and not unit.rejected[n] & STATIC_PLUGINS)]
 
     def order(pods: Sequence[Mapping[str, Any]]) -> list[str]:
-        keyed = sorted(pods, key=lambda o: (prio.get(object_key(o), 0), tuple(-x for x in _size(o)), object_key(o)))
+        keyed = sorted(pods, key=lambda o: (prio.get(object_key(o), 0), tuple(-x for x in size(o)), object_key(o)))
         return [object_key(o) for o in keyed]
 
     out = []

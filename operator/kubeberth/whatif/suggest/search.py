@@ -30,6 +30,7 @@ from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
 from .gangs import add_gang_pods, relax_min_count
 from .nodes import add_nodes
+from .on_node import on_nodes
 from .relax import relax
 from .relax_node import relax_for_node
 from .requests import lower_requests, lower_to_largest
@@ -42,6 +43,9 @@ Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_count, 0.0), (relax, 0.2),
                                              (relax_for_node, 0.05), (lower_requests, 0.1), (lower_to_largest, 0.0),
                                              (uncordon, 0.0), (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
+
+# The second steps of combine.py's combinations, in the order tried.
+COMBINED_FINDERS: list[Finder] = [relax, lower_requests, uncordon, add_nodes, evict, raise_priority, on_nodes]
 
 # A finder skipped when an earlier one already found a suggestion of this kind.
 AFTER: dict[Finder, str] = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}
@@ -110,9 +114,10 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
             spare = max(0, rerun.budget)
         if not found:
             rerun.budget = max(rerun.budget, budget // 2)
-            found = _guarded(lambda r, u: combined(r, u, [relax, lower_requests, uncordon, add_nodes, evict,
-                                                                raise_priority]),
-                             rerun, unit, errors)
+            found = _guarded(lambda r, u: combined(r, u, COMBINED_FINDERS), rerun, unit, errors)
+        if not found and unit.rejected:
+            rerun.budget = budget // 2
+            found = _guarded(on_nodes, rerun, unit, errors)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
                                    time.perf_counter() - start, errors))

@@ -1,0 +1,256 @@
+"""`Combined` on chosen nodes: every reason the diagnosis gives for rejecting the unit on a node,
+answered on that node at once, for a unit no one or two changes placed.
+
+A node is a candidate when each plugin that rejected the pod there has an answer (FIXABLE); not
+when its volumes rule it out (a PersistentVolume bound elsewhere: VolumeBinding, VolumeZone), nor
+for NodeName or a plugin of one's own. The answers, on node N:
+- the pod-side constraints N fails relaxed (relax_node.terms_for: the required node affinity and
+  the nodeSelector, a toleration per NoSchedule/NoExecute taint of N, the pod's required pod
+  (anti-)affinity, its DoNotSchedule spreads made ScheduleAnyway);
+- N uncordoned when NodeUnschedulable rejected the pod there;
+- the requests N cannot hold lowered to its allocatable (a resource no node offers: removed), or,
+  when that is all it takes, each request lowered to the room N has left;
+- the pods on N evicted (the pods the input binds there and those the baseline placed there),
+  those that hold what the unit lacks first: a PersistentVolumeClaim the pod uses (its
+  ReadWriteOncePod claim, wherever that pod runs: VolumeRestrictions), a volume of their own when N
+  is at its volume limit (NodeVolumeLimits), a host port the pod asks for (NodePorts); then lowest
+  priority first, largest requests first; the shortest such prefix that places the unit is found
+  by a binary search, the other answers made as well.
+First without evicting (one re-simulation), then with (a binary search). The nodes with the fewest
+rejecting plugins first, those needing no eviction first; at most MAX_NODES for a pod. A gang gets
+the same answers on its candidate nodes at once (at most MAX_GANG_NODES), the requests lowered to
+the largest of their allocatables. The result is one `Combined` suggestion (its steps: Relax with
+`terms`, Uncordon per node, LowerRequests, Evict), verified by one re-simulation of them all; a
+single step is printed as its own kind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...model import ModelError, Node, Pod
+from ...model.selectors import NodeSelector
+from ..inputs import object_key
+from .core import PLACED, Edit, Rerun, Unit, pods_by_key, smallest, verify_change
+from .evict import eviction_entries, priorities, size
+from .relax_node import relax_edit, terms_for
+from .requests import CPU, MEMORY, cut_change, cut_edit, room
+from .uncordon import uncordon_change, uncordon_edit
+
+FIXABLE = frozenset({"NodeAffinity", "TaintToleration", "NodeUnschedulable", "NodeResourcesFit", "NodePorts",
+                     "NodeVolumeLimits", "VolumeRestrictions", "InterPodAffinity", "PodTopologySpread"})
+# Rejections the pods on the node may cause: evicting them may answer these.
+BY_PODS = frozenset({"NodeResourcesFit", "NodePorts", "NodeVolumeLimits", "VolumeRestrictions", "InterPodAffinity"})
+MAX_NODES = 3
+MAX_GANG_NODES = 6
+NEWCOMER_ROUNDS = 3
+Cuts = list[tuple[str, int]]
+
+
+def claims(obj: Mapping[str, Any]) -> set[str]:
+    """The PersistentVolumeClaims a pod uses, as NAMESPACE/NAME."""
+    ns = str((obj.get("metadata") or {}).get("namespace") or "default")
+    out = set()
+    for v in (obj.get("spec") or {}).get("volumes") or ():
+        name = ((v or {}).get("persistentVolumeClaim") or {}).get("claimName")
+        if name:
+            out.add(f"{ns}/{name}")
+    return out
+
+
+def host_ports(obj: Mapping[str, Any]) -> set[int]:
+    """The host ports a pod's containers ask for."""
+    spec = obj.get("spec") or {}
+    return {int(p["hostPort"]) for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]
+            for p in (c or {}).get("ports") or () if isinstance(p, Mapping) and p.get("hostPort")}
+
+
+def _added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
+    """The required node selectors the SchedulingProfiles add to every pod (NodeAffinity's
+    addedAffinity): no edit of the pod answers those."""
+    out: list[NodeSelector] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, Mapping):
+            req = (v.get("addedAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") \
+                if isinstance(v.get("addedAffinity"), Mapping) else None
+            if req:
+                try:
+                    out.append(NodeSelector.from_dict(req))
+                except (ModelError, TypeError, ValueError, KeyError):
+                    pass
+            for w in v.values():
+                walk(w)
+        elif isinstance(v, list):
+            for w in v:
+                walk(w)
+    for o in objects:
+        if o.get("kind") == "SchedulingProfile":
+            walk(o.get("spec"))
+    return out
+
+
+def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequence[Mapping[str, Any]] = ()
+               ) -> list[str]:
+    """The nodes every rejection of which has an answer (not a profile's added node affinity), the
+    fewest rejections first, then those needing no eviction, then in input order."""
+    order = {n: i for i, n in enumerate(nodes)}
+    added = _added_affinity(objects)
+
+    def answered(n: str) -> bool:
+        ps = unit.rejected[n]
+        if not ps or not ps <= FIXABLE:
+            return False
+        labels = ((nodes[n].get("metadata") or {}).get("labels")) or {}
+        return "NodeAffinity" not in ps or all(s.matches(n, labels) for s in added)
+    fit = [n for n in unit.rejected if n in nodes and answered(n)]
+    return sorted(fit, key=lambda n: (len(unit.rejected[n]), bool(unit.rejected[n] & BY_PODS), order[n]))
+
+
+def _requests(rerun: Rerun, pod: Mapping[str, Any], on: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]
+              ) -> tuple[Cuts, Cuts | None] | None:
+    """(the cuts to the largest allocatable of the nodes `on`, the cuts to the room left on the
+    first of them or None when some resource has none there); None when the nodes lack a resource
+    another node offers (no cut answers that)."""
+    try:
+        want = Pod(dict(pod)).requests
+        allocs = {n: Node(dict(o)).allocatable for n, o in nodes.items()}
+    except ModelError:
+        return None
+    names = (CPU, MEMORY, *want.scalar)
+    offered = {r for r in names if any(a.get(r) > 0 for a in allocs.values())}
+    best = {r: max(allocs[n].get(r) for n in on) for r in names}
+    over = [(r, best[r]) for r in names if want.get(r) > best[r]]
+    if any(v <= 0 and r in offered for r, v in over):
+        return None
+    free = room(rerun.objects, rerun).get(on[0]) or {}
+    fits: Cuts | None = []
+    for r in names:
+        have = free.get(r, 0)
+        if want.get(r) > have:
+            if have <= 0 and r in offered:
+                fits = None
+                break
+            assert fits is not None
+            fits.append((r, max(have, 0)))
+    if free.get("pods", 0) < 1:
+        fits = None
+    return over, fits
+
+
+def _occupants(rerun: Rerun, unit: Unit, on: Sequence[str], plugins: set[str]) -> list[str]:
+    """The pods whose eviction may make room on the nodes `on`, in the order tried (the module's doc)."""
+    pods = pods_by_key(rerun.objects)
+    mine = pods.get(unit.pods[0]) or {}
+    my_claims, my_ports = claims(mine), host_ports(mine)
+    where = {k: b.node for k, b in rerun.baseline.items() if b.status in PLACED and b.node}
+    prio = priorities(rerun.objects)
+    keys = [k for k, n in where.items() if k in pods and k not in unit.pods and
+            (n in on or ("VolumeRestrictions" in plugins and claims(pods[k]) & my_claims))]
+
+    def rank(k: str) -> tuple[int, int, tuple[int, int], str]:
+        p = pods[k]
+        holds = bool(claims(p) & my_claims) or ("NodeVolumeLimits" in plugins and bool(claims(p))) or \
+            ("NodePorts" in plugins and bool(host_ports(p) & my_ports))
+        cpu, mem = size(p)
+        return (0 if holds else 1, prio.get(k, 0), (-cpu, -mem), k)
+    return sorted(keys, key=rank)
+
+
+def _plan(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Mapping[str, Any]],
+          seen: set[str]) -> dict[str, Any] | None:
+    """The answers on the nodes `on` (the module's doc), verified: first without evicting, then
+    with the shortest prefix of the occupants."""
+    pod = pods_by_key(rerun.objects).get(unit.pods[0])
+    if pod is None:
+        return None
+    plugins = {p for n in on for p in unit.rejected[n]}
+    terms: list[dict[str, Any]] = []
+    for n in on:
+        terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], unit.rejected[n]) if t not in terms]
+    cordoned = [n for n in on if "NodeUnschedulable" in unit.rejected[n]]
+    cuts = _requests(rerun, pod, on, nodes) if "NodeResourcesFit" in plugins else ([], None)
+    if cuts is None:
+        return None
+    over, fits = cuts
+
+    def steps_and_edits(lowered: Cuts) -> tuple[list[dict[str, Any]], list[Edit]]:
+        steps: list[dict[str, Any]] = []
+        edits: list[Edit] = []
+        if terms:
+            steps.append({"kind": "Relax", "terms": terms})
+            edits.append(relax_edit(unit, terms))
+        for n in cordoned:
+            steps.append(uncordon_change(n))
+            edits.append(uncordon_edit(n))
+        if lowered:
+            steps.append({"kind": "LowerRequests", **cut_change(rerun, unit, lowered)})
+            edits.append(cut_edit(unit, lowered))
+        return steps, edits
+
+    def attempt(steps: list[dict[str, Any]], edits: list[Edit], gone: Sequence[str] = ()) -> dict[str, Any] | None:
+        if gone:
+            steps = [*steps, {"kind": "Evict", "evict": eviction_entries(rerun.objects, gone, rerun)}]
+        change = steps[0] if len(steps) == 1 else {"kind": "Combined", "steps": steps}
+        drop = set(gone)
+
+        def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            objects = [o for o in objects if o.get("kind") != "Pod" or object_key(o) not in drop]
+            for e in edits:
+                objects = e(objects)
+            return objects
+        return verify_change(rerun, unit, change, edit, removed=list(gone))
+
+    # Without evicting: the requests lowered to the room left (a pod) or to the allocatable.
+    lowered = fits if fits is not None and len(on) == 1 else over
+    if fits is not None or "NodeResourcesFit" not in plugins or len(on) > 1:
+        steps, edits = steps_and_edits(lowered)
+        if steps and repr(steps) not in seen:
+            seen.add(repr(steps))
+            found = attempt(steps, edits)
+            if found is not None:
+                return found
+    if not plugins & BY_PODS:
+        return None
+    order = _occupants(rerun, unit, on, plugins)
+    if not order:
+        return None
+    steps, edits = steps_and_edits(over)
+    tried: dict[int, dict[str, Any] | None] = {}
+
+    def prefix(k: int) -> dict[str, Any] | None:
+        if k not in tried:
+            tried[k] = attempt(steps, edits, order[:k])
+        return tried[k]
+    # Every occupant evicted; when pending pods then take the room first, those too (at most
+    # NEWCOMER_ROUNDS times); then the shortest prefix.
+    for _ in range(NEWCOMER_ROUNDS):
+        if prefix(len(order)) is not None or rerun.left() <= 0:
+            break
+        mine = set(unit.pods)
+        came = [o.pod for o in rerun.last if o.status in PLACED and o.node in on and o.pod not in mine
+                and o.pod not in order]
+        if not came:
+            return None
+        order += came
+    if tried.get(len(order)) is None:
+        return None
+    k = smallest(rerun, prefix, 1, len(order))
+    return tried.get(k) if k is not None else None
+
+
+def on_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
+    """The first node (a gang: the candidate nodes together) whose answers place the unit."""
+    nodes = {str((o.get("metadata") or {}).get("name")): o for o in rerun.objects if o.get("kind") == "Node"}
+    ranked = candidates(unit, nodes, rerun.objects)
+    if not ranked:
+        return []
+    seen: set[str] = set()
+    tries = [ranked[:MAX_GANG_NODES]] if unit.group is not None else [[n] for n in ranked[:MAX_NODES]]
+    for on in tries:
+        if rerun.left() <= 0:
+            break
+        found = _plan(rerun, unit, on, nodes, seen)
+        if found is not None:
+            return [found]
+    return []
