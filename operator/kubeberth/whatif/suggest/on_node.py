@@ -90,16 +90,31 @@ def _added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
     return out
 
 
+def _lacking(pod: Mapping[str, Any] | None, nodes: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The nodes without a resource the pod requests that another node offers (no cut answers that)."""
+    try:
+        want = Pod(dict(pod)).requests if pod is not None else None
+        allocs = {n: Node(dict(o)).allocatable for n, o in nodes.items()}
+    except ModelError:
+        return set()
+    if want is None:
+        return set()
+    offered = [r for r in want.scalar if want.get(r) > 0 and any(a.get(r) > 0 for a in allocs.values())]
+    return {n for n, a in allocs.items() if any(a.get(r) <= 0 for r in offered)}
+
+
 def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequence[Mapping[str, Any]] = ()
                ) -> list[str]:
-    """The nodes every rejection of which has an answer (not a profile's added node affinity), the
-    fewest rejections first, then those needing no eviction, then in input order."""
+    """The nodes every rejection of which has an answer (not a profile's added node affinity, not
+    an extended resource the node lacks and another offers), the fewest rejections first, then
+    those needing no eviction, then in input order."""
     order = {n: i for i, n in enumerate(nodes)}
     added = _added_affinity(objects)
+    lacking = _lacking(pods_by_key(list(objects)).get(unit.pods[0]), nodes)
 
     def answered(n: str) -> bool:
         ps = unit.rejected[n]
-        if not ps or not ps <= FIXABLE:
+        if not ps or not ps <= FIXABLE or n in lacking:
             return False
         labels = ((nodes[n].get("metadata") or {}).get("labels")) or {}
         return "NodeAffinity" not in ps or all(s.matches(n, labels) for s in added)
