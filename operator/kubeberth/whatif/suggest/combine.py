@@ -108,6 +108,27 @@ def _prerequisites(rerun: Rerun, unit: Unit) -> list[Base]:
     return out
 
 
+def merged(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps, the LowerRequests ones made one (a request lowered twice: from the first `from`
+    to the last `to`)."""
+    out: list[dict[str, Any]] = []
+    lower: dict[str, Any] | None = None
+    for s in steps:
+        if s.get("kind") != "LowerRequests":
+            out.append(s)
+        elif lower is None:
+            lower = {**s, "requests": [dict(r) for r in s["requests"]]}
+            out.append(lower)
+        else:
+            have = {r["resource"]: r for r in lower["requests"]}
+            for r in s["requests"]:
+                if r["resource"] in have:
+                    have[r["resource"]].update({k: v for k, v in r.items() if k != "from"})
+                else:
+                    lower["requests"].append(dict(r))
+    return out
+
+
 def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(s) for s in first["steps"]] if first.get("kind") == "Combined" else [dict(first)]
 
@@ -142,6 +163,6 @@ def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, 
         if found:
             second = found[0]
             out = {k: v for k, v in second.items() if k in ("places", "displaced", "alsoPlaces", "verified")}
-            return [{"kind": "Combined", "steps": [*_steps(first), _step(second)], **out,
+            return [{"kind": "Combined", "steps": merged([*_steps(first), *_steps(_step(second))]), **out,
                      "changes": n + int(second.get("changes") or 1), "verified": True}]
     return []
