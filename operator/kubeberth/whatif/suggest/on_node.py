@@ -110,7 +110,7 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
     those needing no eviction, then in input order."""
     order = {n: i for i, n in enumerate(nodes)}
     added = _added_affinity(objects)
-    lacking = _lacking(pods_by_key(list(objects)).get(unit.pods[0]), nodes)
+    lacking = _lacking(pods_by_key([dict(o) for o in objects]).get(unit.pods[0]), nodes)
 
     def answered(n: str) -> bool:
         ps = unit.rejected[n]

@@ -7,7 +7,8 @@ Ranking (least disruption first, then the fewest changes): the key is
 2. the kind, in this order: AddPods (a gang short of pods: the missing ones created), Relax,
    LowerRequests (the pod's own spec only), Uncordon (a cordoned node made schedulable), AddNodes (capacity
    bought, nothing disturbed), RaisePriority, Evict, Combined (two changes: combine.py, searched
-   only for a unit no single change places, with half a budget more);
+   only for a unit no single change places, with half a budget more; then, when that found none,
+   the changes on one node, on_node.py, with half a budget again);
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
 4. the order found.
 
