@@ -73,19 +73,28 @@ def room(objects: Sequence[Mapping[str, Any]], rerun: Rerun) -> dict[str, dict[s
     return out
 
 
-def lower_in_spec(spec: dict[str, Any], name: str, cut: int) -> None:
-    """Take `cut` (millicores for cpu) off the pod's request of `name`."""
+def _requested(c: dict[str, Any], name: str) -> int | None:
+    res = c.setdefault("resources", {})
+    q = (res.get("requests") or {}).get(name, (res.get("limits") or {}).get(name))
+    return None if q is None else _units(name, q)
+
+
+def lower_in_spec(spec: dict[str, Any], name: str, value: int) -> None:
+    """Lower the pod's request of `name` to `value` (millicores for cpu): the pod-level request
+    when there is one; else the containers' (the largest first, by what their sum exceeds
+    `value`) and each init container's (at most `value`: the pod asks for the larger of the two)."""
     pod_level = ((spec.get("resources") or {}).get("requests") or {})
     if name in pod_level:
-        pod_level[name] = _to_quantity(name, max(0, _units(name, pod_level[name]) - cut))
+        pod_level[name] = _to_quantity(name, min(value, _units(name, pod_level[name])))
         _drop_zero(spec, name)
         return
-    containers = []
-    for c in spec.get("containers") or []:
-        res = c.setdefault("resources", {})
-        q = (res.get("requests") or {}).get(name, (res.get("limits") or {}).get(name))
-        if q is not None:
-            containers.append((_units(name, q), c))
+    for c in spec.get("initContainers") or []:
+        have = _requested(c, name)
+        if have is not None and have > value:
+            c["resources"].setdefault("requests", {})[name] = _to_quantity(name, value)
+            _drop_zero(c, name)
+    containers = [(have, c) for c in spec.get("containers") or [] if (have := _requested(c, name)) is not None]
+    cut = sum(h for h, _ in containers) - value
     containers.sort(key=lambda x: -x[0])
     for have, c in containers:
         if cut <= 0:
@@ -198,7 +207,7 @@ def cut_edit(unit: Unit, cuts: Sequence[tuple[str, int]]) -> Edit:
                 want = Pod(dict(o)).requests
                 for name, value in cuts:
                     if want.get(name) > value:
-                        lower_in_spec(o.setdefault("spec", {}), name, want.get(name) - value)
+                        lower_in_spec(o.setdefault("spec", {}), name, value)
         return objects
     return edit
 
