@@ -81,19 +81,22 @@ def _requested(c: dict[str, Any], name: str) -> int | None:
 
 def lower_in_spec(spec: dict[str, Any], name: str, value: int) -> None:
     """Lower the pod's request of `name` to `value` (millicores for cpu): the pod-level request
-    when there is one; else the containers' (the largest first, by what their sum exceeds
-    `value`) and each init container's (at most `value`: the pod asks for the larger of the two)."""
+    when there is one; else the containers' and the sidecars' (init containers restarted
+    `Always`: they run alongside), the largest first, by what their sum exceeds `value`, and each
+    other init container's (at most `value`: the pod asks for the larger of the two)."""
     pod_level = ((spec.get("resources") or {}).get("requests") or {})
     if name in pod_level:
         pod_level[name] = _to_quantity(name, min(value, _units(name, pod_level[name])))
         _drop_zero(spec, name)
         return
-    for c in spec.get("initContainers") or []:
+    inits = spec.get("initContainers") or []
+    for c in inits:
         have = _requested(c, name)
-        if have is not None and have > value:
+        if c.get("restartPolicy") != "Always" and have is not None and have > value:
             c["resources"].setdefault("requests", {})[name] = _to_quantity(name, value)
             _drop_zero(c, name)
-    containers = [(have, c) for c in spec.get("containers") or [] if (have := _requested(c, name)) is not None]
+    running = [*(spec.get("containers") or []), *(c for c in inits if c.get("restartPolicy") == "Always")]
+    containers = [(have, c) for c in running if (have := _requested(c, name)) is not None]
     cut = sum(h for h, _ in containers) - value
     containers.sort(key=lambda x: -x[0])
     for have, c in containers:
