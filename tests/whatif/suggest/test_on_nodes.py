@@ -177,3 +177,23 @@ def test_gang_of_mixed_priorities_short_of_pods() -> None:
     fixed[5]["spec"]["priorityClassName"] = "mid"
     fixed[3]["spec"]["schedulingPolicy"]["gang"]["minCount"] = 2
     assert all_placed(fixed, members) and not all_placed(objects, members)
+
+
+@pytest.mark.parametrize(("init", "want"), [
+    # A regular init container asking for more than the node has: capped (the pod asks for the
+    # larger of it and the containers' sum).
+    ({"name": "init", "image": "x", "resources": {"requests": {"cpu": "3"}}}, {"init": "2", "c": "1"}),
+    # A sidecar (restarted Always) runs alongside the container: the two are cut together.
+    ({"name": "init", "image": "x", "restartPolicy": "Always", "resources": {"requests": {"cpu": "2"}}},
+     {"init": "1", "c": "1"}),
+])
+def test_init_containers_lowered_too(init: dict[str, Any], want: dict[str, str]) -> None:
+    web = pod("web", "1")
+    web["spec"]["initContainers"] = [init]
+    objects = [node("a"), web]
+    (s,) = suggestions_of(objects, "default/web", "LowerRequests")[:1]
+    assert s["requests"] == [{"resource": "cpu", "from": "3", "to": "2"}]
+    fixed = copy.deepcopy(objects)
+    fixed[1]["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] = want["init"]
+    fixed[1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = want["c"]
+    assert placed(fixed, "default/web") and not placed(objects, "default/web")
