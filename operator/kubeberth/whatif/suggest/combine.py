@@ -9,6 +9,7 @@ The first step is one of (at most MAX_BASES, in this order):
 - a gang short of pods: its minCount lowered to the pods it has (it is then tried at all);
 - (P) a pod no empty node holds: its requests lowered to the allocatable of the node closest to
   holding it (0 for a resource no node offers; requests.py);
+- a gang: the answers on its candidate nodes together, without eviction (on_node.py);
 - the cordoned node NodeUnschedulable rejected the pod on with the fewest other reasons, uncordoned;
 - for the nodes with the fewest rejecting plugins (at most 2): every pod-side constraint that
   node fails, relaxed (relax_node.py).
@@ -25,11 +26,12 @@ from typing import Any
 from ..inputs import object_key
 from .core import Base, Rerun, Unit, changes_of, group_name, pods_by_key, read_diagnosis, result, with_new_pods
 from .gangs import min_count_base, missing_pods_base
+from .on_node import gang_bases
 from .relax_node import relax_edit, terms_for
 from .requests import cut_change, cut_edit, largest_cuts
 from .uncordon import uncordon_bases
 
-MAX_BASES = 5
+MAX_BASES = 6
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 
 
@@ -136,7 +138,7 @@ def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
 def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
     """The first combination that places the unit (see the module's doc); [] when none does."""
     bases = [*_prerequisites(rerun, unit), *_align_priority(rerun, unit), *missing_pods_base(rerun, unit),
-             *min_count_base(rerun, unit), *_to_largest_node(rerun, unit),
+             *min_count_base(rerun, unit), *_to_largest_node(rerun, unit), *gang_bases(rerun, unit),
              *uncordon_bases(rerun, unit)[:1], *_relax_nodes(rerun, unit)][:MAX_BASES]
     for first, edit in bases:
         if rerun.left() <= 1:

@@ -26,12 +26,13 @@ single step is printed as its own kind."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ...model import ModelError, Node, Pod
 from ...model.selectors import NodeSelector
 from ..inputs import object_key
-from .core import PLACED, Edit, Rerun, Unit, pods_by_key, smallest, verify_change
+from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, smallest, verify_change
 from .evict import eviction_entries, priorities, size
 from .relax_node import relax_edit, terms_for
 from .requests import CPU, MEMORY, cut_change, cut_edit, room
@@ -172,10 +173,55 @@ def _occupants(rerun: Rerun, unit: Unit, on: Sequence[str], plugins: set[str]) -
     return sorted(keys, key=rank)
 
 
-def _plan(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Mapping[str, Any]],
-          seen: set[str]) -> dict[str, Any] | None:
-    """The answers on the nodes `on` (the module's doc), verified: first without evicting, then
-    with the shortest prefix of the occupants."""
+@dataclass
+class Answers:
+    """What answers the rejections on the nodes `on` (the module's doc), not yet verified."""
+
+    on: list[str]
+    plugins: set[str]
+    terms: list[dict[str, Any]]
+    cordoned: list[str]
+    over: Cuts                  # the requests lowered to the largest allocatable of `on`
+    fits: Cuts | None           # ... or to the room left on on[0]; None: some resource has none
+
+    def made(self, rerun: Rerun, unit: Unit, lowered: Cuts, gone: Sequence[str] = ()) -> Base:
+        """The change (Combined, or its single step) and its edit: the terms relaxed, the nodes
+        uncordoned, the requests lowered to `lowered`, the pods `gone` evicted."""
+        steps: list[dict[str, Any]] = []
+        edits: list[Edit] = []
+        if self.terms:
+            steps.append({"kind": "Relax", "terms": self.terms})
+            edits.append(relax_edit(unit, self.terms))
+        for n in self.cordoned:
+            steps.append(uncordon_change(n))
+            edits.append(uncordon_edit(n))
+        if lowered:
+            steps.append({"kind": "LowerRequests", **cut_change(rerun, unit, lowered)})
+            edits.append(cut_edit(unit, lowered))
+        if gone:
+            steps.append({"kind": "Evict", "evict": eviction_entries(rerun.objects, gone, rerun)})
+        change = steps[0] if len(steps) == 1 else {"kind": "Combined", "steps": steps}
+        drop = set(gone)
+
+        def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            objects = [o for o in objects if o.get("kind") != "Pod" or object_key(o) not in drop]
+            for e in edits:
+                objects = e(objects)
+            return objects
+        return change, edit
+
+    def without_evicting(self) -> Cuts | None:
+        """The cuts of the attempt without eviction (the room left for a pod on one node, else the
+        allocatable); None when it cannot place the unit (resources lacking with no room)."""
+        if len(self.on) == 1 and self.fits is not None:
+            return self.fits
+        if "NodeResourcesFit" in self.plugins and len(self.on) == 1:
+            return None
+        return self.over
+
+
+def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]) -> Answers | None:
+    """The answers on the nodes `on`; None when some rejection there has none."""
     pod = pods_by_key(rerun.objects).get(unit.pods[0])
     if pod is None:
         return None
@@ -187,55 +233,31 @@ def _plan(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Mappi
     cuts = _requests(rerun, pod, on, nodes) if "NodeResourcesFit" in plugins else ([], None)
     if cuts is None:
         return None
-    over, fits = cuts
+    return Answers(list(on), plugins, terms, cordoned, *cuts)
 
-    def steps_and_edits(lowered: Cuts) -> tuple[list[dict[str, Any]], list[Edit]]:
-        steps: list[dict[str, Any]] = []
-        edits: list[Edit] = []
-        if terms:
-            steps.append({"kind": "Relax", "terms": terms})
-            edits.append(relax_edit(unit, terms))
-        for n in cordoned:
-            steps.append(uncordon_change(n))
-            edits.append(uncordon_edit(n))
-        if lowered:
-            steps.append({"kind": "LowerRequests", **cut_change(rerun, unit, lowered)})
-            edits.append(cut_edit(unit, lowered))
-        return steps, edits
 
-    def attempt(steps: list[dict[str, Any]], edits: list[Edit], gone: Sequence[str] = ()) -> dict[str, Any] | None:
-        if gone:
-            steps = [*steps, {"kind": "Evict", "evict": eviction_entries(rerun.objects, gone, rerun)}]
-        change = steps[0] if len(steps) == 1 else {"kind": "Combined", "steps": steps}
-        drop = set(gone)
-
-        def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            objects = [o for o in objects if o.get("kind") != "Pod" or object_key(o) not in drop]
-            for e in edits:
-                objects = e(objects)
-            return objects
-        return verify_change(rerun, unit, change, edit, removed=list(gone))
-
-    # Without evicting: the requests lowered to the room left (a pod) or to the allocatable.
-    lowered = fits if fits is not None and len(on) == 1 else over
-    if fits is not None or "NodeResourcesFit" not in plugins or len(on) > 1:
-        steps, edits = steps_and_edits(lowered)
-        if steps and repr(steps) not in seen:
-            seen.add(repr(steps))
-            found = attempt(steps, edits)
+def _plan(rerun: Rerun, unit: Unit, a: Answers, seen: set[str]) -> dict[str, Any] | None:
+    """The answers verified: first without evicting, then with the shortest prefix of the
+    occupants."""
+    lowered = a.without_evicting()
+    if lowered is not None:
+        change, edit = a.made(rerun, unit, lowered)
+        if repr(change) not in seen and (change.get("steps") or change.get("kind") != "Combined"):
+            seen.add(repr(change))
+            found = verify_change(rerun, unit, change, edit)
             if found is not None:
                 return found
-    if not plugins & BY_PODS:
+    if not a.plugins & BY_PODS:
         return None
-    order = _occupants(rerun, unit, on, plugins)
+    order = _occupants(rerun, unit, a.on, a.plugins)
     if not order:
         return None
-    steps, edits = steps_and_edits(over)
     tried: dict[int, dict[str, Any] | None] = {}
 
     def prefix(k: int) -> dict[str, Any] | None:
         if k not in tried:
-            tried[k] = attempt(steps, edits, order[:k])
+            change, edit = a.made(rerun, unit, a.over, order[:k])
+            tried[k] = verify_change(rerun, unit, change, edit, removed=order[:k])
         return tried[k]
     # Every occupant evicted; when pending pods then take the room first, those too (at most
     # NEWCOMER_ROUNDS times); then the shortest prefix.
@@ -243,7 +265,7 @@ def _plan(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Mappi
         if prefix(len(order)) is not None or rerun.left() <= 0:
             break
         mine = set(unit.pods)
-        came = [o.pod for o in rerun.last if o.status in PLACED and o.node in on and o.pod not in mine
+        came = [o.pod for o in rerun.last if o.status in PLACED and o.node in a.on and o.pod not in mine
                 and o.pod not in order]
         if not came:
             return None
@@ -254,9 +276,28 @@ def _plan(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Mappi
     return tried.get(k) if k is not None else None
 
 
+def _nodes(rerun: Rerun) -> dict[str, Mapping[str, Any]]:
+    return {str((o.get("metadata") or {}).get("name")): o for o in rerun.objects if o.get("kind") == "Node"}
+
+
+def gang_bases(rerun: Rerun, unit: Unit) -> list[Base]:
+    """A gang's answers on its candidate nodes together, without eviction, as a first step of
+    combine.py (then AddNodes of their shape, say: the gang needs more of such nodes)."""
+    if unit.group is None:
+        return []
+    nodes = _nodes(rerun)
+    a = answers(rerun, unit, candidates(unit, nodes, rerun.objects)[:MAX_GANG_NODES], nodes) \
+        if unit.rejected else None
+    lowered = a.without_evicting() if a is not None and a.on else None
+    if a is None or lowered is None:
+        return []
+    change, edit = a.made(rerun, unit, lowered)
+    return [(change, edit)] if change.get("kind") != "Combined" or change.get("steps") else []
+
+
 def on_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     """The first node (a gang: the candidate nodes together) whose answers place the unit."""
-    nodes = {str((o.get("metadata") or {}).get("name")): o for o in rerun.objects if o.get("kind") == "Node"}
+    nodes = _nodes(rerun)
     ranked = candidates(unit, nodes, rerun.objects)
     if not ranked:
         return []
@@ -265,7 +306,8 @@ def on_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     for on in tries:
         if rerun.left() <= 0:
             break
-        found = _plan(rerun, unit, on, nodes, seen)
+        a = answers(rerun, unit, on, nodes)
+        found = _plan(rerun, unit, a, seen) if a is not None else None
         if found is not None:
             return [found]
     return []
