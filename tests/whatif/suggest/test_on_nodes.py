@@ -197,3 +197,15 @@ def test_init_containers_lowered_too(init: dict[str, Any], want: dict[str, str])
     fixed[1]["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] = want["init"]
     fixed[1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = want["c"]
     assert placed(fixed, "default/web") and not placed(objects, "default/web")
+
+
+def test_overhead_kept_when_lowering() -> None:
+    # 2500m + an overhead of 500m on nodes of 2 cpu: the container lowered to 1500m (the overhead
+    # stays: it is the runtime's).
+    web = pod("web", "2500m", overhead={"cpu": "500m"})
+    objects = [node("a"), web]
+    (s,) = suggestions_of(objects, "default/web", "LowerRequests")[:1]
+    assert s["requests"] == [{"resource": "cpu", "from": "3", "to": "2"}]
+    fixed = copy.deepcopy(objects)
+    fixed[1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1500m"
+    assert placed(fixed, "default/web") and not placed(objects, "default/web")

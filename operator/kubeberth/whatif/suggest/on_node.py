@@ -104,14 +104,41 @@ def _lacking(pod: Mapping[str, Any] | None, nodes: Mapping[str, Mapping[str, Any
     return {n for n, a in allocs.items() if any(a.get(r) <= 0 for r in offered)}
 
 
+def _own_volumes_over_limit(pod: Mapping[str, Any] | None, objects: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The nodes whose CSI volume limit (CSINode) is below the volumes the pod itself attaches of
+    one driver: evicting nothing there makes room for them."""
+    if pod is None:
+        return set()
+    volume_of = {f"{(o.get('metadata') or {}).get('namespace') or 'default'}/{(o.get('metadata') or {}).get('name')}":
+                 str((o.get("spec") or {}).get("volumeName") or "")
+                 for o in objects if o.get("kind") == "PersistentVolumeClaim"}
+    driver_of = {str((o.get("metadata") or {}).get("name")): ((o.get("spec") or {}).get("csi") or {}).get("driver")
+                 for o in objects if o.get("kind") == "PersistentVolume"}
+    wanted: dict[str, int] = {}
+    for c in claims(pod):
+        d = driver_of.get(volume_of.get(c, ""))
+        if d:
+            wanted[d] = wanted.get(d, 0) + 1
+    out = set()
+    for o in objects:
+        if o.get("kind") != "CSINode":
+            continue
+        for d in (o.get("spec") or {}).get("drivers") or ():
+            count = ((d or {}).get("allocatable") or {}).get("count")
+            if isinstance(count, int) and wanted.get(str(d.get("name")), 0) > count:
+                out.add(str((o.get("metadata") or {}).get("name")))
+    return out
+
+
 def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequence[Mapping[str, Any]] = ()
                ) -> list[str]:
     """The nodes every rejection of which has an answer (not a profile's added node affinity, not
-    an extended resource the node lacks and another offers), the fewest rejections first, then
-    those needing no eviction, then in input order."""
+    an extended resource the node lacks and another offers, not a volume limit below the pod's own
+    volumes), the fewest rejections first, then those needing no eviction, then in input order."""
     order = {n: i for i, n in enumerate(nodes)}
     added = _added_affinity(objects)
-    lacking = _lacking(pods_by_key([dict(o) for o in objects]).get(unit.pods[0]), nodes)
+    pod = pods_by_key([dict(o) for o in objects]).get(unit.pods[0])
+    lacking = _lacking(pod, nodes) | _own_volumes_over_limit(pod, objects)
 
     def answered(n: str) -> bool:
         ps = unit.rejected[n]

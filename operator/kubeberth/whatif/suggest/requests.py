@@ -83,12 +83,15 @@ def lower_in_spec(spec: dict[str, Any], name: str, value: int) -> None:
     """Lower the pod's request of `name` to `value` (millicores for cpu): the pod-level request
     when there is one; else the containers' and the sidecars' (init containers restarted
     `Always`: they run alongside), the largest first, by what their sum exceeds `value`, and each
-    other init container's (at most `value`: the pod asks for the larger of the two)."""
+    other init container's (at most `value`: the pod asks for the larger of the two); the pod's
+    overhead, added to either, kept."""
     pod_level = ((spec.get("resources") or {}).get("requests") or {})
     if name in pod_level:
         pod_level[name] = _to_quantity(name, min(value, _units(name, pod_level[name])))
         _drop_zero(spec, name)
         return
+    overhead = (spec.get("overhead") or {}).get(name)
+    value = max(0, value - (_units(name, overhead) if overhead is not None else 0))  # the overhead is added
     inits = spec.get("initContainers") or []
     for c in inits:
         have = _requested(c, name)
