@@ -104,7 +104,7 @@ def _lacking(pod: Mapping[str, Any] | None, nodes: Mapping[str, Mapping[str, Any
     return {n for n, a in allocs.items() if any(a.get(r) <= 0 for r in offered)}
 
 
-def _own_volumes_over_limit(pod: Mapping[str, Any] | None, objects: Sequence[Mapping[str, Any]]) -> set[str]:
+def own_volumes_over_limit(pod: Mapping[str, Any] | None, objects: Sequence[Mapping[str, Any]]) -> set[str]:
     """The nodes whose CSI volume limit (CSINode) is below the volumes the pod itself attaches of
     one driver: evicting nothing there makes room for them."""
     if pod is None:
@@ -138,7 +138,7 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
     order = {n: i for i, n in enumerate(nodes)}
     added = _added_affinity(objects)
     pod = pods_by_key([dict(o) for o in objects]).get(unit.pods[0])
-    lacking = _lacking(pod, nodes) | _own_volumes_over_limit(pod, objects)
+    lacking = _lacking(pod, nodes) | own_volumes_over_limit(pod, objects)
 
     def answered(n: str) -> bool:
         ps = unit.rejected[n]
