@@ -209,3 +209,14 @@ def test_overhead_kept_when_lowering() -> None:
     fixed = copy.deepcopy(objects)
     fixed[1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1500m"
     assert placed(fixed, "default/web") and not placed(objects, "default/web")
+
+
+def test_new_nodes_attach_what_their_template_attaches() -> None:
+    # Every node attaches one volume of the driver (CSINode); web uses two: a copy of a node
+    # would refuse it as well, so no AddNodes is printed (a copy without the limit would "place" it).
+    objects = [node("a"), *storage(), *claim("cache", None),
+               uses(pod("web", "500m"), "logs")]
+    objects[-1]["spec"]["volumes"].append({"name": "cache", "persistentVolumeClaim": {"claimName": "cache"}})
+    objects = [o for o in objects if o.get("metadata", {}).get("name") not in ("data", "pv-data")]
+    assert not placed(objects, "default/web")
+    assert suggestions_of(objects, "default/web", "AddNodes") == []

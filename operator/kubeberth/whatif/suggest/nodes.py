@@ -1,7 +1,8 @@
 """`AddNodes`: how many copies of which existing node's shape would place the unit.
 
 A node group is what cluster-autoscaler scales: nodes of one shape (equal allocatable, equal
-labels but the hostname, equal taints; a cordoned node is no template). A group is tried only
+labels but the hostname, equal taints; a cordoned node is no template; a new node attaches the
+volumes its template's CSINode allows). A group is tried only
 when no node-static filter plugin (core.STATIC_PLUGINS) rejected the pod on its nodes (the
 diagnosis; every group when the pod was never tried). Per group, the smallest count is found by
 a doubling then a binary search, each step a re-simulation; the groups that place the unit are
@@ -69,6 +70,23 @@ def copies(template: Mapping[str, Any], count: int, taken: set[str]) -> list[dic
     return out
 
 
+def csi_copies(objects: Sequence[Mapping[str, Any]], template: str, new: Sequence[Mapping[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """The template's CSINode (its drivers and their volume limits) for each new node: a node of
+    the group attaches what the template attaches."""
+    csi = next((o for o in objects if o.get("kind") == "CSINode" and (o.get("metadata") or {}).get("name") == template),
+               None)
+    if csi is None:
+        return []
+    out = []
+    for n in new:
+        name = str(n["metadata"]["name"])
+        drivers = [{**copy.deepcopy(d), "nodeID": name} for d in (csi.get("spec") or {}).get("drivers") or ()]
+        out.append({"apiVersion": csi.get("apiVersion", "storage.k8s.io/v1"), "kind": "CSINode",
+                    "metadata": {"name": name}, "spec": {"drivers": drivers}})
+    return out
+
+
 def _waste(template: Mapping[str, Any], count: int, pods: Sequence[Mapping[str, Any]]) -> float:
     """least-waste's score: the mean of the unused shares of cpu and memory on the new nodes."""
     try:
@@ -122,7 +140,8 @@ def add_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
                     ) -> Verified | None:
             if n not in tried:
                 new = copies(nodes[template], n, set(nodes))
-                tried[n] = (rerun.verify(unit, [*rerun.objects, *new]), [str(x["metadata"]["name"]) for x in new])
+                tried[n] = (rerun.verify(unit, [*rerun.objects, *new, *csi_copies(rerun.objects, template, new)]),
+                            [str(x["metadata"]["name"]) for x in new])
             return tried[n][0]
 
         if found and min(f[0] for f in found) == 1 and rerun.left() < 4:
