@@ -33,7 +33,7 @@ from kubeberth.whatif.inputs import object_key
 from kubeberth.whatif.policy_tests import parse_case, prepare_case
 from kubeberth.whatif.suggest import UnitSuggestions, suggest
 from kubeberth.whatif.suggest.nodes import holds as _holds
-from kubeberth.whatif.suggest.on_node import own_volumes_over_limit
+from kubeberth.whatif.suggest.on_node import lacking_resource, own_volumes_over_limit
 
 FLAVOURS = {"default": Options(), "workloads": Options(flavour="workloads")}
 
@@ -81,10 +81,13 @@ def reason(u: UnitSuggestions, objects: Sequence[Mapping[str, Any]]) -> str:
         return UNOFFERED
     if pod is not None and not any(_holds(n, pod) for n in nodes.values()):
         return "no node's allocatable holds the pod's requests"
-    if all(ps & VOLUME for ps in rejected.values()):
-        pinned = {n for n, ps in rejected.items() if not ps & {"VolumeBinding", "VolumeZone"}}
-        if pod is not None and pinned and pinned <= own_volumes_over_limit(pod, objects):
+    pinned = {n for n, ps in rejected.items() if not ps & {"VolumeBinding", "VolumeZone"}}
+    if pod is not None and pinned and len(pinned) < len(rejected):
+        if pinned <= own_volumes_over_limit(pod, objects):
             return "its volumes rule out every node: the PV's node attaches fewer volumes than the pod uses (CSINode)"
+        if pinned <= lacking_resource(pod, nodes):
+            return "its PV's node lacks an extended resource the pod requests (other nodes offer it)"
+    if all(ps & VOLUME for ps in rejected.values()):
         return "its volumes rule out every node (PV node affinity, ReadWriteOncePod, volume limits)"
     if all(len(ps) > 1 for ps in rejected.values()):
         return "two or more constraints on every node"

@@ -91,7 +91,7 @@ def _added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
     return out
 
 
-def _lacking(pod: Mapping[str, Any] | None, nodes: Mapping[str, Mapping[str, Any]]) -> set[str]:
+def lacking_resource(pod: Mapping[str, Any] | None, nodes: Mapping[str, Mapping[str, Any]]) -> set[str]:
     """The nodes without a resource the pod requests that another node offers (no cut answers that)."""
     try:
         want = Pod(dict(pod)).requests if pod is not None else None
@@ -138,7 +138,7 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
     order = {n: i for i, n in enumerate(nodes)}
     added = _added_affinity(objects)
     pod = pods_by_key([dict(o) for o in objects]).get(unit.pods[0])
-    lacking = _lacking(pod, nodes) | own_volumes_over_limit(pod, objects)
+    lacking = lacking_resource(pod, nodes) | own_volumes_over_limit(pod, objects)
 
     def answered(n: str) -> bool:
         ps = unit.rejected[n]
