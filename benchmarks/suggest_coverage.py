@@ -8,7 +8,9 @@ reason, and the cost (re-simulations and seconds per unit).
 A unit without a suggestion is put under a reason read from the baseline's diagnosis (a gang
 never tried: of mixed priorities, or short of pods; a request of an extended resource no node
 offers; ...). `coverageOfPlaceable` leaves out the units asking for an extended resource no node
-offers (suggest answers them by removing the request, LowerRequests to 0, when that places them).
+offers (suggest answers them by removing the request, LowerRequests to 0, when that places them)
+and those whose PersistentVolume pins them to a node that can never hold them (it attaches fewer
+volumes than the pod uses, or lacks an extended resource the pod requests).
 Several seeds at once: `--seed 41 --seed 7 --seed 13` (one result per seed and flavour).
 """
 
