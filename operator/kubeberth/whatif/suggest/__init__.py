@@ -5,7 +5,11 @@ smallest changes that would place it, ranked, each verified by simulating the ed
   `Rerun` that verifies a change (same seed, profiles, plugins, gates).
 - `nodes.py`: AddNodes (node groups, the expanders' choice); `evict.py`: Evict and RaisePriority;
   `relax.py`: Relax (one constraint term); `requests.py`: LowerRequests; `gangs.py`: AddPods (a
-  gang's missing pods); `uncordon.py`: Uncordon; `combine.py`: Combined (two or more changes).
+  gang's missing pods, or its minCount lowered); `uncordon.py`: Uncordon; `combine.py`: Combined (a
+  first step, then one more change); `on_node.py`: Combined on chosen nodes (every rejection a node
+  gives answered there at once: relax, uncordon, lower requests, evict).
+- `core.py` also holds the one verify path every kind uses (`verify_change`, `first_placing`) and the
+  binary search for the smallest count that places the unit (`smallest`).
 - `search.py`: the search under a budget of re-simulations per unit, and the ranking.
 
 Rendered (table lines, the `--explain` and HTML sections) and scoped for a tenant by

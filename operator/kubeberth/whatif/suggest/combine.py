@@ -9,6 +9,7 @@ The first step is one of (at most MAX_BASES, in this order):
 - a gang short of pods: its minCount lowered to the pods it has (it is then tried at all);
 - (P) a pod no empty node holds: its requests lowered to the allocatable of the node closest to
   holding it (0 for a resource no node offers; requests.py);
+- a gang: the answers on its candidate nodes together, without eviction (on_node.py);
 - the cordoned node NodeUnschedulable rejected the pod on with the fewest other reasons, uncordoned;
 - for the nodes with the fewest rejecting plugins (at most 2): every pod-side constraint that
   node fails, relaxed (relax_node.py).
@@ -23,41 +24,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..inputs import object_key
-from .core import Rerun, Unit, group_name, pods_by_key, read_diagnosis, result
-from .gangs import missing_pods_base, with_new_pods
-from .relax_node import edit_term, terms_for
+from .core import Base, Rerun, Unit, changes_of, group_name, pods_by_key, read_diagnosis, result, with_new_pods
+from .gangs import min_count_base, missing_pods_base
+from .on_node import gang_bases
+from .relax_node import relax_edit, terms_for
 from .requests import cut_change, cut_edit, largest_cuts
 from .uncordon import uncordon_bases
 
-MAX_BASES = 5
-Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-Base = tuple[dict[str, Any], Edit]
+MAX_BASES = 6
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
-
-
-def _on_pods(unit: Unit, edit: Callable[[dict[str, Any]], None]) -> Edit:
-    def on(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for o in objects:
-            if o.get("kind") == "Pod" and object_key(o) in unit.pods:
-                edit(o.setdefault("spec", {}))
-        return objects
-    return on
-
-
-def _min_count(rerun: Rerun, unit: Unit) -> list[Base]:
-    group = next((o for o in rerun.objects if o.get("kind") == "PodGroup" and object_key(o) == unit.group), None)
-    gang = (((group or {}).get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
-    if unit.group is None or not isinstance(gang, Mapping) or int(gang.get("minCount") or 0) <= len(unit.pods):
-        return []
-    have = len(unit.pods)
-
-    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for o in objects:
-            if o.get("kind") == "PodGroup" and object_key(o) == unit.group:
-                o["spec"]["schedulingPolicy"]["gang"]["minCount"] = have
-        return objects
-    return [({"kind": "Relax", "constraint": "minCount", "path": "spec.schedulingPolicy.gang.minCount",
-              "from": int(gang["minCount"]), "to": have}, edit)]
 
 
 def _align_priority(rerun: Rerun, unit: Unit) -> list[Base]:
@@ -107,21 +82,10 @@ def _relax_nodes(rerun: Rerun, unit: Unit) -> list[Base]:
         if not terms or repr(terms) in seen:
             continue
         seen.add(repr(terms))
-
-        def edit(spec: dict[str, Any], terms: list[dict[str, Any]] = terms) -> None:
-            for t in terms:
-                edit_term(spec, t)
-        out.append(({"kind": "Relax", "terms": terms}, _on_pods(unit, edit)))
+        out.append(({"kind": "Relax", "terms": terms}, relax_edit(unit, terms)))
         if len(out) == 2:
             break
     return out
-
-
-def _count(first: Mapping[str, Any]) -> int:
-    """The edits of a first step: pods added, terms relaxed, requests lowered; else 1."""
-    if first.get("kind") == "AddPods":
-        return int(first["count"])
-    return len(first.get("terms") or first.get("requests") or [first])
 
 
 def _step(s: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,16 +94,41 @@ def _step(s: Mapping[str, Any]) -> dict[str, Any]:
 
 def _prerequisites(rerun: Rerun, unit: Unit) -> list[Base]:
     """The changes without which nothing else can place the unit (a gang of mixed priorities, a
-    gang short of pods, a request no node can hold), all made at once when there are several."""
-    must = [*_align_priority(rerun, unit), *missing_pods_base(rerun, unit), *_to_largest_node(rerun, unit)]
-    if len(must) < 2:
-        return []
+    gang short of pods, a request no node can hold), all made at once when there are several: a
+    gang short of pods once with its missing pods created, once with its minCount lowered."""
+    out: list[Base] = []
+    for short in (missing_pods_base(rerun, unit), min_count_base(rerun, unit)):
+        must = [*_align_priority(rerun, unit), *short, *_to_largest_node(rerun, unit)]
+        if len(must) < 2:
+            continue
 
-    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for _, e in must:
-            objects = e(objects)
-        return objects
-    return [({"kind": "Combined", "steps": [m for m, _ in must]}, edit)]
+        def edit(objects: list[dict[str, Any]], must: list[Base] = must) -> list[dict[str, Any]]:
+            for _, e in must:
+                objects = e(objects)
+            return objects
+        out.append(({"kind": "Combined", "steps": [m for m, _ in must]}, edit))
+    return out
+
+
+def merged(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps, the LowerRequests ones made one (a request lowered twice: from the first `from`
+    to the last `to`)."""
+    out: list[dict[str, Any]] = []
+    lower: dict[str, Any] | None = None
+    for s in steps:
+        if s.get("kind") != "LowerRequests":
+            out.append(s)
+        elif lower is None:
+            lower = {**s, "requests": [dict(r) for r in s["requests"]]}
+            out.append(lower)
+        else:
+            have = {r["resource"]: r for r in lower["requests"]}
+            for r in s["requests"]:
+                if r["resource"] in have:
+                    have[r["resource"]].update({k: v for k, v in r.items() if k != "from"})
+                else:
+                    lower["requests"].append(dict(r))
+    return out
 
 
 def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -149,7 +138,7 @@ def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
 def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
     """The first combination that places the unit (see the module's doc); [] when none does."""
     bases = [*_prerequisites(rerun, unit), *_align_priority(rerun, unit), *missing_pods_base(rerun, unit),
-             *_min_count(rerun, unit), *_to_largest_node(rerun, unit),
+             *min_count_base(rerun, unit), *_to_largest_node(rerun, unit), *gang_bases(rerun, unit),
              *uncordon_bases(rerun, unit)[:1], *_relax_nodes(rerun, unit)][:MAX_BASES]
     for first, edit in bases:
         if rerun.left() <= 1:
@@ -157,7 +146,7 @@ def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, 
         objects = rerun.edited(edit)
         unit_there = with_new_pods(unit, objects)
         alone = rerun.verify(unit_there, objects)
-        n = sum(_count(s) for s in _steps(first))
+        n = changes_of(first)
         if alone is not None:
             return [result(str(first["kind"]), {k: v for k, v in first.items() if k != "kind"}, alone, n)]
         derived = Rerun(objects, list(rerun.baseline.values()), seed=rerun.seed,
@@ -176,6 +165,6 @@ def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, 
         if found:
             second = found[0]
             out = {k: v for k, v in second.items() if k in ("places", "displaced", "alsoPlaces", "verified")}
-            return [{"kind": "Combined", "steps": [*_steps(first), _step(second)], **out,
+            return [{"kind": "Combined", "steps": merged([*_steps(first), *_steps(_step(second))]), **out,
                      "changes": n + int(second.get("changes") or 1), "verified": True}]
     return []

@@ -128,6 +128,7 @@ class Rerun:
         self.tie_break = tie_break
         self.runs = 0
         self.budget = DEFAULT_BUDGET
+        self.last: list[PodOutcome] = []     # the outcomes of the latest run
 
     def left(self) -> int:
         return self.budget
@@ -136,9 +137,11 @@ class Rerun:
             ) -> tuple[list[PodOutcome], Any]:
         self.runs += 1
         self.budget -= 1
-        return run_simulation([copy.deepcopy(dict(o)) for o in objects], seed=self.seed, warn=io.StringIO(),
-                              percentage_of_nodes_to_score=self.percentage, explain=explain,
-                              registry=self.registry, tie_break=self.tie_break)
+        outcomes, rest = run_simulation([copy.deepcopy(dict(o)) for o in objects], seed=self.seed,
+                                        warn=io.StringIO(), percentage_of_nodes_to_score=self.percentage,
+                                        explain=explain, registry=self.registry, tie_break=self.tie_break)
+        self.last = outcomes
+        return outcomes, rest
 
     def edited(self, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """A fresh copy of the input, passed through `edit`."""
@@ -180,3 +183,71 @@ def result(kind: str, change: dict[str, Any], v: Verified, changes: int) -> dict
 
 def pods_by_key(objects: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {object_key(o): o for o in objects if o.get("kind") == "Pod"}
+
+
+Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+# A candidate change: its printed fields (with `kind`) and the edit making it on a copy of the input.
+Base = tuple[dict[str, Any], Edit]
+
+
+def with_new_pods(unit: Unit, objects: Sequence[Mapping[str, Any]]) -> Unit:
+    """`unit` on an edited input: a gang's pending pods there (the pods a change added too)."""
+    if unit.group is None:
+        return Unit(unit.key, list(unit.pods), None)
+    pods = [object_key(o) for o in objects if o.get("kind") == "Pod" and group_name(o) == unit.group
+            and not (o.get("spec") or {}).get("nodeName")]
+    return Unit(unit.key, pods or list(unit.pods), unit.group)
+
+
+def changes_of(change: Mapping[str, Any]) -> int:
+    """The edits a change makes: pods added, nodes added, pods evicted, terms relaxed, requests
+    lowered, a Combined change's steps' sum; else 1."""
+    kind = change.get("kind")
+    if kind == "Combined":
+        return sum(changes_of(s) for s in change.get("steps") or ())
+    if kind in ("AddPods", "AddNodes"):
+        return int(change["count"])
+    return len(change.get("evict") or change.get("terms") or change.get("requests") or [change])
+
+
+def verify_change(rerun: Rerun, unit: Unit, change: Mapping[str, Any], edit: Edit,
+                  removed: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The input edited by `edit`, simulated again: the verified suggestion of `change` (its `kind`
+    and fields) when every pending pod of the unit (those the edit added too) is then placed,
+    else None (None as well once the budget is spent). `removed`: pods the edit deletes."""
+    if rerun.left() <= 0:
+        return None
+    objects = rerun.edited(edit)
+    v = rerun.verify(with_new_pods(unit, objects), objects, removed=removed)
+    if v is None:
+        return None
+    return result(str(change["kind"]), {k: w for k, w in change.items() if k != "kind"}, v, changes_of(change))
+
+
+def first_placing(rerun: Rerun, unit: Unit, bases: Sequence[Base]) -> list[dict[str, Any]]:
+    """The first of `bases` whose change places the unit, verified; [] when none does."""
+    for change, edit in bases:
+        if rerun.left() <= 0:
+            break
+        found = verify_change(rerun, unit, change, edit)
+        if found is not None:
+            return [found]
+    return []
+
+
+def smallest(rerun: Rerun, attempt: Callable[[int], Any], first: int, last: int) -> int | None:
+    """The smallest n in [first, last] for which `attempt(n)` (a verification, monotone in n) is not
+    None: `first` tried, then `last`, then a binary search between, while the budget lasts;
+    None when `last` fails too."""
+    if attempt(first) is not None:
+        return first
+    if last <= first or attempt(last) is None:
+        return None
+    lo, hi = first, last  # lo fails, hi places
+    while hi - lo > 1 and rerun.left() > 0:
+        mid = (lo + hi) // 2
+        if attempt(mid) is not None:
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -18,7 +18,7 @@ from typing import Any
 from ...model import ModelError, Pod
 from ...preemption.pdb import PDB, filter_pods_with_pdb_violation
 from ..inputs import object_key
-from .core import STATIC_PLUGINS, Rerun, Unit, Verified, group_name, result
+from .core import STATIC_PLUGINS, Rerun, Unit, Verified, group_name, result, smallest
 
 MAX_NODES = 3
 NEVER = "Never"
@@ -56,7 +56,8 @@ def priorities(objects: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
-def _size(obj: Mapping[str, Any]) -> tuple[int, int]:
+def size(obj: Mapping[str, Any]) -> tuple[int, int]:
+    """A pod's (milli-cpu, memory) requests; (0, 0) for a pod the model refuses."""
     try:
         r = Pod(dict(obj)).requests
     except ModelError:
@@ -64,7 +65,7 @@ def _size(obj: Mapping[str, Any]) -> tuple[int, int]:
     return (r.milli_cpu, r.memory)
 
 
-def _search(rerun: Rerun, unit: Unit, order: list[str]) -> tuple[int, Verified] | None:
+def shortest_prefix(rerun: Rerun, unit: Unit, order: list[str]) -> tuple[int, Verified] | None:
     """The shortest prefix of `order` whose removal places the unit (binary search)."""
     tried: dict[int, Verified | None] = {}
 
@@ -77,21 +78,9 @@ def _search(rerun: Rerun, unit: Unit, order: list[str]) -> tuple[int, Verified] 
 
     if not order:
         return None
-    if attempt(1) is not None:
-        k = 1
-    elif len(order) > 1 and attempt(len(order)) is not None:
-        lo, hi = 1, len(order)
-        while hi - lo > 1 and rerun.left() > 0:
-            mid = (lo + hi) // 2
-            if attempt(mid) is not None:
-                hi = mid
-            else:
-                lo = mid
-        k = hi
-    else:
-        return None
-    v = tried[k]
-    return (k, v) if v is not None else None
+    k = smallest(rerun, attempt, 1, len(order))
+    v = tried.get(k) if k is not None else None
+    return (k, v) if k is not None and v is not None else None
 
 
 def _evicted(objects: Sequence[Mapping[str, Any]], keys: Sequence[str], prio: Mapping[str, int]
@@ -120,6 +109,18 @@ def _evicted(objects: Sequence[Mapping[str, Any]], keys: Sequence[str], prio: Ma
     return out
 
 
+def eviction_entries(objects: Sequence[Mapping[str, Any]], keys: Sequence[str], rerun: Rerun
+                     ) -> list[dict[str, Any]]:
+    """Evict's entries for `keys` (pods bound in the input, or placed by the baseline: their node
+    is the baseline's)."""
+    out = _evicted(objects, keys, priorities(objects))
+    for e in out:
+        b = rerun.baseline.get(e["pod"])
+        if not e["node"] and b is not None:
+            e["node"] = b.node
+    return out
+
+
 def evict(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     """At most one Evict suggestion per node tried, and the cluster-wide one when none placed."""
     prio = priorities(rerun.objects)
@@ -132,19 +133,19 @@ def evict(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     nodes = [n for n in bound if not unit.rejected or (n in unit.rejected and not unit.rejected[n] & STATIC_PLUGINS)]
 
     def order(pods: Sequence[Mapping[str, Any]]) -> list[str]:
-        keyed = sorted(pods, key=lambda o: (prio.get(object_key(o), 0), tuple(-x for x in _size(o)), object_key(o)))
+        keyed = sorted(pods, key=lambda o: (prio.get(object_key(o), 0), tuple(-x for x in size(o)), object_key(o)))
         return [object_key(o) for o in keyed]
 
     out = []
     for node in sorted(nodes, key=lambda n: (len(bound[n]), rank[n]))[:MAX_NODES]:
-        got = _search(rerun, unit, order(bound[node]))
+        got = shortest_prefix(rerun, unit, order(bound[node]))
         if got is not None:
             k, v = got
             keys = order(bound[node])[:k]
             out.append(result("Evict", {"evict": _evicted(rerun.objects, keys, prio)}, v, k))
     if not out and len(nodes) > 1:
         everyone = order([o for n in nodes for o in bound[n]])
-        got = _search(rerun, unit, everyone)
+        got = shortest_prefix(rerun, unit, everyone)
         if got is not None:
             k, v = got
             out.append(result("Evict", {"evict": _evicted(rerun.objects, everyone[:k], prio)}, v, k))
@@ -182,17 +183,10 @@ def raise_priority(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             tried[i] = rerun.verify(unit, rerun.edited(lambda objs: _with_class(objs, unit, name, value)))
         return tried[i]
 
-    if attempt(len(classes) - 1) is None:
+    hi = smallest(rerun, attempt, 0, len(classes) - 1)
+    v = tried.get(hi) if hi is not None else None
+    if hi is None or v is None:
         return []
-    lo, hi = -1, len(classes) - 1  # lo fails (or is below every class), hi places
-    while hi - lo > 1 and rerun.left() > 0:
-        mid = (lo + hi) // 2
-        if attempt(mid) is not None:
-            hi = mid
-        else:
-            lo = mid
-    v = tried[hi]
-    assert v is not None
     value, name = classes[hi]
     gone = sorted(set(v.victims) | set(v.displaced))
     change = {"priorityClass": name, "priority": value, "from": now,

@@ -9,15 +9,16 @@ The copies are named `<pod>-suggested-<i>`; they are of the gang's namespace (a 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..inputs import object_key
-from .core import Rerun, Unit, group_name, result
+from .core import Base, Rerun, Unit, first_placing, group_name, with_new_pods
+
+__all__ = ["add_gang_pods", "min_count_base", "missing_pods_base", "relax_min_count", "shortfall", "with_new_pods"]
 
 SUFFIX = "suggested"
 MAX_MISSING = 16
-Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
 
 def shortfall(objects: Sequence[Mapping[str, Any]], unit: Unit) -> tuple[int, int]:
@@ -54,7 +55,7 @@ def _copies(objects: Sequence[Mapping[str, Any]], unit: Unit, count: int) -> lis
     return out
 
 
-def missing_pods_base(rerun: Rerun, unit: Unit) -> list[tuple[dict[str, Any], Edit]]:
+def missing_pods_base(rerun: Rerun, unit: Unit) -> list[Base]:
     """The change creating the gang's missing pods, and its edit; [] when none is missing."""
     min_count, have = shortfall(rerun.objects, unit)
     missing = min_count - have
@@ -69,22 +70,27 @@ def missing_pods_base(rerun: Rerun, unit: Unit) -> list[tuple[dict[str, Any], Ed
     return [(change, edit)]
 
 
-def with_new_pods(unit: Unit, objects: Sequence[Mapping[str, Any]]) -> Unit:
-    """`unit` on an edited input: a gang's pending pods there (the pods a change added too)."""
-    if unit.group is None:
-        return Unit(unit.key, list(unit.pods), None)
-    pods = [object_key(o) for o in objects if o.get("kind") == "Pod" and group_name(o) == unit.group
-            and not (o.get("spec") or {}).get("nodeName")]
-    return Unit(unit.key, pods or list(unit.pods), unit.group)
+def min_count_base(rerun: Rerun, unit: Unit) -> list[Base]:
+    """A gang short of pods: the change lowering its minCount to the pods it has, and its edit."""
+    min_count, _ = shortfall(rerun.objects, unit)
+    have = len(unit.pods)
+    if unit.group is None or min_count <= have:
+        return []
+
+    def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for o in objects:
+            if o.get("kind") == "PodGroup" and object_key(o) == unit.group:
+                o["spec"]["schedulingPolicy"]["gang"]["minCount"] = have
+        return objects
+    return [({"kind": "Relax", "constraint": "minCount", "path": "spec.schedulingPolicy.gang.minCount",
+              "from": min_count, "to": have}, edit)]
 
 
 def add_gang_pods(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     """The verified AddPods suggestion (see the module's doc), or none."""
-    for change, edit in missing_pods_base(rerun, unit):
-        if rerun.left() <= 0:
-            break
-        objects = rerun.edited(edit)
-        v = rerun.verify(with_new_pods(unit, objects), objects)
-        if v is not None:
-            return [result("AddPods", {k: w for k, w in change.items() if k != "kind"}, v, int(change["count"]))]
-    return []
+    return first_placing(rerun, unit, missing_pods_base(rerun, unit))
+
+
+def relax_min_count(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
+    """A gang short of pods: its minCount lowered to the pods it has."""
+    return first_placing(rerun, unit, min_count_base(rerun, unit))

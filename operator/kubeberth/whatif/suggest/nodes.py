@@ -1,7 +1,8 @@
 """`AddNodes`: how many copies of which existing node's shape would place the unit.
 
 A node group is what cluster-autoscaler scales: nodes of one shape (equal allocatable, equal
-labels but the hostname, equal taints; a cordoned node is no template). A group is tried only
+labels but the hostname, equal taints; a cordoned node is no template; a new node attaches the
+volumes its template's CSINode allows). A group is tried only
 when no node-static filter plugin (core.STATIC_PLUGINS) rejected the pod on its nodes (the
 diagnosis; every group when the pod was never tried). Per group, the smallest count is found by
 a doubling then a binary search, each step a re-simulation; the groups that place the unit are
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...model import ModelError, Node, Pod
-from .core import STATIC_PLUGINS, Rerun, Unit, Verified, pods_by_key, result
+from .core import STATIC_PLUGINS, Rerun, Unit, Verified, pods_by_key, result, smallest
 
 HOSTNAME = "kubernetes.io/hostname"
 EXPANDER = "fewest-nodes, then least-waste"
@@ -66,6 +67,23 @@ def copies(template: Mapping[str, Any], count: int, taken: set[str]) -> list[dic
                 "status": copy.deepcopy({k: v for k, v in (template.get("status") or {}).items()
                                          if k in ("allocatable", "capacity", "conditions", "nodeInfo")})}
         out.append(node)
+    return out
+
+
+def csi_copies(objects: Sequence[Mapping[str, Any]], template: str, new: Sequence[Mapping[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """The template's CSINode (its drivers and their volume limits) for each new node: a node of
+    the group attaches what the template attaches."""
+    csi = next((o for o in objects if o.get("kind") == "CSINode" and (o.get("metadata") or {}).get("name") == template),
+               None)
+    if csi is None:
+        return []
+    out = []
+    for n in new:
+        name = str(n["metadata"]["name"])
+        drivers = [{**copy.deepcopy(d), "nodeID": name} for d in (csi.get("spec") or {}).get("drivers") or ()]
+        out.append({"apiVersion": csi.get("apiVersion", "storage.k8s.io/v1"), "kind": "CSINode",
+                    "metadata": {"name": name}, "spec": {"drivers": drivers}})
     return out
 
 
@@ -122,23 +140,14 @@ def add_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
                     ) -> Verified | None:
             if n not in tried:
                 new = copies(nodes[template], n, set(nodes))
-                tried[n] = (rerun.verify(unit, [*rerun.objects, *new]), [str(x["metadata"]["name"]) for x in new])
+                tried[n] = (rerun.verify(unit, [*rerun.objects, *new, *csi_copies(rerun.objects, template, new)]),
+                            [str(x["metadata"]["name"]) for x in new])
             return tried[n][0]
 
         if found and min(f[0] for f in found) == 1 and rerun.left() < 4:
             break
-        if attempt(1) is not None:
-            best = 1
-        elif cap > 1 and attempt(cap) is not None:
-            lo, hi = 1, cap  # lo fails, hi places
-            while hi - lo > 1 and rerun.left() > 0:
-                mid = (lo + hi) // 2
-                if attempt(mid) is not None:
-                    hi = mid
-                else:
-                    lo = mid
-            best = hi
-        else:
+        best = smallest(rerun, attempt, 1, cap)
+        if best is None:
             continue
         v, names = tried[best]
         assert v is not None

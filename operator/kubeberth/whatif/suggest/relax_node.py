@@ -5,17 +5,16 @@
   pod-side constraint that node fails relaxed at once, each as a whole (the required node
   affinity and the nodeSelector removed, a toleration for each of the node's NoSchedule and
   NoExecute taints, the required pod (anti-)affinity removed, each DoNotSchedule spread made
-  ScheduleAnyway). Printed as one Relax with `terms`, one per relaxed constraint;
-- a gang that waits for pods that do not exist: its PodGroup's minCount lowered to the number of
-  its pods (`constraint: minCount`)."""
+  ScheduleAnyway). Printed as one Relax with `terms`, one per relaxed constraint. (A gang's
+minCount lowered to the pods it has: gangs.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..inputs import object_key
-from .core import Rerun, Unit, result
+from .core import Edit, Rerun, Unit, verify_change, with_new_pods
 
 MAX_NODES = 2
 NODE_SIDE = frozenset({"NodeName", "NodeUnschedulable", "VolumeZone", "VolumeBinding", "NodeDeclaredFeatures",
@@ -94,35 +93,20 @@ def relax_for_node(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             continue
         tried.add(ident)
 
-        def edit(objects: list[dict[str, Any]], terms: list[dict[str, Any]] = terms) -> list[dict[str, Any]]:
-            for o in objects:
-                if o.get("kind") == "Pod" and object_key(o) in unit.pods:
-                    for t in terms:
-                        edit_term(o.setdefault("spec", {}), t)
-            return objects
-        v = rerun.verify(unit, rerun.edited(edit))
-        if v is not None:
-            return [result("Relax", {"terms": terms}, v, len(terms))]
+        found = verify_change(rerun, unit, {"kind": "Relax", "terms": terms}, relax_edit(unit, terms))
+        if found is not None:
+            return [found]
     return []
 
 
-def relax_min_count(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
-    """A gang short of pods: its minCount lowered to the pods it has."""
-    if unit.group is None or rerun.left() <= 0:
-        return []
-    group = next((o for o in rerun.objects if o.get("kind") == "PodGroup" and object_key(o) == unit.group), None)
-    gang = (((group or {}).get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
-    if not isinstance(gang, Mapping) or int(gang.get("minCount") or 0) <= len(unit.pods):
-        return []
-    have = len(unit.pods)
-
+def relax_edit(unit: Unit, terms: Sequence[Mapping[str, Any]]) -> Edit:
+    """The edit relaxing `terms` on every pending pod of the unit (those an earlier edit added too)."""
     def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        targets = set(with_new_pods(unit, objects).pods)
         for o in objects:
-            if o.get("kind") == "PodGroup" and object_key(o) == unit.group:
-                o["spec"]["schedulingPolicy"]["gang"]["minCount"] = have
+            if o.get("kind") == "Pod" and object_key(o) in targets:
+                for t in terms:
+                    edit_term(o.setdefault("spec", {}), t)
         return objects
-    v = rerun.verify(unit, rerun.edited(edit))
-    if v is None:
-        return []
-    return [result("Relax", {"constraint": "minCount", "path": "spec.schedulingPolicy.gang.minCount",
-                             "from": int(gang["minCount"]), "to": have}, v, 1)]
+    return edit
+

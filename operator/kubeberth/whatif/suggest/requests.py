@@ -14,15 +14,14 @@ holding it, to 0 (the request removed, said in `note`) for a resource no node of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from ...model import ModelError, Node, Pod, parse_quantity
 from ...model.quantity import format_milli_cpu
 from ..inputs import object_key
-from .core import PLACED, Rerun, Unit, pods_by_key, result
-from .gangs import with_new_pods
+from .core import PLACED, Edit, Rerun, Unit, first_placing, pods_by_key, verify_change, with_new_pods
 
 MAX_TRIES = 3
 RESOURCE_PLUGIN = "NodeResourcesFit"
@@ -74,19 +73,34 @@ def room(objects: Sequence[Mapping[str, Any]], rerun: Rerun) -> dict[str, dict[s
     return out
 
 
-def lower_in_spec(spec: dict[str, Any], name: str, cut: int) -> None:
-    """Take `cut` (millicores for cpu) off the pod's request of `name`."""
+def _requested(c: dict[str, Any], name: str) -> int | None:
+    res = c.setdefault("resources", {})
+    q = (res.get("requests") or {}).get(name, (res.get("limits") or {}).get(name))
+    return None if q is None else _units(name, q)
+
+
+def lower_in_spec(spec: dict[str, Any], name: str, value: int) -> None:
+    """Lower the pod's request of `name` to `value` (millicores for cpu): the pod-level request
+    when there is one; else the containers' and the sidecars' (init containers restarted
+    `Always`: they run alongside), the largest first, by what their sum exceeds `value`, and each
+    other init container's (at most `value`: the pod asks for the larger of the two); the pod's
+    overhead, added to either, kept."""
     pod_level = ((spec.get("resources") or {}).get("requests") or {})
     if name in pod_level:
-        pod_level[name] = _to_quantity(name, max(0, _units(name, pod_level[name]) - cut))
+        pod_level[name] = _to_quantity(name, min(value, _units(name, pod_level[name])))
         _drop_zero(spec, name)
         return
-    containers = []
-    for c in spec.get("containers") or []:
-        res = c.setdefault("resources", {})
-        q = (res.get("requests") or {}).get(name, (res.get("limits") or {}).get(name))
-        if q is not None:
-            containers.append((_units(name, q), c))
+    overhead = (spec.get("overhead") or {}).get(name)
+    value = max(0, value - (_units(name, overhead) if overhead is not None else 0))  # the overhead is added
+    inits = spec.get("initContainers") or []
+    for c in inits:
+        have = _requested(c, name)
+        if c.get("restartPolicy") != "Always" and have is not None and have > value:
+            c["resources"].setdefault("requests", {})[name] = _to_quantity(name, value)
+            _drop_zero(c, name)
+    running = [*(spec.get("containers") or []), *(c for c in inits if c.get("restartPolicy") == "Always")]
+    containers = [(have, c) for c in running if (have := _requested(c, name)) is not None]
+    cut = sum(h for h, _ in containers) - value
     containers.sort(key=lambda x: -x[0])
     for have, c in containers:
         if cut <= 0:
@@ -142,10 +156,10 @@ def lower_requests(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     for chosen in ranked:
         if rerun.left() <= 0:
             break
-
-        v = rerun.verify(unit, rerun.edited(cut_edit(unit, chosen)))
-        if v is not None:
-            return [result("LowerRequests", cut_change(rerun, unit, chosen), v, len(chosen))]
+        found = verify_change(rerun, unit, {"kind": "LowerRequests", **cut_change(rerun, unit, chosen)},
+                              cut_edit(unit, chosen))
+        if found is not None:
+            return [found]
     return []
 
 
@@ -189,7 +203,7 @@ def cut_change(rerun: Rerun, unit: Unit, cuts: Sequence[tuple[str, int]]) -> dic
     return {"requests": out}
 
 
-def cut_edit(unit: Unit, cuts: Sequence[tuple[str, int]]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+def cut_edit(unit: Unit, cuts: Sequence[tuple[str, int]]) -> Edit:
     """The edit lowering the requests of every pending pod of the unit (a gang's pods added by an
     earlier edit too) to `cuts`."""
     def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -199,7 +213,7 @@ def cut_edit(unit: Unit, cuts: Sequence[tuple[str, int]]) -> Callable[[list[dict
                 want = Pod(dict(o)).requests
                 for name, value in cuts:
                     if want.get(name) > value:
-                        lower_in_spec(o.setdefault("spec", {}), name, want.get(name) - value)
+                        lower_in_spec(o.setdefault("spec", {}), name, value)
         return objects
     return edit
 
@@ -208,9 +222,7 @@ def lower_to_largest(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     """The requests no node can hold lowered to the largest node's allocatable (see the module's
     doc), when that alone places the unit."""
     cuts = largest_cuts(rerun, unit)
-    if not cuts or rerun.left() <= 0:
+    if not cuts:
         return []
-    v = rerun.verify(unit, rerun.edited(cut_edit(unit, cuts)))
-    if v is None:
-        return []
-    return [result("LowerRequests", cut_change(rerun, unit, cuts), v, len(cuts))]
+    return first_placing(rerun, unit, [({"kind": "LowerRequests", **cut_change(rerun, unit, cuts)},
+                                        cut_edit(unit, cuts))])

@@ -7,7 +7,8 @@ Ranking (least disruption first, then the fewest changes): the key is
 2. the kind, in this order: AddPods (a gang short of pods: the missing ones created), Relax,
    LowerRequests (the pod's own spec only), Uncordon (a cordoned node made schedulable), AddNodes (capacity
    bought, nothing disturbed), RaisePriority, Evict, Combined (two changes: combine.py, searched
-   only for a unit no single change places, with half a budget more);
+   only for a unit no single change places, with half a budget more; then, when that found none,
+   the changes on one node, on_node.py, with half a budget again);
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
 4. the order found.
 
@@ -28,10 +29,11 @@ from ..outcomes import PodOutcome
 from .combine import combined
 from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
-from .gangs import add_gang_pods
+from .gangs import add_gang_pods, relax_min_count
 from .nodes import add_nodes
+from .on_node import on_nodes
 from .relax import relax
-from .relax_node import relax_for_node, relax_min_count
+from .relax_node import relax_for_node
 from .requests import lower_requests, lower_to_largest
 from .uncordon import uncordon
 
@@ -42,6 +44,9 @@ Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_count, 0.0), (relax, 0.2),
                                              (relax_for_node, 0.05), (lower_requests, 0.1), (lower_to_largest, 0.0),
                                              (uncordon, 0.0), (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
+
+# The second steps of combine.py's combinations, in the order tried.
+COMBINED_FINDERS: list[Finder] = [relax, lower_requests, uncordon, add_nodes, evict, raise_priority, on_nodes]
 
 # A finder skipped when an earlier one already found a suggestion of this kind.
 AFTER: dict[Finder, str] = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}
@@ -110,9 +115,10 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
             spare = max(0, rerun.budget)
         if not found:
             rerun.budget = max(rerun.budget, budget // 2)
-            found = _guarded(lambda r, u: combined(r, u, [relax, lower_requests, uncordon, add_nodes, evict,
-                                                                raise_priority]),
-                             rerun, unit, errors)
+            found = _guarded(lambda r, u: combined(r, u, COMBINED_FINDERS), rerun, unit, errors)
+        if not found and unit.rejected:
+            rerun.budget = budget // 2
+            found = _guarded(on_nodes, rerun, unit, errors)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
                                    time.perf_counter() - start, errors))

@@ -5,14 +5,12 @@ one more change), at most MAX_NODES of each."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from .core import Rerun, Unit, result
+from .core import Base, Edit, Rerun, Unit, first_placing
 
 PLUGIN = "NodeUnschedulable"
 MAX_NODES = 2
-Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
 
 def _cordoned(rerun: Rerun, unit: Unit) -> list[str]:
@@ -23,7 +21,8 @@ def _cordoned(rerun: Rerun, unit: Unit) -> list[str]:
     return sorted(names, key=lambda n: (len(unit.rejected[n]), n))
 
 
-def _edit(name: str) -> Edit:
+def uncordon_edit(name: str) -> Edit:
+    """The edit uncordoning node `name`."""
     def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for o in objects:
             if o.get("kind") == "Node" and (o.get("metadata") or {}).get("name") == name:
@@ -34,18 +33,16 @@ def _edit(name: str) -> Edit:
     return edit
 
 
-def uncordon_bases(rerun: Rerun, unit: Unit) -> list[tuple[dict[str, Any], Edit]]:
+def uncordon_change(name: str) -> dict[str, Any]:
+    return {"kind": "Uncordon", "node": name, "path": "spec.unschedulable", "from": True, "to": None}
+
+
+def uncordon_bases(rerun: Rerun, unit: Unit) -> list[Base]:
     """The first steps of combinations: the cordoned nodes with the fewest other reasons."""
-    return [({"kind": "Uncordon", "node": n, "path": "spec.unschedulable", "from": True, "to": None}, _edit(n))
-            for n in _cordoned(rerun, unit)[:MAX_NODES]]
+    return [(uncordon_change(n), uncordon_edit(n)) for n in _cordoned(rerun, unit)[:MAX_NODES]]
 
 
 def uncordon(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
     """The first cordoned node, rejected for being cordoned alone, whose uncordoning places the unit."""
-    for change, edit in uncordon_bases(rerun, unit):
-        if rerun.left() <= 0 or unit.rejected[change["node"]] != {PLUGIN}:
-            continue
-        v = rerun.verify(unit, rerun.edited(edit))
-        if v is not None:
-            return [result("Uncordon", {k: w for k, w in change.items() if k != "kind"}, v, 1)]
-    return []
+    return first_placing(rerun, unit, [(change, edit) for change, edit in uncordon_bases(rerun, unit)
+                                       if unit.rejected[change["node"]] == {PLUGIN}])
