@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from kubeberth.operator.collector import RUNNING_THRESHOLDS, collector_paused
+from kubeberth.operator.collector import RUNNING_THRESHOLDS, collector_paused, schedule_full_collections
 
 
 @pytest.fixture(autouse=True)
@@ -108,6 +108,43 @@ def test_cycles_are_still_collected_under_the_running_thresholds() -> None:
         for _ in range(made):
             Cyclic()
         assert freed[0] >= made // 2
+    finally:
+        (gc.enable if was else gc.disable)()
+        gc.collect()
+
+
+def test_a_full_collection_comes_on_a_timer_whatever_the_thresholds() -> None:
+    """Cycles that died old wait for a full collection, which high thresholds make rare: the timer
+    set once the initial sync is done collects them anyway (once per loop)."""
+    import asyncio
+
+    freed = [0]
+
+    class Cyclic:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            freed[0] += 1
+
+    async def main() -> tuple[bool, bool, int, int]:
+        first = schedule_full_collections(interval=0.01)
+        again = schedule_full_collections(interval=0.01)
+        for _ in range(1000):
+            Cyclic()
+        before = freed[0]
+        await asyncio.sleep(0.2)
+        return first, again, before, freed[0]
+
+    was = gc.isenabled()
+    gc.collect()
+    gc.set_threshold(10**9, 10**9, 10**9)  # no automatic collection at all
+    gc.enable()
+    try:
+        first, again, before, after = asyncio.run(main())
+        assert (first, again) == (True, False)
+        assert before == 0 and after == 1000
+        assert not schedule_full_collections()  # no running loop
     finally:
         (gc.enable if was else gc.disable)()
         gc.collect()
