@@ -55,8 +55,8 @@ async def test_a_dry_run_answers_where_the_scheduler_then_binds(operators: Opera
     planner, stranger = token("planner"), token("stranger")
     await kube.create("nodes", node("small", cpu="2"))
     await kube.create("nodes", node("large", cpu="8"))
-    op = operators.start(secure=True)
-    base = f"https://127.0.0.1:{op.metrics_port}"
+    op = operators.start(secure=True, dry_run=True)
+    base = f"https://127.0.0.1:{op.dry_run_port}"
     wanted = pod("web", namespace=NS, cpu="1")
     body = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "DryRun", "spec": {"pod": wanted, "copies": 1}}
 
@@ -74,9 +74,9 @@ async def test_a_dry_run_answers_where_the_scheduler_then_binds(operators: Opera
     status, bad = post(base, PATH, {**body, "spec": {"pod": wanted, "copies": 0}}, planner)
     assert (status, bad["message"].split(":")[0]) == (400, "spec.copies")
     (answered,) = answer["status"]["pods"]
-    assert answered["status"] == "Scheduled" and answer["status"]["servedBy"] == "scheduler"
+    assert answered["status"] == "Scheduled" and answer["status"]["servedBy"] == "worker"  # a fork of the operator
     status, explained = post(base, PATH, {**body, "spec": {"pod": wanted, "explain": True}}, planner)
-    assert status == 201 and explained["status"]["servedBy"] == "worker"  # a fork of the running operator
+    assert status == 201 and explained["status"]["servedBy"] == "worker"
     (by_worker,) = explained["status"]["pods"]
     assert by_worker["node"] == answered["node"] and by_worker["explanation"]["scope"]["namespace"] == NS
     status, many = post(base, PATH, {**body, "spec": {"pod": pod("big", namespace=NS, cpu="3"), "copies": 4}},

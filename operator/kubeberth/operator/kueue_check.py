@@ -113,9 +113,6 @@ def install(registry: kopf.OperatorRegistry, app: Any) -> AdmissionCheckControll
     own: list[DryRunService] = []
 
     def service() -> DryRunService:
-        theirs: DryRunService | None = app.dry_runs
-        if theirs is not None:  # the secure port's
-            return theirs
         if not own:
             own.append(DryRunService(lambda: app.scheduler, DryRunWorkers(lambda: app.scheduler)))
         return own[0]
