@@ -118,6 +118,7 @@ class Copies:
 
     def _want(self) -> asyncio.Future[Worker]:
         if self.pending is None:
+            logger.debug("Asking the operator for a new copy of the scheduler")
             self.pending = asyncio.get_running_loop().create_future()
             self.ask_fork()
         return self.pending
@@ -145,6 +146,7 @@ class Copies:
     async def arrived(self, sock: socket.socket, pid: int, born: float) -> None:
         """A new worker: the current one from now on."""
         worker = await Worker.on(sock, pid, born)
+        logger.debug("The worker %d answers from now on (its copy is %.0f ms old)", pid, (self.clock() - born) * 1000)
         self.workers += 1
         old, self.current = self.current, worker
         if old is not None:
@@ -282,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         cfg = FrontConfig.from_json(message["config"])
         if cfg.debug or cfg.verbose:
+            logging.getLogger("kubeberth").setLevel(logging.DEBUG)
             logging.getLogger().setLevel(logging.DEBUG if cfg.debug else logging.INFO)
         return asyncio.run(serve(channel, cfg))
     finally:
