@@ -22,8 +22,10 @@ Measured:
 - slowdown: rounds of `--round-pods` pods created at once and bound by the loop, alternately
   without and with `--rate` dry runs a second (each with a pod of its own, none waiting on the one
   before), sent by another process over HTTP to the front (`--load http`: the scheduler's process
-  only forks) or by a task of the scheduler's process calling the in-process service (`--load
-  inproc`, its own costs counted in; `--path worker` sends them all to its forked worker); pods/s
+  only forks; the caller stands for a client on another machine and runs at nice --caller-nice, as
+  the front and the workers run at nice 10) or by a task of the scheduler's process calling the
+  in-process service (`--load inproc`, its own costs counted in; `--path worker` sends them all to
+  its forked worker); pods/s
   of each round, the slowdown of each pair (1 - with/without) and their median, the same in CPU
   seconds of the scheduler's process, the forks and the CPU seconds of the front. The rounds are
   interleaved so that a machine shared with other work loads both kinds alike; the load average
@@ -136,7 +138,7 @@ class _Front:
 
 
 async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: float, timeout: float,
-                 path: str, load_kind: str, front: _Front, tls: bool) -> dict[str, Any]:
+                 path: str, load_kind: str, front: _Front, tls: bool, caller_nice: int) -> dict[str, Any]:
     from kubeberth.dryrun.service import DryRunService
     from kubeberth.dryrun.worker import DryRunWorkers, Overloaded
 
@@ -154,7 +156,8 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
     front_cpu0 = cpu_seconds(front.front.pid if front.front is not None else None)
     if rate > 0 and load_kind == "http":
         caller = await asyncio.create_subprocess_exec(sys.executable, "-c", CALLER, front.url, str(rate),
-                                                      TOKEN if tls else "", stdin=asyncio.subprocess.PIPE,
+                                                      TOKEN if tls else "", str(caller_nice),
+                                                      stdin=asyncio.subprocess.PIPE,
                                                       stdout=asyncio.subprocess.PIPE)
         assert caller.stdout is not None
         await caller.stdout.readline()  # "ready": it sends from now on
@@ -224,7 +227,8 @@ async def _round(bench: Bench, prefix: str, pods: int, rate: float, refresh: flo
 
 
 async def measure_slowdown(bench: Bench, rounds: int, pods: int, rate: float, refresh: float,
-                           path: str, load_kind: str = "http", tls: bool = False) -> dict[str, Any]:
+                           path: str, load_kind: str = "http", tls: bool = False,
+                           caller_nice: int = 10) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     front = _Front()
     if load_kind == "http":
@@ -234,7 +238,7 @@ async def measure_slowdown(bench: Bench, rounds: int, pods: int, rate: float, re
             for with_load in (False, True):
                 res = await _round(bench, f"r{r}{'d' if with_load else 'n'}-", pods, rate if with_load else 0.0,
                                    refresh, timeout=max(120.0, pods / 10), path=path, load_kind=load_kind,
-                                   front=front, tls=tls)
+                                   front=front, tls=tls, caller_nice=caller_nice)
                 results.append(res)
                 sys.stderr.write(f"round {r} {'with' if with_load else 'without'} dry runs: {res['pods_per_s']} "
                                  f"pods/s, {res['cpu_s']} CPU s, {res['forks']} forks, {res['dry_runs']} "
@@ -275,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="pairs of rounds (without, with dry runs)")
     p.add_argument("--round-pods", type=int, default=10000, help="pods bound per round")
     p.add_argument("--rate", type=float, default=100.0, help="dry runs a second during the rounds with them")
-    p.add_argument("--refresh", type=float, default=1.0,
+    p.add_argument("--refresh", type=float, default=2.0,
                    help="a worker's copy older than this is replaced while dry runs come (seconds; --dry-run-refresh)")
     p.add_argument("--load", choices=["http", "inproc"], default="http",
                    help="who sends the dry runs of the rounds: another process over HTTP to the dry-run front (a "
@@ -286,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tls", action="store_true",
                    help="the front serves HTTPS with delegated authentication (TokenReview, SubjectAccessReview to "
                         "an API server double), as in production; default: plain HTTP on loopback")
+    p.add_argument("--caller-nice", type=int, default=10,
+                   help="the nice value of the --load http caller, which stands for a client on another machine "
+                        "(default: 10: the scheduler gets the CPU first, as the front and the workers let it)")
     args = p.parse_args(argv)
     w = Workload("SchedulingBasic", f"{args.nodes}Nodes", args.nodes, args.pods, 0)
     bench = Bench(w)
@@ -294,11 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     latency = asyncio.run(measure_latency(bench, args.latency, args.refresh, args.tls))
     sys.stderr.write(f"latency: {latency}\n")
     slowdown = asyncio.run(measure_slowdown(bench, args.rounds, args.round_pods, args.rate, args.refresh, args.path,
-                                            args.load, args.tls))
+                                            args.load, args.tls, args.caller_nice))
     result = {"benchmark": "dryrun", "path": args.path if args.load == "inproc" else "front", "load": args.load,
               "tls": args.tls, "nodes": args.nodes,
               "running_pods": args.pods,
-              "refresh_s": args.refresh, "rate": args.rate, "latency": latency, "binding": slowdown, "setup": setup,
+              "refresh_s": args.refresh, "caller_nice": args.caller_nice,
+              "rate": args.rate, "latency": latency, "binding": slowdown, "setup": setup,
               "machine": machine(),
               "commit": git_commit(), "when": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)

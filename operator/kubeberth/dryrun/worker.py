@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REFRESH = 1.0    # seconds: the oldest copy of the cache the worker answers from
+DEFAULT_REFRESH = 2.0    # seconds: a copy of the cache older than this is replaced (docs/guides/dry-run.md)
+NICE = 10                # the workers (and the dry-run front) give way to the scheduler for the CPU
 DEFAULT_MAX_QUEUE = 32   # requests waiting on a worker; more are refused (429)
 _HEADER = struct.Struct("!I")
 T = TypeVar("T")
@@ -140,6 +141,7 @@ def _child(sock: socket.socket, sched: Scheduler, born: float, scope_of: ScopeOf
             signal.signal(sig, signal.SIG_DFL)
         asyncio.events._set_running_loop(None)
         logging.disable(logging.CRITICAL)
+        os.nice(NICE)
         gc.freeze()  # the inherited objects are not traversed (fewer pages copied)
         sched.ctx.client = None
         sched.explain_pods = None

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import sys
@@ -37,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from ..dryrun.worker import Overloaded, Worker
+from ..dryrun.worker import DEFAULT_REFRESH, NICE, Overloaded, Worker
 from .options import OperatorConfig
 from .serving_options import ServingOptions
 
@@ -59,7 +60,7 @@ class FrontConfig:
     serving: ServingOptions = field(default_factory=ServingOptions)
     connection: dict[str, Any] | None = None  # OperatorConfig's CONNECTION_FIELDS; None: no API server
     keypair: tuple[str, str] | None = None  # the secure port's self-signed certificate and key (PEM)
-    refresh: float = 1.0
+    refresh: float = DEFAULT_REFRESH
     max_queue: int = 32
     verbose: bool = False
     debug: bool = False
@@ -276,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s [%(levelname)-8s] kubeberth dry-run front: %(message)s")
     logging.getLogger("kubeberth").setLevel(logging.INFO)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    os.nice(NICE)  # the scheduler's process first, when the CPU is short
     channel = socket.socket(fileno=int(args[0]))
     try:
         message, _ = receive(channel)

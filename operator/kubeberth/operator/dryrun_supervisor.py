@@ -71,6 +71,7 @@ class DryRunFront:
         self.channel: socket.socket | None = None
         self.workers: set[int] = set()  # forked, not yet reaped
         self.starts = 0
+        self.asked = 0  # the front's requests for a copy
         self.forks = 0
         self.fork_seconds = 0.0  # the loop's time spent forking, in all
         self._stopping = False
@@ -184,6 +185,7 @@ class DryRunFront:
             asyncio.get_running_loop().remove_reader(channel.fileno())
             return
         if orjson.loads(data).get("fork"):
+            self.asked += 1
             self._fork(channel)
 
     def _fork(self, channel: socket.socket) -> None:

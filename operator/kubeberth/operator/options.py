@@ -70,7 +70,7 @@ class OperatorConfig:
     # port; None or 0: no dry runs), the age at which their copy of the cache is refreshed (seconds;
     # 0: no dry runs) and how many may wait.
     dry_run_port: int | None = DEFAULT_DRY_RUN_PORT
-    dry_run_refresh: float = 1.0
+    dry_run_refresh: float = 2.0
     dry_run_max_queue: int = 32
     kueue_admission_check: bool = False  # answer Kueue's AdmissionChecks of controllerName kubeberth.io/dry-run
     percentage_of_nodes_to_score: int = 0  # scheduler-wide; 0: adaptive
@@ -154,9 +154,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     obs.add_argument("--dry-run-port", dest="dry_run_port", metavar="PORT", type=int, default=DEFAULT_DRY_RUN_PORT,
                      help=f"the dry runs' port, served by a process of their own on --metrics-host with the secure "
                           f"port's TLS and authentication (default: {DEFAULT_DRY_RUN_PORT}; 0 disables the dry runs)")
-    obs.add_argument("--dry-run-refresh", dest="dry_run_refresh", metavar="SECONDS", type=float, default=1.0,
+    obs.add_argument("--dry-run-refresh", dest="dry_run_refresh", metavar="SECONDS", type=float, default=2.0,
                      help="the dry runs are answered from a fork of the operator; one older than this is replaced "
-                          "while dry runs come (default: 1; 0 disables the dry runs)")
+                          "while dry runs come (default: 2; 0 disables the dry runs)")
     obs.add_argument("--dry-run-max-queue", dest="dry_run_max_queue", metavar="N", type=positive, default=32,
                      help="dry runs waiting at most; more are answered 429 (default: 32)")
     obs.add_argument("--kueue-admission-check", dest="kueue_admission_check", action="store_true",
@@ -252,7 +252,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_port=metrics_port or None, metrics_host=args.metrics_host, serving=serving,
         request_timeout=args.request_timeout, bind_concurrency=args.bind_concurrency, seed=args.seed,
         percentage_of_nodes_to_score=percentage,
-        dry_run_port=dry_run_port or None, dry_run_refresh=getattr(args, "dry_run_refresh", 1.0),
+        dry_run_port=dry_run_port or None, dry_run_refresh=getattr(args, "dry_run_refresh", 2.0),
         dry_run_max_queue=getattr(args, "dry_run_max_queue", 32),
         kueue_admission_check=getattr(args, "kueue_admission_check", False),
         default_profile=args.default_profile,
