@@ -1,5 +1,5 @@
-"""The dry-run service against the real API server: kubeberth runs with its ServiceAccount's token and
-the RBAC of `manifests/`, the callers are ServiceAccounts with real tokens; the SubjectAccessReview
+"""The dry-run service against the real API server, on the dry-run front's port (--dry-run-port):
+kubeberth runs with its ServiceAccount's token and the RBAC of `manifests/`, the callers are ServiceAccounts with real tokens; the SubjectAccessReview
 on `dryruns.kubeberth.io` decides (ClusterRole kubeberth-dryrun bound in team-a only), and the
 answer is where the scheduler then binds the same pod."""
 
@@ -40,6 +40,8 @@ def post(base: str, path: str, body: dict[str, Any], token: str | None) -> tuple
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"null")
+    except urllib.error.URLError:  # nothing listens yet: the front takes a second to start
+        return 0, None
 
 
 async def test_a_dry_run_answers_where_the_scheduler_then_binds(operators: Operators, control_plane: ControlPlane,
@@ -71,6 +73,8 @@ async def test_a_dry_run_answers_where_the_scheduler_then_binds(operators: Opera
         status, got = post(base, path, body, tok)
         assert status == code, f"{who}: {status} {got}"
         assert got["reason"] == ("Unauthorized" if code == 401 else "Forbidden"), who
+    status, _ = post(f"https://127.0.0.1:{op.metrics_port}", PATH, body, planner)
+    assert status in (403, 404)  # the secure port (the scheduler's process) serves no dry run
     status, bad = post(base, PATH, {**body, "spec": {"pod": wanted, "copies": 0}}, planner)
     assert (status, bad["message"].split(":")[0]) == (400, "spec.copies")
     (answered,) = answer["status"]["pods"]

@@ -294,13 +294,13 @@ class OperatorApp:
                 post=post, get=get, healthz=[leader or PING, alive], livez=[PING, alive],
                 readyz=[*([leader] if leader else []), shutdown, synced])
             await self._metrics_server.start()
-        from .dryrun_supervisor import start_front
-
-        self.dry_run_front = await start_front(self, self._metrics_server)
         if self._elector is not None:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
         self.plugin_operators.start()
+        from .dryrun_supervisor import start_front  # last: its process takes a second to listen
+
+        self.dry_run_front = await start_front(self, self._metrics_server)
 
     async def _annotate_pod(self, namespace: str, name: str, annotations: dict[str, Any]) -> None:
         await self.client.api.call("PATCH", pod_path(namespace, name), what=f"shadow annotation of {namespace}/{name}",
