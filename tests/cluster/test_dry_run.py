@@ -1,7 +1,8 @@
 """The dry-run service against the real API server, on the dry-run front's port (--dry-run-port):
-kubeberth runs with its ServiceAccount's token and the RBAC of `manifests/`, the callers are ServiceAccounts with real tokens; the SubjectAccessReview
-on `dryruns.kubeberth.io` decides (ClusterRole kubeberth-dryrun bound in team-a only), and the
-answer is where the scheduler then binds the same pod."""
+kubeberth runs with its ServiceAccount's token and the RBAC of `manifests/`, the callers are
+ServiceAccounts with real tokens; the SubjectAccessReview on `dryruns.kubeberth.io` decides
+(ClusterRole kubeberth-dryrun bound in team-a only), and the answer is where the scheduler then
+binds the same pod."""
 
 from __future__ import annotations
 

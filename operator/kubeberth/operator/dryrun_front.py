@@ -131,7 +131,10 @@ class Copies:
         if age > self.refresh:
             wanted = self._want()
             if age > self.stale:
-                worker = await asyncio.wait_for(asyncio.shield(wanted), FORK_TIMEOUT)
+                try:
+                    worker = await asyncio.wait_for(asyncio.shield(wanted), FORK_TIMEOUT)
+                except TimeoutError:
+                    raise RuntimeError(f"no copy of the scheduler within {FORK_TIMEOUT:.0f} s") from None
         assert worker is not None
         if worker.waiting >= self.max_queue:
             raise Overloaded(f"{worker.waiting} dry runs are waiting")
