@@ -241,7 +241,7 @@ async def _run(w: wl.Workload, seed: int, profile: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         url = await asyncio.to_thread(conn.recv)
-        config = OperatorConfig(server=url, metrics_port=0, request_timeout=30.0, seed=seed,
+        config = OperatorConfig(server=url, metrics_port=0, dry_run_port=None, request_timeout=30.0, seed=seed,
                                 extra_settings={"networking.error_backoffs": [0.1, 0.2, 0.5],
                                                 "watching.reconnect_backoff": 0.05})
         op = _OperatorThread(config)

@@ -117,14 +117,17 @@ class OperatorProcess:
     """`kubeberth run` as a child process; `ready()` once its probe says it has synced."""
 
     def __init__(self, plane: ControlPlane, kubeconfig: Path, args: list[str], name: str,
-                 secure: bool = False) -> None:
+                 secure: bool = False, dry_run: bool = False) -> None:
         self.port = free_port()
         self.metrics_port = free_port()
+        # The dry runs' own process and port (--dry-run-port) only for the tests of the dry runs.
+        self.dry_run_port = free_port() if dry_run else 0
         # The metrics port: plain HTTP on loopback (--metrics-insecure) unless the test is about the secure port.
         self.metrics_scheme = "https" if secure else "http"
         argv = [str(ROOT / ".venv" / "bin" / "kubeberth"), "run", f"--kubeconfig={kubeconfig}",
                 f"--liveness=http://127.0.0.1:{self.port}/healthz", f"--metrics-port={self.metrics_port}",
-                "--metrics-host=127.0.0.1", *([] if secure else ["--metrics-insecure"]), "--seed=1", *args]
+                "--metrics-host=127.0.0.1", *([] if secure else ["--metrics-insecure"]), "--seed=1",
+                f"--dry-run-port={self.dry_run_port}", *args]
         if not Path(argv[0]).exists():
             argv[:1] = [sys.executable, "-m", "kubeberth.cli"]
         self.process = Process.start(name, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -175,9 +178,9 @@ class Operators:
         self.started: list[OperatorProcess] = []
 
     def start(self, *args: str, wait: bool = True, kubeconfig: Path | None = None,
-              secure: bool = False) -> OperatorProcess:
+              secure: bool = False, dry_run: bool = False) -> OperatorProcess:
         op = OperatorProcess(self.plane, kubeconfig or self.kubeconfig, list(args),
-                             name=f"kubeberth-{len(self.started)}-{free_port()}", secure=secure)
+                             name=f"kubeberth-{len(self.started)}-{free_port()}", secure=secure, dry_run=dry_run)
         self.started.append(op)
         return op.wait_synced() if wait else op
 

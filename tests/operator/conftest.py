@@ -134,6 +134,7 @@ class OperatorThread:
 def operator_config(cluster: Cluster, **overrides: Any) -> OperatorConfig:
     values: dict[str, Any] = dict(
         server=cluster.url, metrics_port=free_port(), metrics_host="127.0.0.1", request_timeout=2.0,
+        dry_run_port=None,  # no dry-run front (tests/operator/test_dryrun_front.py starts its own)
         serving=ServingOptions(insecure=True),  # plain HTTP on loopback: the emulator has no TokenReview
         seed=1,
         extra_settings={"networking.error_backoffs": [0.1, 0.2, 0.5], "watching.reconnect_backoff": 0.05},

@@ -81,6 +81,7 @@ async def test_the_command_schedules_and_stops_on_sigterm(cluster):
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "kubeberth.cli", "run", "--server", cluster.url,
         "--metrics-port", str(free_port()), "--metrics-host", "127.0.0.1", "--metrics-insecure", "--seed", "1",
+        "--dry-run-port", str(free_port()),  # its process stops with the operator: the output's end comes
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     try:
         await wait_for(lambda: events_for(api, "p", "Scheduled"), timeout=30)
@@ -107,6 +108,7 @@ async def test_each_profile_message_is_logged_once(cluster):
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "kubeberth.cli", "run", "--server", cluster.url,
         "--metrics-port", str(free_port()), "--metrics-host", "127.0.0.1", "--metrics-insecure", "--seed", "1",
+        "--dry-run-port", "0",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     try:
         await wait_for(lambda: events_for(api, "p", "Scheduled"), timeout=30)

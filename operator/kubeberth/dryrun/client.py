@@ -1,6 +1,6 @@
 """A small client of the dry-run service (docs/guides/dry-run.md).
 
-    async with DryRunClient("https://kubeberth.kubeberth-system:10259", token=TOKEN, ca_file=CA) as c:
+    async with DryRunClient("https://kubeberth-dryrun.kubeberth-system:10260", token=TOKEN, ca_file=CA) as c:
         status = await c.schedule(pod)                     # one pod
         status = await c.schedule(pod, copies=10)          # ten copies, one after another
         status = await c.schedule_gang(pod_group, pods)    # a gang
@@ -44,7 +44,7 @@ def _namespace_of(pods: Sequence[Mapping[str, Any]], namespace: str | None) -> s
 
 
 class DryRunClient:
-    """Posts DryRuns to the scheduler's secure port as the holder of `token` (a bearer token), the
+    """Posts DryRuns to the scheduler's dry-run port as the holder of `token` (a bearer token), the
     server's certificate checked against `ca_file` (or `ca_data`; `insecure=True` checks nothing)."""
 
     def __init__(self, url: str, *, token: str | None = None, ca_file: str | None = None,

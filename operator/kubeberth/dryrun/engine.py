@@ -30,16 +30,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..cache.snapshot import Snapshot
-from ..framework import CycleState, Diagnosis, FitError, Framework, Status
-from ..framework.explain import preemption_notes
+from ..framework import CycleState, FitError, Framework, Status
 from ..framework.plugin_metrics import PluginMetrics
-from ..framework.status import Code
 from ..framework.types import NodeToStatus
 from ..framework.victims import Candidate
 from ..model import NodeInfo, Pod
 from ..model.errors import ModelError
 from ..plugins.default_preemption import DefaultPreemption
-from ..preemption.evaluator import MSG_NO_CANDIDATE, MSG_NOT_HELPFUL
 from ..report.scope import scoped
 from ..scheduler import explain
 from ..scheduler.algorithm import decision_of, schedule_pod
@@ -224,40 +221,11 @@ async def _one(sched: Scheduler, pod: Pod, scope: Scope, explain_pods: bool) -> 
 
 async def _preemption(fw: Framework, state: CycleState, pod: Pod, statuses: NodeToStatus
                       ) -> tuple[Candidate | None, Status]:
-    """DefaultPreemption's Evaluator.preempt up to the choice of a node: (the chosen candidate or
-    None, the status the plugin would return, without its "preemption: " prefix)."""
+    """DefaultPreemption's evaluation up to the choice of a node (Evaluator.choose): (the chosen
+    candidate or None, the status the plugin would return, without its "preemption: " prefix)."""
     plugin = next(p for p in fw.post_filter_plugins if isinstance(p, DefaultPreemption))
-    ev = plugin.evaluator
-    nominated = ev.nominated_node_of(pod)
-    ok, msg = ev.pod_eligible_to_preempt_others(pod, statuses.get(nominated) if nominated else None, nominated,
-                                                groups=ev.pod_groups())
-    if not ok:
-        return None, Status(Code.UNSCHEDULABLE, msg)
-    all_nodes = list(fw.snapshot.node_infos)
-    if not all_nodes:
-        return None, Status.error("no nodes available")
-    candidates, node_statuses, errors = ev.find_candidates(state, all_nodes, pod, statuses)
-    notes = preemption_notes(state)
-    if notes is not None:
-        notes.note_candidates(candidates, node_statuses.statuses.items())
-    if errors and not candidates:
-        return None, Status.error(errors[0])
-    if not candidates:
-        diagnosis = Diagnosis()
-        diagnosis.node_to_status = node_statuses
-        node_statuses.absent = Status.unresolvable(MSG_NOT_HELPFUL)
-        fit = FitError(pod, len(all_nodes), diagnosis, [ni.name for ni in all_nodes])
-        return None, Status(Code.UNSCHEDULABLE, fit.message())
-    candidates, status = await ev.call_extenders(pod, candidates)
-    if status is not None and not status.is_success():
-        return None, status
-    best = ev.select_candidate(candidates)
-    if best is None or not best.name:
-        return None, Status(Code.UNSCHEDULABLE, MSG_NO_CANDIDATE)
-    if notes is not None:
-        notes.note_chosen(best)
-    return best, Status(Code.SUCCESS, f"found a potential placement for pod on node {best.name}, "
-                                      f"preempting {len(best.victims.pods)} victims")
+    best, status, _ = await plugin.evaluator.choose(state, pod, statuses)
+    return best, status
 
 
 def _victims(best: Candidate, namespace: str) -> Preemption:

@@ -1,4 +1,4 @@
-"""The dry-run service's wire types: a `DryRun` posted to the operator's secure port, answered with
+"""The dry-run service's wire types: a `DryRun` posted to the operator's dry-run port, answered with
 its `status` filled in (the pattern of TokenReview and SubjectAccessReview).
 
     POST /apis/kubeberth.io/v1alpha1/namespaces/{namespace}/dryruns

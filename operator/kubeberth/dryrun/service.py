@@ -1,4 +1,6 @@
-"""Where a dry run is answered: in the scheduler's own event loop, or by the forked worker.
+"""Where a dry run asked inside the operator is answered (the Kueue admission check's): in the
+scheduler's own event loop, or by the forked worker. The HTTP dry runs do not come here: the
+dry-run front (operator/dryrun_front.py) sends them all to forked workers.
 
 A dry run of a few pods without an explanation costs what a scheduling cycle's algorithm costs
 (a fraction of a millisecond to a few at 5,000 nodes; benchmarks/dryrun.py): cheaper to answer
@@ -10,10 +12,9 @@ profiles with HTTP extenders (their calls would suspend the run), a pod group's 
 progress.
 
 The loop's share is bounded whatever the rate. While the scheduler has pods in activeQ (it is
-busy), the dry runs answered in the loop (their HTTP handling included: the endpoint `charge`s
-it) may take at most `live_share` of the loop thread's CPU time; at any time, at most
-`live_budget` CPU seconds a second. Both are decaying sums over about a second, of CPU time so
-that a machine busy with other work does not count. Beyond, the next ones are refused
+busy), the dry runs answered in the loop may take at most `live_share` of the loop thread's CPU
+time; at any time, at most `live_budget` CPU seconds a second. Both are decaying sums over about
+a second, of CPU time so that a machine busy with other work does not count. Beyond, the next ones are refused
 (Overloaded: the endpoint's 429 with Retry-After) until the sums have decayed. They are not sent
 to the worker instead: its fork costs the parent more than the dry run would (the page tables of
 a large heap, then the copy-on-write faults), so the worker is kept for what needs it.
@@ -101,12 +102,6 @@ class DryRunService:
             self.live += 1
             self.spent += took
             self.cpu += took
-
-    def charge(self, seconds: float) -> None:
-        """CPU time the loop spent on a dry run around the service (the endpoint's HTTP handling, JSON,
-        validation): counted in the budget as the dry run's own."""
-        self.spent += seconds
-        self.cpu += seconds
 
     async def close(self) -> None:
         await self.workers.close()

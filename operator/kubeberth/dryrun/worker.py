@@ -1,18 +1,20 @@
-"""Dry runs off the scheduler's event loop: a worker process that is a fork of the operator.
+"""Dry runs off the scheduler's event loop: worker processes that are forks of the operator.
 
 The scheduling loop and a dry run would share one interpreter (one GIL): a dry run at 5,000 nodes
 costs what a scheduling cycle costs, and 100 of them a second would take a large share of the
-loop's time. So dry runs are answered by a child process: `os.fork()` of the operator, taken at
-most every `refresh` seconds (when a dry run comes and the current copy is older), holds the
-scheduler exactly as it was at that instant: its cache with the assumed pods, the nominations,
-the profiles and their plugins, the PodGroups. The child answers the requests sent to it, one
-after the other, over a socket pair, on its copy (engine.py), and never touches the network, the
-parent's event loop or its files; it exits when told, or when the parent is gone. The parent's
-cost is the fork itself (page tables: a few milliseconds at 5,000 nodes, `fork_seconds`) and
-the copy-on-write faults of the pages it writes after, paid at most once per `refresh`.
+loop's time. So dry runs are answered by a child process: `fork_worker` (an `os.fork()` of the
+operator) holds the scheduler exactly as it was at that instant: its cache with the assumed pods,
+the nominations, the profiles and their plugins, the PodGroups. The child answers the requests
+sent to it, one after the other, over its socket, on its copy (engine.py), and never touches the
+network, the parent's event loop or its files; it exits when told, or when the other end of its
+socket is gone. The parent's cost is the fork itself (page tables: a few milliseconds at 5,000
+nodes) and the copy-on-write faults of the pages it writes after.
 
-Bounded: at most `max_queue` requests waiting on the current worker; more get `Overloaded` (the
-endpoint's 429). A worker that is replaced finishes what it was sent, then exits.
+Two users: the dry-run front (operator/dryrun_front.py: a process of its own that serves the
+HTTP side and is handed each new worker's socket, so that the scheduler's process pays for the
+fork alone), and `DryRunWorkers` here, for the callers inside the operator (the Kueue admission
+check, through service.py): at most `max_queue` requests waiting on the current worker, more get
+`Overloaded` (429); a worker that is replaced finishes what it was sent, then exits.
 
 Linux (fork) only; elsewhere `supported()` is False and the endpoint answers 501.
 """
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REFRESH = 1.0    # seconds: the oldest copy of the cache the worker answers from
+DEFAULT_REFRESH = 2.0    # seconds: a copy of the cache older than this is replaced (docs/guides/dry-run.md)
+NICE = 10                # the workers (and the dry-run front) give way to the scheduler for the CPU
 DEFAULT_MAX_QUEUE = 32   # requests waiting on a worker; more are refused (429)
 _HEADER = struct.Struct("!I")
 T = TypeVar("T")
@@ -87,10 +90,21 @@ def _complete(coro: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("the dry run waited on I/O inside a running event loop")
 
 
-def answer(sched: Scheduler, request: dict[str, Any], born: float, *, live: bool = False) -> dict[str, Any]:
+# The namespace -> (explanation detail, the cluster's namespaces): what a caller there may read,
+# computed on the scheduler's copy when the request does not say.
+ScopeOf = Callable[[str], tuple[str, list[str]]]
+
+
+def answer(sched: Scheduler, request: dict[str, Any], born: float, *, live: bool = False,
+           scope_of: ScopeOf | None = None) -> dict[str, Any]:
     """One request on `sched` (the worker's copy; `live`: the live scheduler, engine.py says how):
-    the status of the DryRun, as a dict."""
-    scope = Scope(request["namespace"], request.get("detail", "counts"), request.get("namespaces", ()))
+    the status of the DryRun, as a dict. The caller's scope is the request's (`detail`,
+    `namespaces`), else `scope_of(namespace)`."""
+    if "detail" not in request and scope_of is not None:
+        detail, namespaces = scope_of(request["namespace"])
+    else:
+        detail, namespaces = request.get("detail", "counts"), request.get("namespaces", ())
+    scope = Scope(request["namespace"], detail, namespaces)
     try:
         pods = parse_pods(sched, request["pods"])
     except ValueError as exc:
@@ -112,16 +126,22 @@ def answer(sched: Scheduler, request: dict[str, Any], born: float, *, live: bool
             "extensionPoints": EXTENSION_POINTS, "servedBy": "scheduler" if live else "worker"}
 
 
-def _child(sock: socket.socket, sched: Scheduler, born: float) -> None:  # pragma: no cover (in the child)
+def _child(sock: socket.socket, sched: Scheduler, born: float, scope_of: ScopeOf | None,
+           close: tuple[int, ...]) -> None:  # pragma: no cover (in the child)
     """The worker's life: requests in, answers out, until EOF; then _exit (no finalizer of the
-    parent's objects runs here)."""
+    parent's objects runs here). `close`: the parent's descriptors the child must not hold (its
+    channel to the dry-run front: the front must see it close when the parent is gone)."""
     code = 0
     try:
+        for fd in close:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         signal.set_wakeup_fd(-1)  # the parent's loop reads that fd: never wake it from here
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         asyncio.events._set_running_loop(None)
         logging.disable(logging.CRITICAL)
+        os.nice(NICE)
         gc.freeze()  # the inherited objects are not traversed (fewer pages copied)
         sched.ctx.client = None
         sched.explain_pods = None
@@ -135,7 +155,7 @@ def _child(sock: socket.socket, sched: Scheduler, born: float) -> None:  # pragm
             if request.get("exit"):
                 break
             try:
-                reply = answer(sched, request, born)
+                reply = answer(sched, request, born, scope_of=scope_of)
             except Exception as exc:
                 reply = {"error": f"dry run failed: {type(exc).__name__}: {exc}", "internal": True}
             _send(sock, orjson.dumps(reply))
@@ -145,8 +165,34 @@ def _child(sock: socket.socket, sched: Scheduler, born: float) -> None:  # pragm
         os._exit(code)
 
 
+def fork_worker(sched: Scheduler, *, scope_of: ScopeOf | None = None, close: tuple[int, ...] = (),
+                clock: Callable[[], float] = time.monotonic) -> tuple[int, socket.socket, float]:
+    """A worker forked now, answering on `sched` as it is: (its pid, the socket to ask it on, when
+    its copy was taken: `clock()`, time.monotonic by default, a clock every process of the
+    machine shares on Linux). The caller reaps the pid once the worker has exited."""
+    parent_sock, child_sock = socket.socketpair()
+    born = clock()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        parent_sock.close()
+        _child(child_sock, sched, born, scope_of, close)
+    child_sock.close()
+    return pid, parent_sock, born
+
+
+def reap(pids: set[int]) -> None:
+    """Forget the workers of `pids` that have exited (waited for, no zombie left)."""
+    for pid in list(pids):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            pids.discard(pid)
+
+
 class Worker:
-    """The parent's side of one forked worker: requests are sent in order, answered in order."""
+    """The asking side of one forked worker: requests are sent in order, answered in order."""
 
     def __init__(self, pid: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, born: float) -> None:
         self.pid = pid
@@ -155,6 +201,12 @@ class Worker:
         self.born = born
         self.waiting = 0
         self.lock = asyncio.Lock()  # one exchange at a time on the socket
+
+    @classmethod
+    async def on(cls, sock: socket.socket, pid: int, born: float) -> Worker:
+        """The worker answering on `sock` (its copy taken at `born`)."""
+        reader, writer = await asyncio.open_connection(sock=sock)
+        return cls(pid, reader, writer, born)
 
     async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         self.waiting += 1
@@ -204,23 +256,15 @@ class DryRunWorkers:
         return await worker.ask(request)
 
     async def _spawn(self) -> Worker:
-        parent_sock, child_sock = socket.socketpair()
-        sched = self.scheduler()
         started = time.perf_counter()
-        born = self.clock()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover (the child)
-            parent_sock.close()
-            _child(child_sock, sched, born)
+        pid, parent_sock, born = fork_worker(self.scheduler(), clock=self.clock)
         self.fork_seconds += time.perf_counter() - started
         self.forks += 1
-        child_sock.close()
-        reader, writer = await asyncio.open_connection(sock=parent_sock)
-        worker = Worker(pid, reader, writer, born)
+        worker = await Worker.on(parent_sock, pid, born)
         old, self.current = self.current, worker
         if old is not None:
             self._retire(old)
-        self._reap()
+        reap(self._retired)
         return worker
 
     def _retire(self, worker: Worker) -> None:
@@ -228,15 +272,6 @@ class DryRunWorkers:
         task = asyncio.get_running_loop().create_task(worker.retire(), name="kubeberth dry-run worker retire")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    def _reap(self) -> None:
-        for pid in list(self._retired):
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done = pid
-            if done:
-                self._retired.discard(pid)
 
     async def close(self) -> None:
         if self.current is not None:
@@ -247,12 +282,17 @@ class DryRunWorkers:
                 await task
         deadline = time.monotonic() + 5.0
         while self._retired and time.monotonic() < deadline:
-            self._reap()
+            reap(self._retired)
             if self._retired:
                 await asyncio.sleep(0.01)
-        for pid in list(self._retired):  # still there: it is ours, it goes
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            self._retired.discard(pid)
+        kill(self._retired)
+
+
+def kill(pids: set[int]) -> None:
+    """End the workers of `pids` still there (ours: forked by this process) and reap them."""
+    for pid in list(pids):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        pids.discard(pid)

@@ -55,7 +55,7 @@ from .shadow import ShadowEvaluator
 if TYPE_CHECKING:
     # The secure port (cryptography) is imported when it starts, after the initial lists have
     # gone out: its import overlaps the API server's answers.
-    from ..dryrun.service import DryRunService
+    from .dryrun_supervisor import DryRunFront
     from .secure_serving import ComponentServer, HealthCheck
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class OperatorApp:
         self._loop_task: asyncio.Task[None] | None = None
         self._metrics_server: ComponentServer | None = None
         self._retained: RetainedCollector | None = None
-        self.dry_runs: DryRunService | None = None
+        self.dry_run_front: DryRunFront | None = None  # the dry runs' process (dryrun_supervisor.py)
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
     # The parts exist once run() has connected.
@@ -292,31 +292,15 @@ class OperatorApp:
             self._metrics_server = await make_server(
                 self.config.serving, self.metrics, self.config.metrics_port, self.config.metrics_host,
                 post=post, get=get, healthz=[leader or PING, alive], livez=[PING, alive],
-                readyz=[*([leader] if leader else []), shutdown, synced], resource_routes=self._dry_run_routes())
+                readyz=[*([leader] if leader else []), shutdown, synced])
             await self._metrics_server.start()
         if self._elector is not None:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
         self.plugin_operators.start()
+        from .dryrun_supervisor import start_front  # last: its process takes a second to listen
 
-    def _dry_run_routes(self) -> dict[str, Any]:
-        """The dry runs on the secure port (dryrun_endpoint.py): in the loop or by forks (dryrun/service.py)."""
-        if not self.config.dry_run_refresh:
-            return {}
-        from ..dryrun.service import DryRunService
-        from ..dryrun.worker import DryRunWorkers
-        from .dryrun_endpoint import DryRunEndpoint
-        from .explain_publisher import namespace_detail
-
-        self.dry_runs = DryRunService(lambda: self.scheduler, DryRunWorkers(
-            lambda: self.scheduler, refresh=self.config.dry_run_refresh, max_queue=self.config.dry_run_max_queue))
-        objects = self.scheduler.ctx.objects
-
-        def scope_of(namespace: str) -> tuple[str, list[str]]:
-            names = [(ns.get("metadata") or {}).get("name") or "" for ns in objects.list("Namespace")]
-            return namespace_detail(objects, namespace)[0], names
-
-        return DryRunEndpoint(self.dry_runs, scope_of, ready=lambda: self.ingest.synced.is_set()).routes()
+        self.dry_run_front = await start_front(self, self._metrics_server)
 
     async def _annotate_pod(self, namespace: str, name: str, annotations: dict[str, Any]) -> None:
         await self.client.api.call("PATCH", pod_path(namespace, name), what=f"shadow annotation of {namespace}/{name}",
@@ -371,8 +355,8 @@ class OperatorApp:
             await self._client.close()
         if self._metrics_server is not None:
             await self._metrics_server.stop()
-        if self.dry_runs is not None:
-            await self.dry_runs.close()
+        if self.dry_run_front is not None:
+            await self.dry_run_front.stop()
 
     async def leading(self) -> None:
         """Returns once this replica may act: at once without leader election, else once it holds

@@ -1,13 +1,15 @@
-"""The dry-run service on the secure port (docs/guides/dry-run.md):
+"""The dry-run service's HTTP handler (docs/guides/dry-run.md):
 
     POST /apis/kubeberth.io/v1alpha1/namespaces/{namespace}/dryruns
 
-The caller is authenticated by the secure port's chain (TokenReview, client certificates, the
-front proxy) and authorized here by a SubjectAccessReview for verb `create` on resource
-`dryruns` of API group `kubeberth.io` in the path's namespace (system:masters always may). The
-body is a `DryRun` (kubeberth.dryrun.models); its pods must be of that namespace. The answer is
-the DryRun with its status, computed in the scheduler's loop or by a forked copy of the scheduler
-(kubeberth.dryrun.service says which).
+Served by the dry-run front (dryrun_front.py: a process of its own, on --dry-run-port) with the
+secure port's server (secure_serving.py). The caller is authenticated by the secure port's chain
+(TokenReview, client certificates, the front proxy) and authorized here by a SubjectAccessReview
+for verb `create` on resource `dryruns` of API group `kubeberth.io` in the path's namespace
+(system:masters always may). The body is a `DryRun` (kubeberth.dryrun.models); its pods must be
+of that namespace. The answer is the DryRun with its status, computed by whoever `workers` is:
+in the front, a forked copy of the scheduler (dryrun_front.Copies); in tests, the in-process
+service (kubeberth.dryrun.service) as well.
 
 Status codes: 201 the answer; 400 a malformed body (the field named); 401 a refused credential;
 403 not allowed; 404 no such path; 429 too many dry runs waiting (Retry-After); 500 the
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -37,7 +38,7 @@ from ..dryrun.models import (
     DryRun,
     field_error,
 )
-from ..dryrun.worker import Overloaded, supported
+from ..dryrun.worker import Overloaded, ScopeOf, supported
 from ..model import PodGroup
 from ..model.errors import ModelError
 from .delegated_auth import AuthorizationError, SubjectAccessReviewAuthorizer, User, forbidden_resource_message
@@ -47,12 +48,8 @@ logger = logging.getLogger(__name__)
 ROUTE = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{RESOURCE}"
 MAX_BODY = 4 << 20
 
-# The namespace -> (explanation detail, the cluster's namespaces): what a caller there may read.
-ScopeOf = Callable[[str], tuple[str, list[str]]]
-
-
 class Answerer(Protocol):
-    """dryrun.service.DryRunService (or its workers alone): a request -> the DryRun's status."""
+    """The front's Copies, dryrun.service.DryRunService or its workers: a request -> the DryRun's status."""
 
     async def ask(self, request: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -113,10 +110,12 @@ def pods_of(dry: DryRun, namespace: str) -> tuple[list[dict[str, Any]], dict[str
 
 
 class DryRunEndpoint:
-    """The handler; `workers` answer (the service or the forked workers), `scope_of` says what the
-    caller's namespace may read, `ready` whether the scheduler has listed everything once."""
+    """The handler; `workers` answer, `scope_of` says what the caller's namespace may read (None: the
+    answerer finds out, on its copy of the scheduler), `ready` whether the scheduler has listed
+    everything once."""
 
-    def __init__(self, workers: Answerer, scope_of: ScopeOf, ready: Callable[[], bool] = lambda: True) -> None:
+    def __init__(self, workers: Answerer, scope_of: ScopeOf | None,
+                 ready: Callable[[], bool] = lambda: True) -> None:
         self.workers = workers
         self.scope_of = scope_of
         self.ready = ready
@@ -127,19 +126,6 @@ class DryRunEndpoint:
 
     async def serve(self, request: web.Request, user: User,
                     authorizer: SubjectAccessReviewAuthorizer | None) -> web.StreamResponse:
-        """The handler; its CPU time around the dry run itself is charged to the service's budget."""
-        charge = getattr(self.workers, "charge", None)
-        if charge is None:
-            return await self._serve(request, user, authorizer)
-        started, before = time.thread_time(), self.workers.cpu  # type: ignore[attr-defined]
-        response = await self._serve(request, user, authorizer)
-        inside = self.workers.cpu - before  # type: ignore[attr-defined]
-        if inside > 0:  # answered in the loop (the worker's answers are waited for: other work runs meanwhile)
-            charge(max(0.0, time.thread_time() - started - inside))
-        return response
-
-    async def _serve(self, request: web.Request, user: User,
-                     authorizer: SubjectAccessReviewAuthorizer | None) -> web.StreamResponse:
         namespace = request.match_info["namespace"]
         if authorizer is not None:
             try:
@@ -171,9 +157,10 @@ class DryRunEndpoint:
             return bad_request(field_error(exc))
         except ValueError as exc:
             return bad_request(str(exc))
-        detail, namespaces = self.scope_of(namespace)
-        ask = {"namespace": namespace, "pods": pods, "explain": dry.spec.explain, "detail": detail,
-               "namespaces": namespaces, "pod_group": group, "min_count": min_count}
+        ask: dict[str, Any] = {"namespace": namespace, "pods": pods, "explain": dry.spec.explain,
+                               "pod_group": group, "min_count": min_count}
+        if self.scope_of is not None:
+            ask["detail"], ask["namespaces"] = self.scope_of(namespace)
         try:
             reply = await self.workers.ask(ask)
         except Overloaded as exc:

@@ -3,7 +3,7 @@
 With `--kueue-admission-check`, the operator watches Kueue's AdmissionChecks and Workloads
 (kueue.x-k8s.io/v1beta2) and, on the leader only, answers the checks whose controllerName is
 kubeberth's (kubeberth.kueue: what it answers and why; docs/guides/kueue.md). The handlers are
-thin: the decisions are kubeberth.kueue.controller's, the dry runs the secure port's service's
+thin: the decisions are kubeberth.kueue.controller's, the dry runs the in-process service's
 (kubeberth.dryrun.service, in the scheduler's loop or by its forked worker). Without Kueue's CRDs,
 kopf finds no such resource at start-up and serves none: nothing else changes (install Kueue, then
 restart kubeberth).
@@ -113,9 +113,6 @@ def install(registry: kopf.OperatorRegistry, app: Any) -> AdmissionCheckControll
     own: list[DryRunService] = []
 
     def service() -> DryRunService:
-        theirs: DryRunService | None = app.dry_runs
-        if theirs is not None:  # the secure port's
-            return theirs
         if not own:
             own.append(DryRunService(lambda: app.scheduler, DryRunWorkers(lambda: app.scheduler)))
         return own[0]

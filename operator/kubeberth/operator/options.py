@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 DEFAULT_METRICS_PORT = 10259
 
 
+DEFAULT_DRY_RUN_PORT = 10260
+
+
 DEFAULT_LEASE_NAME = "kubeberth"
 
 
@@ -67,9 +70,11 @@ class OperatorConfig:
     serving: ServingOptions = field(default_factory=ServingOptions)  # HTTPS and delegated authn/authz
     request_timeout: float = 10.0
     bind_concurrency: int = DEFAULT_BIND_CONCURRENCY  # bindings in flight at once
-    # The dry runs on the secure port (docs/guides/dry-run.md): the oldest copy of the cache they are
-    # answered from (seconds; 0: no dry runs) and how many may wait.
-    dry_run_refresh: float = 1.0
+    # The dry runs (docs/guides/dry-run.md): the port of the process serving them (HTTPS as the secure
+    # port; None or 0: no dry runs), the age at which their copy of the cache is refreshed (seconds;
+    # 0: no dry runs) and how many may wait.
+    dry_run_port: int | None = DEFAULT_DRY_RUN_PORT
+    dry_run_refresh: float = 2.0
     dry_run_max_queue: int = 32
     kueue_admission_check: bool = False  # answer Kueue's AdmissionChecks of controllerName kubeberth.io/dry-run
     percentage_of_nodes_to_score: int = 0  # scheduler-wide; 0: adaptive
@@ -150,9 +155,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                           f"(default: {DEFAULT_METRICS_PORT}; 0 disables)")
     obs.add_argument("--metrics-host", "--bind-address", dest="metrics_host", metavar="ADDR", default="0.0.0.0",
                      help="address the secure port listens on (default: 0.0.0.0)")
-    obs.add_argument("--dry-run-refresh", dest="dry_run_refresh", metavar="SECONDS", type=float, default=1.0,
-                     help="the dry runs the scheduler's loop does not answer (explained, gangs) are answered from a "
-                          "fork of the operator at most this old (default: 1; 0 disables the dry runs)")
+    obs.add_argument("--dry-run-port", dest="dry_run_port", metavar="PORT", type=int, default=DEFAULT_DRY_RUN_PORT,
+                     help=f"the dry runs' port, served by a process of their own on --metrics-host with the secure "
+                          f"port's TLS and authentication (default: {DEFAULT_DRY_RUN_PORT}; 0 disables the dry runs)")
+    obs.add_argument("--dry-run-refresh", dest="dry_run_refresh", metavar="SECONDS", type=float, default=2.0,
+                     help="the dry runs are answered from a fork of the operator; one older than this is replaced "
+                          "while dry runs come (default: 2; 0 disables the dry runs)")
     obs.add_argument("--dry-run-max-queue", dest="dry_run_max_queue", metavar="N", type=positive, default=32,
                      help="dry runs waiting at most; more are answered 429 (default: 32)")
     obs.add_argument("--kueue-admission-check", dest="kueue_admission_check", action="store_true",
@@ -224,7 +232,8 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
     (or a --liveness URL) that cannot work."""
     metrics_port = getattr(args, "metrics_port", DEFAULT_METRICS_PORT)
     serving = ServingOptions.from_args(args)
-    if metrics_port:
+    dry_run_port = getattr(args, "dry_run_port", DEFAULT_DRY_RUN_PORT)
+    if metrics_port or dry_run_port:
         serving.check(getattr(args, "metrics_host", "0.0.0.0"))
     if args.liveness:
         from .liveness import parse_endpoint
@@ -247,7 +256,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_port=metrics_port or None, metrics_host=args.metrics_host, serving=serving,
         request_timeout=args.request_timeout, bind_concurrency=args.bind_concurrency, seed=args.seed,
         percentage_of_nodes_to_score=percentage,
-        dry_run_refresh=getattr(args, "dry_run_refresh", 1.0),
+        dry_run_port=dry_run_port or None, dry_run_refresh=getattr(args, "dry_run_refresh", 2.0),
         dry_run_max_queue=getattr(args, "dry_run_max_queue", 32),
         kueue_admission_check=getattr(args, "kueue_admission_check", False),
         default_profile=args.default_profile,

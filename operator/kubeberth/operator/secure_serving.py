@@ -8,6 +8,9 @@ certificate of --tls-cert-file/--tls-private-key-file or one made at start (self
 
 With `insecure=True` (--metrics-insecure, for development) it serves plain HTTP without
 authentication or authorization, and only on a loopback address.
+
+The dry-run front (dryrun_front.py) serves its port with the same server, options and
+certificate (`make_server(..., metrics=None, self_signed=...)`): the probes and the dry runs.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def _text(status: int, text: str) -> web.Response:
 class ComponentServer:
     """The secure port: /metrics and the probes behind delegated authentication and authorization."""
 
-    def __init__(self, metrics: SchedulerMetrics, port: int, host: str = "0.0.0.0", *,
+    def __init__(self, metrics: SchedulerMetrics | None, port: int, host: str = "0.0.0.0", *,
                  authenticator: RequestAuthenticator | None = None,
                  authorizer: SubjectAccessReviewAuthorizer | None = None,
                  ssl_context: ssl.SSLContext | None = None, insecure: bool = False,
@@ -119,7 +122,8 @@ class ComponentServer:
                                  f"loopback address only, not {host!r} (use --metrics-host=127.0.0.1)")
         elif authenticator is None or authorizer is None or ssl_context is None:
             raise ValueError("the secure port needs an authenticator, an authorizer and a TLS context")
-        self.metrics = metrics
+        self.metrics = metrics  # None: no /metrics (the dry-run front)
+        self.self_signed: tuple[bytes, bytes] | None = None  # the certificate made at start, if any
         self.host = host
         self.port = port
         self.insecure = insecure
@@ -189,6 +193,7 @@ class ComponentServer:
     # --- the endpoints ---
 
     async def _serve_metrics(self, request: web.Request) -> web.Response:
+        assert self.metrics is not None
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     def _health(self, name: str) -> Callable[[web.Request], object]:
@@ -231,7 +236,8 @@ class ComponentServer:
     async def start(self) -> int:
         """Listen; returns the bound port (useful with port 0)."""
         app = web.Application(middlewares=[self._guard])
-        app.router.add_get("/metrics", self._serve_metrics)
+        if self.metrics is not None:
+            app.router.add_get("/metrics", self._serve_metrics)
         for name in self.checks:
             app.router.add_get(f"/{name}", self._health(name))  # type: ignore[arg-type]
         for path, serve in self.resource_routes.items():
@@ -247,11 +253,13 @@ class ComponentServer:
         if self.reload is not None:
             self._reloading = asyncio.get_running_loop().create_task(self._reload_forever(),
                                                                      name="kubeberth secure port reload")
+        paths = ", ".join([*(["/metrics"] if self.metrics is not None else []), *(f"/{n}" for n in self.checks),
+                           *self.resource_routes])
         if self.insecure:
-            logger.warning("Serving /metrics on http://%s:%d without authentication (--metrics-insecure)",
-                           self.host, self.port)
+            logger.warning("Serving %s on http://%s:%d without authentication (--metrics-insecure)",
+                           paths, self.host, self.port)
         else:
-            logger.info("Serving securely on %s:%d (/metrics, /healthz, /livez, /readyz)", self.host, self.port)
+            logger.info("Serving securely on %s:%d (%s)", self.host, self.port, paths)
         return self.port
 
     async def replace_tls(self, context: ssl.SSLContext) -> None:
@@ -319,18 +327,23 @@ async def authn_config(options: ServingOptions, get: Callable[[str], Awaitable[A
     return cfg
 
 
-async def make_server(options: ServingOptions, metrics: SchedulerMetrics, port: int, host: str, *,
+async def make_server(options: ServingOptions, metrics: SchedulerMetrics | None, port: int, host: str, *,
                       post: Post | None, get: Callable[[str], Awaitable[Any]] | None,
                       healthz: Sequence[HealthCheck] = (), livez: Sequence[HealthCheck] = (),
                       readyz: Sequence[HealthCheck] = (), reload_interval: float = RELOAD_INTERVAL,
-                      resource_routes: Mapping[str, ResourceHandler] | None = None) -> ComponentServer:
+                      resource_routes: Mapping[str, ResourceHandler] | None = None,
+                      self_signed: tuple[bytes, bytes] | None = None) -> ComponentServer:
     """The secure port as the options say (not yet listening); `post`/`get` reach the API server.
     Every `reload_interval` it reads the certificate files and the ConfigMap again, as kube-scheduler's
-    dynamic certificate controllers do, and serves what changed."""
+    dynamic certificate controllers do, and serves what changed. Without --tls-cert-file it serves
+    `self_signed` (certificate and key, PEM) when given, else one made now (`server.self_signed`)."""
     if options.insecure:
         return ComponentServer(metrics, port, host, insecure=True, healthz=healthz, livez=livez, readyz=readyz,
                                resource_routes=resource_routes)
-    self_signed = None if options.tls_cert_file else self_signed_certificate()
+    if options.tls_cert_file:
+        self_signed = None
+    elif self_signed is None:
+        self_signed = self_signed_certificate()
 
     def keypair() -> tuple[bytes, bytes]:
         pair = read_keypair(options.tls_cert_file, options.tls_private_key_file)
@@ -364,4 +377,5 @@ async def make_server(options: ServingOptions, metrics: SchedulerMetrics, port: 
                              ssl_context=server_ssl_context(in_force[0], client_trust_pem=in_force[1]),
                              healthz=healthz, livez=livez, readyz=readyz, reload=reload,
                              reload_interval=reload_interval, resource_routes=resource_routes)
+    server.self_signed = self_signed
     return server

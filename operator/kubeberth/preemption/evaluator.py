@@ -101,43 +101,51 @@ class Evaluator(VictimSelection):
         - (None, Error): something failed;
         - (PostFilterResult(node), Success): victims are being evicted, pod nominated to node.
         """
+        best, status, hopeless = await self.choose(state, pod, statuses)
+        if best is None:
+            # The empty nomination tells the scheduler to clear the pod's own.
+            return (PostFilterResult("") if hopeless else None), status
+        self.prepare_candidate(best, pod)
+        return PostFilterResult(best.name), status
+
+    async def choose(self, state: CycleState, pod: Pod, statuses: NodeToStatus
+                     ) -> tuple[Candidate | None, Status, bool]:
+        """Steps 1 to 4 of `preempt` (eligibility, candidates, extenders, the pick), nothing acted
+        on: (the chosen candidate or None, the status `preempt` returns, whether preemption cannot
+        help: no candidate at all). The dry runs (dryrun/engine.py) stop here."""
         nominated = self.nominated_node_of(pod)
         ok, msg = self.pod_eligible_to_preempt_others(
             pod, statuses.get(nominated) if nominated else None, nominated, groups=self.pod_groups())
         if not ok:
-            return None, Status(Code.UNSCHEDULABLE, msg)
+            return None, Status(Code.UNSCHEDULABLE, msg), False
 
         all_nodes = list(self.handle.snapshot.node_infos)
         if not all_nodes:
-            return None, Status.error("no nodes available")
+            return None, Status.error("no nodes available"), False
         candidates, node_statuses, errors = self.find_candidates(state, all_nodes, pod, statuses)
         notes = preemption_notes(state)  # None unless the pod is explained
         if notes is not None:
             notes.note_candidates(candidates, node_statuses.statuses.items())
         if errors and not candidates:
-            return None, Status.error(errors[0])
+            return None, Status.error(errors[0]), False
         if not candidates:
             diagnosis = Diagnosis()
             diagnosis.node_to_status = node_statuses
             node_statuses.absent = Status.unresolvable(MSG_NOT_HELPFUL)
             fit_error = FitError(pod, len(all_nodes), diagnosis, [ni.name for ni in all_nodes])
-            # The empty nomination tells the scheduler to clear the pod's own.
-            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, fit_error.message())
+            return None, Status(Code.UNSCHEDULABLE, fit_error.message()), True
 
         candidates, status = await self.call_extenders(pod, candidates)
         if status is not None and not status.is_success():
-            return None, status
+            return None, status, False
 
         best = self.select_candidate(candidates)
         if best is None or not best.name:
-            return None, Status(Code.UNSCHEDULABLE, MSG_NO_CANDIDATE)
+            return None, Status(Code.UNSCHEDULABLE, MSG_NO_CANDIDATE), False
         if notes is not None:
             notes.note_chosen(best)
-
-        self.prepare_candidate(best, pod)
-        return PostFilterResult(best.name), Status(
-            Code.SUCCESS, f"found a potential placement for pod on node {best.name}, "
-                          f"preempting {len(best.victims.pods)} victims")
+        return best, Status(Code.SUCCESS, f"found a potential placement for pod on node {best.name}, "
+                                          f"preempting {len(best.victims.pods)} victims"), False
 
     # ---- eligibility ----------------------------------------------------------
     def pod_groups(self) -> PodGroupStates | None:
