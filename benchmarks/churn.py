@@ -288,7 +288,7 @@ class Kubeberth:
                     if e.exists()), None)
         argv = [str(exe)] if exe is not None else [sys.executable, "-m", "kubeberth.cli"]
         argv += ["run", f"--kubeconfig={plane.admin_kubeconfig}", f"--metrics-port={self.metrics_port}",
-                 "--metrics-host=127.0.0.1", "--metrics-insecure", "--dry-run-port=0", "--seed=0",
+                 "--metrics-host=127.0.0.1", "--metrics-insecure", "--seed=0",
                  f"--liveness=http://127.0.0.1:{self.health_port}/healthz"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         if gangs:  # this checkout's Coscheduling first

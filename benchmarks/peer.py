@@ -244,7 +244,7 @@ def start_scheduler(peer: str, plane: ControlPlane, *, name: str | None = None,
         python = [sys.executable, "-m", "cProfile", "-o", str(profile_out), "-m", "kubeberth.cli"] \
             if profile_out is not None else [str(ROOT / ".venv" / "bin" / "kubeberth")]
         argv = [*python, "run", f"--kubeconfig={kubeconfig}",
-                f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--dry-run-port=0", "--seed=0", *gates]
+                f"--metrics-port={port}", "--metrics-host=127.0.0.1", "--seed=0", *gates]
         if leader_elect:
             argv += ["--leader-elect", "--leader-elect-resource-namespace=kube-system"]
         argv += shlex.split(os.environ.get("KUBEBERTH_BENCH_ARGS", ""))  # e.g. "--bind-concurrency=128"

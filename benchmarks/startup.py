@@ -90,7 +90,7 @@ async def one(peer: str, nodes: int, bound: int, pending: int, profile: str | No
                 port = free_port()
                 argv = [*profiled, str(root / ".venv" / "bin" / "kubeberth"), "run",
                         f"--kubeconfig={plane.dir / 'admin.kubeconfig'}", f"--metrics-port={port}",
-                        "--metrics-host=127.0.0.1", "--dry-run-port=0", "--seed=0", "--log-format=full"]
+                        "--metrics-host=127.0.0.1", "--seed=0", "--log-format=full"]
                 sched = Process.start(peer, argv, plane.dir, env={**os.environ, "PYTHONUNBUFFERED": "1"})
             else:
                 sched = start_scheduler(peer, plane).process

@@ -209,7 +209,11 @@ async def test_the_operator_serves_dry_runs_from_the_front_only(start_operator):
     --metrics-insecure), the secure port's dry-run path gone; the front stops with the operator."""
     port = free_port()
     op = await start_operator(dry_run_port=port)
-    front = op.app.dry_run_front
+    for _ in range(500):  # started once the cache has synced, after the start-up handler
+        front = op.app.dry_run_front
+        if front is not None:
+            break
+        await asyncio.sleep(0.02)
     assert front is not None and front.port == port and front.pid != os.getpid()
     body = json.dumps(dry_run({"pod": new_pod("a", "default")})).encode()
     path = PATH.replace("team-a", "default")

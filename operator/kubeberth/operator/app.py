@@ -298,7 +298,14 @@ class OperatorApp:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
         self.plugin_operators.start()
-        from .dryrun_supervisor import start_front  # last: its process takes a second to listen
+        self._tasks.append(loop.create_task(self._start_dry_run_front(), name="kubeberth dry-run front"))
+
+    async def _start_dry_run_front(self) -> None:
+        """The dry runs' process (dryrun_supervisor.py), once the cache has synced: its start-up
+        (a Python process importing what the operator imports, about a second) then competes with
+        neither the initial lists nor the first bindings' cycles for the CPU."""
+        await self.ingest.synced.wait()
+        from .dryrun_supervisor import start_front
 
         self.dry_run_front = await start_front(self, self._metrics_server)
 
