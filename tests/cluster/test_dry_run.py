@@ -75,7 +75,7 @@ async def test_a_dry_run_answers_where_the_scheduler_then_binds(operators: Opera
         assert status == code, f"{who}: {status} {got}"
         assert got["reason"] == ("Unauthorized" if code == 401 else "Forbidden"), who
     status, _ = post(f"https://127.0.0.1:{op.metrics_port}", PATH, body, planner)
-    assert status in (403, 404)  # the secure port (the scheduler's process) serves no dry run
+    assert status == 307  # the secure port (the scheduler's process) sends dry runs on to the front
     status, bad = post(base, PATH, {**body, "spec": {"pod": wanted, "copies": 0}}, planner)
     assert (status, bad["message"].split(":")[0]) == (400, "spec.copies")
     (answered,) = answer["status"]["pods"]

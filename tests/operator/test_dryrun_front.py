@@ -218,8 +218,9 @@ async def test_the_operator_serves_dry_runs_from_the_front_only(start_operator):
     body = json.dumps(dry_run({"pod": new_pod("a", "default")})).encode()
     path = PATH.replace("team-a", "default")
     async with aiohttp.ClientSession() as s:
-        async with s.post(f"http://127.0.0.1:{op.app.metrics_port}{path}", data=body) as r:
-            assert r.status == 404  # the scheduler's process serves no dry run
+        async with s.post(f"http://127.0.0.1:{op.app.metrics_port}{path}", data=body, allow_redirects=False) as r:
+            # the scheduler's process serves no dry run: it sends them on to the front
+            assert (r.status, r.headers["Location"]) == (307, f"http://127.0.0.1:{port}{path}")
         for _ in range(500):
             async with s.post(f"http://127.0.0.1:{port}{path}", data=body) as r:
                 status, got = r.status, await r.json()
@@ -227,6 +228,9 @@ async def test_the_operator_serves_dry_runs_from_the_front_only(start_operator):
                 break
             await asyncio.sleep(0.02)
     assert status == 201 and got["status"]["servedBy"] == "worker", got
+    async with aiohttp.ClientSession() as s:  # a client that posts to the secure port gets there too
+        async with s.post(f"http://127.0.0.1:{op.app.metrics_port}{path}", data=body) as r:
+            assert r.status == 201 and (await r.json())["status"]["servedBy"] == "worker"
     process = front.process
     await op.stop()
     assert process is not None and process.returncode is not None and not front.workers
@@ -306,3 +310,26 @@ async def test_a_taken_port_is_an_error_at_start():
         with pytest.raises(Exception, match=r"did not start: the dry-run port 127\.0\.0\.1:"):
             await front.start()
     assert front.process is None
+
+
+@pytest.mark.parametrize(("up", "url", "status", "location"), [
+    (False, "https://sched.example:10259", 503, None),
+    (True, "https://sched.example:10259", 307, "https://sched.example:10260"),
+    (True, "http://[::1]:10259", 307, "http://[::1]:10260"),
+], ids=["front-starting", "https", "ipv6"])
+async def test_the_secure_port_sends_dry_runs_on_to_the_front(up, url, status, location):
+    from aiohttp.test_utils import make_mocked_request
+    from yarl import URL
+
+    from kubeberth.operator.delegated_auth import User
+    from kubeberth.operator.dryrun_endpoint import ROUTE, redirect_routes
+
+    serve = redirect_routes(10260, lambda: up)[ROUTE]
+    base = URL(url)
+    request = make_mocked_request("POST", PATH + "?dryRun=All", headers={"Host": base.raw_authority},
+                                  sslcontext=object() if base.scheme == "https" else None)
+    response = await serve(request, User.anonymous(), None)
+    assert response.status == status
+    assert response.headers.get("Location") == (f"{location}{PATH}?dryRun=All" if location else None)
+    if status == 503:
+        assert response.headers["Retry-After"] == "1"

@@ -292,13 +292,21 @@ class OperatorApp:
             self._metrics_server = await make_server(
                 self.config.serving, self.metrics, self.config.metrics_port, self.config.metrics_host,
                 post=post, get=get, healthz=[leader or PING, alive], livez=[PING, alive],
-                readyz=[*([leader] if leader else []), shutdown, synced])
+                readyz=[*([leader] if leader else []), shutdown, synced], resource_routes=self._dry_run_redirect())
             await self._metrics_server.start()
         if self._elector is not None:
             self._tasks.append(loop.create_task(self._elector.run(), name="kubeberth leader election"))
             self._tasks.append(loop.create_task(self._watch_leadership(self._elector), name="kubeberth lease loss"))
         self.plugin_operators.start()
         self._tasks.append(loop.create_task(self._start_dry_run_front(), name="kubeberth dry-run front"))
+
+    def _dry_run_redirect(self) -> dict[str, Any]:
+        """The secure port sends dry runs on to the front's port (dryrun_endpoint.redirect_routes)."""
+        if not self.config.dry_run_port or not self.config.dry_run_refresh:
+            return {}
+        from .dryrun_endpoint import redirect_routes
+
+        return redirect_routes(self.config.dry_run_port, lambda: self.dry_run_front is not None)
 
     async def _start_dry_run_front(self) -> None:
         """The dry runs' process (dryrun_supervisor.py), once the cache has synced: its start-up

@@ -176,3 +176,21 @@ class DryRunEndpoint:
         out = {"apiVersion": API_VERSION, "kind": KIND, "metadata": dry.metadata,
                "spec": dry.spec.model_dump(exclude_none=True), "status": reply}
         return web.Response(status=201, body=orjson.dumps(out), content_type="application/json")
+
+
+def redirect_routes(port: int, up: Callable[[], bool]) -> dict[str, Any]:
+    """The dry-run path on the secure port: 307 to the same path on the front's `port` (the
+    caller's host, the same scheme; a 307 keeps the method and the body), 503 with Retry-After
+    while the front is not up (`up`). The secure port authenticates the caller first, as for any
+    path; the front authorizes the dry run itself."""
+
+    async def serve(request: web.Request, user: User,
+                    authorizer: SubjectAccessReviewAuthorizer | None) -> web.StreamResponse:
+        if not up():
+            return _status(503, "ServiceUnavailable", "the dry runs' process is starting", headers={"Retry-After": "1"})
+        host = request.url.host or "127.0.0.1"
+        host = f"[{host}]" if ":" in host else host
+        location = f"{request.scheme}://{host}:{port}{request.path_qs}"
+        return web.Response(status=307, headers={"Location": location})
+
+    return {ROUTE: serve}
