@@ -135,8 +135,12 @@ def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(s) for s in first["steps"]] if first.get("kind") == "Combined" else [dict(first)]
 
 
-def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
-    """The first combination that places the unit (see the module's doc); [] when none does."""
+def combined(rerun: Rerun, unit: Unit, finders: list[Finder], nested: bool = True) -> list[dict[str, Any]]:
+    """The first combination that places the unit (see the module's doc); [] when none does.
+    A gang never tried (of mixed priorities, short of pods): on the input with its prerequisites
+    made, the combinations are searched again after the single kinds (`nested`: once), so that
+    the chain is prerequisites, a first step, a second."""
+    blocked = unit.group is not None and not unit.rejected
     bases = [*_prerequisites(rerun, unit), *_align_priority(rerun, unit), *missing_pods_base(rerun, unit),
              *min_count_base(rerun, unit), *_to_largest_node(rerun, unit), *gang_bases(rerun, unit),
              *uncordon_bases(rerun, unit)[:1], *_relax_nodes(rerun, unit)][:MAX_BASES]
@@ -156,7 +160,8 @@ def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, 
         explained, _ = derived.run(derived.objects, explain=list(unit_there.pods))
         read_diagnosis(unit_there, {o.pod: o.explanations for o in explained})
         found: list[dict[str, Any]] = []
-        for finder in finders:
+        chain = [*finders, lambda r, u: combined(r, u, finders, nested=False)] if nested and blocked else finders
+        for finder in chain:
             if derived.left() <= 0 or found:
                 break
             found = finder(derived, unit_there)

@@ -26,7 +26,7 @@ single step is printed as its own kind."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import ModelError, Node, Pod
@@ -34,6 +34,7 @@ from ...model.selectors import NodeSelector
 from ..inputs import object_key
 from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, smallest, verify_change
 from .evict import eviction_entries, priorities, size
+from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
 from .relax_node import relax_edit, terms_for
 from .requests import CPU, MEMORY, cut_change, cut_edit, room
 from .uncordon import uncordon_change, uncordon_edit
@@ -138,29 +139,45 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
     order = {n: i for i, n in enumerate(nodes)}
     added = _added_affinity(objects)
     pod = pods_by_key([dict(o) for o in objects]).get(unit.pods[0])
-    lacking = lacking_resource(pod, nodes) | own_volumes_over_limit(pod, objects)
+    lacking = lacking_resource(pod, nodes)
+    over = own_volumes_over_limit(pod, objects)
 
     def answered(n: str) -> bool:
         ps = unit.rejected[n]
-        if not ps or not ps <= FIXABLE or n in lacking:
+        if not ps or not ps <= FIXABLE:
             return False
         labels = ((nodes[n].get("metadata") or {}).get("labels")) or {}
         return "NodeAffinity" not in ps or all(s.matches(n, labels) for s in added)
     fit = [n for n in unit.rejected if n in nodes and answered(n)]
-    return sorted(fit, key=lambda n: (len(unit.rejected[n]), bool(unit.rejected[n] & BY_PODS), order[n]))
+    # A node is given a resource (node_change.py) only when no node offering it has answers.
+    fit = [n for n in fit if n not in lacking] or fit
+    return sorted(fit, key=lambda n: (n in lacking or n in over, len(unit.rejected[n]),
+                                      bool(unit.rejected[n] & BY_PODS), order[n]))
 
 
-def _requests(rerun: Rerun, pod: Mapping[str, Any], on: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]
-              ) -> tuple[Cuts, Cuts | None] | None:
+def node_side_first(rerun: Rerun, unit: Unit) -> bool:
+    """Whether the first candidate node needs a change of the node itself (a resource given, a
+    volume limit raised): no pod-side change places the pod elsewhere, so the changes on one node
+    are searched before the combinations."""
+    nodes = _nodes(rerun)
+    ranked = candidates(unit, nodes, rerun.objects) if unit.rejected else []
+    if not ranked:
+        return False
+    pod = pods_by_key(rerun.objects).get(unit.pods[0])
+    return ranked[0] in lacking_resource(pod, nodes) | own_volumes_over_limit(pod, rerun.objects)
+
+
+def _requests(rerun: Rerun, pod: Mapping[str, Any], on: Sequence[str], nodes: Mapping[str, Mapping[str, Any]],
+              granted: set[str]) -> tuple[Cuts, Cuts | None] | None:
     """(the cuts to the largest allocatable of the nodes `on`, the cuts to the room left on the
     first of them or None when some resource has none there); None when the nodes lack a resource
-    another node offers (no cut answers that)."""
+    another node offers (no cut answers that). `granted`: resources given to the nodes (not cut)."""
     try:
         want = Pod(dict(pod)).requests
         allocs = {n: Node(dict(o)).allocatable for n, o in nodes.items()}
     except ModelError:
         return None
-    names = (CPU, MEMORY, *want.scalar)
+    names = tuple(r for r in (CPU, MEMORY, *want.scalar) if r not in granted)
     offered = {r for r in names if any(a.get(r) > 0 for a in allocs.values())}
     best = {r: max(allocs[n].get(r) for n in on) for r in names}
     over = [(r, best[r]) for r in names if want.get(r) > best[r]]
@@ -210,6 +227,8 @@ class Answers:
     cordoned: list[str]
     over: Cuts                  # the requests lowered to the largest allocatable of `on`
     fits: Cuts | None           # ... or to the room left on on[0]; None: some resource has none
+    grants: list[tuple[str, str, int]] = field(default_factory=list)        # (node, resource, amount)
+    raises: list[tuple[str, str, int, int]] = field(default_factory=list)   # (node, driver, from, to)
 
     def made(self, rerun: Rerun, unit: Unit, lowered: Cuts, gone: Sequence[str] = ()) -> Base:
         """The change (Combined, or its single step) and its edit: the terms relaxed, the nodes
@@ -222,6 +241,12 @@ class Answers:
         for n in self.cordoned:
             steps.append(uncordon_change(n))
             edits.append(uncordon_edit(n))
+        for n, driver, have, to in self.raises:
+            steps.append(volume_change(n, driver, have, to))
+            edits.append(volume_edit(n, driver, to))
+        for n, r, amount in self.grants:
+            steps.append(resource_change(n, r, amount))
+            edits.append(resource_edit(n, r, amount))
         if lowered:
             steps.append({"kind": "LowerRequests", **cut_change(rerun, unit, lowered)})
             edits.append(cut_edit(unit, lowered))
@@ -257,10 +282,15 @@ def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Map
     for n in on:
         terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], unit.rejected[n]) if t not in terms]
     cordoned = [n for n in on if "NodeUnschedulable" in unit.rejected[n]]
-    cuts = _requests(rerun, pod, on, nodes) if "NodeResourcesFit" in plugins else ([], None)
+    share = -(-len(unit.pods) // len(on))
+    grants = [(n, r, a) for n in on if "NodeResourcesFit" in unit.rejected[n]
+              for r, a in resource_grants(rerun, unit, n, share)]
+    raises = [(n, *r) for n in on if "NodeVolumeLimits" in unit.rejected[n] for r in volume_raises(rerun, unit, n)]
+    cuts = _requests(rerun, pod, on, nodes, {r for _, r, _ in grants}) if "NodeResourcesFit" in plugins \
+        else ([], None)
     if cuts is None:
         return None
-    return Answers(list(on), plugins, terms, cordoned, *cuts)
+    return Answers(list(on), plugins, terms, cordoned, *cuts, grants, raises)
 
 
 def _plan(rerun: Rerun, unit: Unit, a: Answers, seen: set[str]) -> dict[str, Any] | None:

@@ -31,14 +31,15 @@ from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
 from .gangs import add_gang_pods, relax_min_count
 from .nodes import add_nodes
-from .on_node import on_nodes
+from .on_node import node_side_first, on_nodes
 from .relax import relax
 from .relax_node import relax_for_node
 from .requests import lower_requests, lower_to_largest
 from .uncordon import uncordon
 
 DEFAULT_LIMIT = 5
-KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "Uncordon", "AddNodes", "RaisePriority", "Evict", "Combined")
+KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "Uncordon", "RaiseVolumeLimit", "AddNodeResource", "AddNodes",
+              "RaisePriority", "Evict", "Combined")
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 # Each kind's share of the budget (the rest of what the previous kinds left is added to it).
 FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_count, 0.0), (relax, 0.2),
@@ -114,11 +115,15 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
                 found += _guarded(finder, rerun, unit, errors)
             spare = max(0, rerun.budget)
         if not found:
+            # The changes on one node first when the node needs a change of its own (node_change.py).
+            late: list[Finder] = [lambda r, u: combined(r, u, COMBINED_FINDERS), on_nodes]
+            if node_side_first(rerun, unit):
+                late.reverse()
             rerun.budget = max(rerun.budget, budget // 2)
-            found = _guarded(lambda r, u: combined(r, u, COMBINED_FINDERS), rerun, unit, errors)
-        if not found and unit.rejected:
-            rerun.budget = budget // 2
-            found = _guarded(on_nodes, rerun, unit, errors)
+            found = _guarded(late[0], rerun, unit, errors)
+            if not found and unit.rejected:
+                rerun.budget = budget // 2
+                found = _guarded(late[1], rerun, unit, errors)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
                                    time.perf_counter() - start, errors))
