@@ -1,0 +1,130 @@
+"""simulate --suggest for the pods no pod-side change places (suggest/node_change.py, the nested
+combinations of combine.py): a volume pinned to a node that attaches too few volumes or lacks a
+resource, and a gang of mixed priorities that needs two changes after its priorities are aligned.
+Each suggestion is applied by this test (its own edits, not the code's) and simulated again."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kubeberth import features
+from kubeberth.report.scope import COUNTS
+from kubeberth.report.suggestions import describe, scoped
+from tests.whatif.suggest.test_gangs import all_placed, found, gang
+from tests.whatif.suggest.test_on_nodes import DRIVER, TAINT, TOLERATE, storage, uses
+from tests.whatif.suggest.test_suggest import node, placed, pod, priority_class, suggestions_of
+
+GPU = "example.com/gpu"
+
+
+@pytest.fixture(autouse=True)
+def gates() -> Iterator[None]:
+    with features.override(features.FeatureGates.parse("GenericWorkload=true")):
+        yield
+
+
+def two_volumes(p: dict[str, Any]) -> dict[str, Any]:
+    """The pod mounts `data` (its PV pinned to node a) and `logs` (anywhere)."""
+    uses(p, "data")["spec"]["volumes"].append({"name": "logs", "persistentVolumeClaim": {"claimName": "logs"}})
+    return p
+
+
+def gpu_node(name: str, count: int, **kw: Any) -> dict[str, Any]:
+    n = node(name, **kw)
+    n["status"]["allocatable"][GPU] = str(count)
+    return n
+
+
+def wants_gpu(p: dict[str, Any]) -> dict[str, Any]:
+    p["spec"]["containers"][0]["resources"]["requests"][GPU] = "1"
+    return p
+
+
+def over_attach_limit() -> list[dict[str, Any]]:
+    # a's CSINode attaches 1 volume of the driver, web mounts 2, its PV pins it to a; b is free.
+    return [node("a"), node("b"), *storage(), two_volumes(pod("web", "500m"))]
+
+
+def over_attach_limit_tainted() -> list[dict[str, Any]]:
+    # The same, a tainted too: the taint tolerated and the limit raised, together.
+    return [node("a", taints=[TAINT]), node("b"), *storage(), two_volumes(pod("web", "500m"))]
+
+
+def pinned_without_gpu() -> list[dict[str, Any]]:
+    # web asks for a GPU; b has one, but web's PV pins it to a, which has none.
+    return [node("a"), gpu_node("b", 1), *storage(), wants_gpu(uses(pod("web", "500m"), "data"))]
+
+
+def made(objects: list[dict[str, Any]], s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The node changes and tolerations of a suggestion, made by hand on a copy of the input."""
+    out = copy.deepcopy(objects)
+    web = next(o for o in out if o.get("kind") == "Pod" and o["metadata"]["name"] == "web")
+    for step in s.get("steps") or [s]:
+        if step["kind"] == "RaiseVolumeLimit":
+            csi = next(o for o in out if o.get("kind") == "CSINode" and o["metadata"]["name"] == step["node"])
+            csi["spec"]["drivers"][0]["allocatable"]["count"] = step["to"]
+        elif step["kind"] == "AddNodeResource":
+            n = next(o for o in out if o.get("kind") == "Node" and o["metadata"]["name"] == step["node"])
+            n["status"]["allocatable"][step["resource"]] = step["to"]
+        elif step["kind"] == "Relax":
+            assert [t["constraint"] for t in step["terms"]] == ["toleration"]
+            web["spec"]["tolerations"] = [TOLERATE]
+        else:
+            raise AssertionError(f"the test cannot make {step}")
+    return out
+
+
+@pytest.mark.parametrize(("build", "kind", "steps"), [
+    (over_attach_limit, "RaiseVolumeLimit", [("RaiseVolumeLimit", "a", DRIVER, 1, 2)]),
+    (over_attach_limit_tainted, "Combined", [("Relax",), ("RaiseVolumeLimit", "a", DRIVER, 1, 2)]),
+    (pinned_without_gpu, "AddNodeResource", [("AddNodeResource", "a", GPU, "0", "1")]),
+])
+def test_node_changes_on_the_pinned_node(build: Any, kind: str, steps: list[tuple[Any, ...]]) -> None:
+    objects = build()
+    assert not placed(objects, "default/web")
+    got = suggestions_of(objects, "default/web", kind)
+    assert got, "no suggestion"
+    s = got[0]
+    assert s["verified"] is True and s["places"] == [{"pod": "default/web", "node": "a"}]
+    shown = [(x["kind"],) if x["kind"] == "Relax" else
+             (x["kind"], x["node"], x.get("driver") or x.get("resource"), x["from"], x["to"])
+             for x in s.get("steps") or [s]]
+    assert shown == steps
+    assert all(x.get("note") for x in s.get("steps") or [s] if x["kind"] != "Relax")  # says what to do
+    assert placed(made(objects, s), "default/web")
+
+
+def test_node_change_scoped_names_no_node() -> None:
+    (s,) = suggestions_of(over_attach_limit(), "default/web", "RaiseVolumeLimit")[:1]
+    assert "node a" in describe(s) and "CSINode count 1 -> 2" in describe(s)
+    shown = scoped([s], "default", COUNTS)[0]
+    assert "node" not in shown and "'a'" not in repr(shown)
+    assert "the node's volume limit" in describe(shown)
+
+
+def test_gang_of_mixed_priorities_needs_a_toleration_and_a_node() -> None:
+    # The PodGroup says `mid`, g-1 nothing; each pod asks for a GPU; the one GPU node is tainted:
+    # aligned, then tolerated, then one node more of its shape (the gang needs two GPUs).
+    objects = [node("a"), gpu_node("g", 1, taints=[TAINT]), priority_class("mid", 500),
+               *gang("g", 2, 2, "500m", priorityClassName="mid")]
+    for p in objects[4:]:
+        wants_gpu(p)
+    objects[4]["spec"]["priorityClassName"] = "mid"
+    members, got = found(objects)
+    assert [s["kind"] for s in got] == ["Combined"]
+    steps = got[0]["steps"]
+    assert [(x["kind"], x.get("constraint") or x.get("nodeGroup")) for x in steps] == [
+        ("Relax", "podGroupPriority"), ("Relax", None), ("AddNodes", "g")]
+    assert [t["constraint"] for t in steps[1]["terms"]] == ["toleration"] and steps[2]["count"] == 1
+    fixed = copy.deepcopy(objects)
+    fixed[5]["spec"]["priorityClassName"] = "mid"
+    for p in fixed[4:]:
+        p["spec"]["tolerations"] = [TOLERATE]
+    extra = copy.deepcopy(objects[1])
+    extra["metadata"]["name"] = extra["metadata"]["labels"]["kubernetes.io/hostname"] = "g-2"
+    assert all_placed([*fixed, extra], members)
+    assert not all_placed(fixed, members) and not all_placed(objects, members)
