@@ -53,7 +53,8 @@ def limits_of(objects: Sequence[Mapping[str, Any]], node: str) -> dict[str, int]
     """The node's CSINode attach limits: driver -> count."""
     for o in objects:
         if o.get("kind") == "CSINode" and (o.get("metadata") or {}).get("name") == node:
-            return {str(d.get("name")): int(d["allocatable"]["count"]) for d in (o.get("spec") or {}).get("drivers") or ()
+            drivers = (o.get("spec") or {}).get("drivers") or ()
+            return {str(d.get("name")): int(d["allocatable"]["count"]) for d in drivers
                     if isinstance(((d or {}).get("allocatable") or {}).get("count"), int)}
     return {}
 
