@@ -27,6 +27,7 @@ from ..inputs import object_key
 from .core import Base, Rerun, Unit, changes_of, group_name, pods_by_key, read_diagnosis, result, with_new_pods
 from .gangs import min_count_base, missing_pods_base
 from .on_node import gang_bases
+from .relax_node import pod_labels as _labels
 from .relax_node import relax_edit, terms_for
 from .requests import cut_change, cut_edit, largest_cuts
 from .uncordon import uncordon_bases
@@ -78,7 +79,7 @@ def _relax_nodes(rerun: Rerun, unit: Unit) -> list[Base]:
     out: list[Base] = []
     seen: set[str] = set()
     for name in sorted((n for n in unit.rejected if n in nodes), key=lambda n: (len(unit.rejected[n]), n)):
-        terms = terms_for(pod.get("spec") or {}, nodes[name], unit.rejected[name])
+        terms = terms_for(pod.get("spec") or {}, nodes[name], unit.rejected[name], _labels(pod))
         if not terms or repr(terms) in seen:
             continue
         seen.add(repr(terms))

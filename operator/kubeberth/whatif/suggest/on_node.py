@@ -35,6 +35,7 @@ from ..inputs import object_key
 from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, smallest, verify_change
 from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
+from .relax_node import pod_labels as _labels
 from .relax_node import relax_edit, terms_for
 from .requests import CPU, MEMORY, cut_change, cut_edit, room
 from .uncordon import uncordon_change, uncordon_edit
@@ -280,7 +281,8 @@ def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Map
     plugins = {p for n in on for p in unit.rejected[n]}
     terms: list[dict[str, Any]] = []
     for n in on:
-        terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], unit.rejected[n]) if t not in terms]
+        terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], unit.rejected[n], _labels(pod))
+                  if t not in terms]
     cordoned = [n for n in on if "NodeUnschedulable" in unit.rejected[n]]
     share = -(-len(unit.pods) // len(on))
     grants = [(n, r, a) for n in on if "NodeResourcesFit" in unit.rejected[n]
