@@ -68,7 +68,7 @@ def host_ports(obj: Mapping[str, Any]) -> set[int]:
             for p in (c or {}).get("ports") or () if isinstance(p, Mapping) and p.get("hostPort")}
 
 
-def _added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
+def added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
     """The required node selectors the SchedulingProfiles add to every pod (NodeAffinity's
     addedAffinity): no edit of the pod answers those."""
     out: list[NodeSelector] = []
@@ -138,7 +138,7 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
     an extended resource the node lacks and another offers, not a volume limit below the pod's own
     volumes), the fewest rejections first, then those needing no eviction, then in input order."""
     order = {n: i for i, n in enumerate(nodes)}
-    added = _added_affinity(objects)
+    added = added_affinity(objects)
     pod = pods_by_key([dict(o) for o in objects]).get(unit.pods[0])
     lacking = lacking_resource(pod, nodes)
     over = own_volumes_over_limit(pod, objects)
