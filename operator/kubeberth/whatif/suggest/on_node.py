@@ -36,7 +36,7 @@ from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, smallest, verify
 from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
 from .relax_node import pod_labels as _labels
-from .relax_node import relax_edit, terms_for
+from .relax_node import DEFAULTS, relax_edit, terms_for
 from .requests import CPU, MEMORY, cut_change, cut_edit, room
 from .uncordon import uncordon_change, uncordon_edit
 
@@ -280,9 +280,12 @@ def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Map
         return None
     plugins = {p for n in on for p in unit.rejected[n]}
     terms: list[dict[str, Any]] = []
+    # A gang with more pods than nodes puts several on one node: its own spreading and pod
+    # (anti-)affinity, which passed for the first pod, are relaxed as well.
+    crowded = {"PodTopologySpread", "InterPodAffinity"} if len(unit.pods) > len(on) else set()
     for n in on:
-        terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], unit.rejected[n], _labels(pod))
-                  if t not in terms]
+        terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], unit.rejected[n] | crowded, _labels(pod))
+                  if t not in terms and (t.get("from") != DEFAULTS or "PodTopologySpread" in unit.rejected[n])]
     cordoned = [n for n in on if "NodeUnschedulable" in unit.rejected[n]]
     share = -(-len(unit.pods) // len(on))
     grants = [(n, r, a) for n in on if "NodeResourcesFit" in unit.rejected[n]
