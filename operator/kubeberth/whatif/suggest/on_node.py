@@ -35,8 +35,8 @@ from ..inputs import object_key
 from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, smallest, verify_change
 from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
-from .relax_node import pod_labels as _labels
 from .relax_node import DEFAULTS, relax_edit, terms_for
+from .relax_node import pod_labels as _labels
 from .requests import CPU, MEMORY, cut_change, cut_edit, room
 from .uncordon import uncordon_change, uncordon_edit
 
@@ -276,7 +276,7 @@ class Answers:
 def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]) -> Answers | None:
     """The answers on the nodes `on`; None when some rejection there has none."""
     pod = pods_by_key(rerun.objects).get(unit.pods[0])
-    if pod is None:
+    if pod is None or not on:
         return None
     plugins = {p for n in on for p in unit.rejected[n]}
     terms: list[dict[str, Any]] = []
