@@ -32,7 +32,7 @@ from typing import Any
 from ...model import ModelError, Node, Pod
 from ...model.selectors import NodeSelector
 from ..inputs import object_key
-from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, smallest, verify_change
+from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, read_diagnosis, smallest, verify_change, with_new_pods
 from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
 from .relax_node import DEFAULTS, relax_edit, terms_for
@@ -370,6 +370,29 @@ def on_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             break
         a = answers(rerun, unit, on, nodes)
         found = _plan(rerun, unit, a, seen) if a is not None else None
+        if found is None and a is not None and rerun.left() > 2:
+            # The answers made, other rejections may show there (a pod's anti-affinity with the
+            # pods that took the room): answered as well, once.
+            wide = _widened(rerun, unit, a)
+            more = answers(rerun, wide, on, nodes) if wide is not None else None
+            found = _plan(rerun, wide, more, seen) if wide is not None and more is not None else None
         if found is not None:
             return [found]
     return []
+
+
+def _widened(rerun: Rerun, unit: Unit, a: Answers) -> Unit | None:
+    """The unit, its rejections on the nodes `a.on` widened by those its fullest attempt there (every
+    answer, every occupant evicted) still meets, read from one explained re-simulation; None when
+    there is no new one, or one without an answer."""
+    order = _occupants(rerun, unit, a.on, a.plugins) if a.plugins & BY_PODS else []
+    _, edit = a.made(rerun, unit, a.over, order)
+    objects = rerun.edited(edit)
+    there = with_new_pods(unit, objects)
+    outcomes, _ = rerun.run(objects, explain=list(there.pods))
+    fresh = Unit(unit.key, list(there.pods), unit.group)
+    read_diagnosis(fresh, {o.pod: o.explanations for o in outcomes})
+    new = {n: fresh.rejected.get(n, set()) - unit.rejected[n] for n in a.on}
+    if not any(new.values()) or not all(ps <= FIXABLE for ps in new.values()):
+        return None
+    return Unit(unit.key, list(unit.pods), unit.group, {**unit.rejected, **{n: unit.rejected[n] | new[n] for n in a.on}})
