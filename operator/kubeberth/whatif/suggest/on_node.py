@@ -395,4 +395,5 @@ def _widened(rerun: Rerun, unit: Unit, a: Answers) -> Unit | None:
     new = {n: fresh.rejected.get(n, set()) - unit.rejected[n] for n in a.on}
     if not any(new.values()) or not all(ps <= FIXABLE for ps in new.values()):
         return None
-    return Unit(unit.key, list(unit.pods), unit.group, {**unit.rejected, **{n: unit.rejected[n] | new[n] for n in a.on}})
+    widened = {**unit.rejected, **{n: unit.rejected[n] | new[n] for n in a.on}}
+    return Unit(unit.key, list(unit.pods), unit.group, widened)
