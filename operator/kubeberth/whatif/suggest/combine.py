@@ -16,7 +16,9 @@ The first step is one of (at most MAX_BASES, in this order):
 On the input with the first step made, the baseline is explained again (a fresh diagnosis), and
 the single-change kinds are searched there as for any unit; the first that places the unit is
 the second step. When the first step alone places it, it is printed alone (as its own kind). The
-verification is the second step's: its re-simulation ran on the input with both changes."""
+verification is the second step's: its re-simulation ran on the input with both changes. A gang
+never tried (of mixed priorities, short of pods) gets, after its prerequisites, the combinations
+searched once more on the input they make (prerequisites, a first step, a second)."""
 
 from __future__ import annotations
 

@@ -8,20 +8,26 @@ for NodeName or a plugin of one's own. The answers, on node N:
   the nodeSelector, a toleration per NoSchedule/NoExecute taint of N, the pod's required pod
   (anti-)affinity, its DoNotSchedule spreads made ScheduleAnyway);
 - N uncordoned when NodeUnschedulable rejected the pod there;
+- N's CSI attach limit raised when the pod's own volumes exceed it, and the extended resources it
+  lacks given to it when no node offering them is a candidate (node_change.py);
 - the requests N cannot hold lowered to its allocatable (a resource no node offers: removed), or,
   when that is all it takes, each request lowered to the room N has left;
 - the pods on N evicted (the pods the input binds there and those the baseline placed there),
   those that hold what the unit lacks first: a PersistentVolumeClaim the pod uses (its
   ReadWriteOncePod claim, wherever that pod runs: VolumeRestrictions), a volume of their own when N
-  is at its volume limit (NodeVolumeLimits), a host port the pod asks for (NodePorts); then lowest
+  is at its volume limit (NodeVolumeLimits), a host port the pod asks for (NodePorts), a pod whose
+  required anti-affinity keeps the pod out of N's domain (InterPodAffinity, repel.py); then lowest
   priority first, largest requests first; the shortest such prefix that places the unit is found
   by a binary search, the other answers made as well.
 First without evicting (one re-simulation), then with (a binary search). The nodes with the fewest
 rejecting plugins first, those needing no eviction first; at most MAX_NODES for a pod. A gang gets
 the same answers on its candidate nodes at once (at most MAX_GANG_NODES), the requests lowered to
-the largest of their allocatables. The result is one `Combined` suggestion (its steps: Relax with
-`terms`, Uncordon per node, LowerRequests, Evict), verified by one re-simulation of them all; a
-single step is printed as its own kind."""
+the largest of their allocatables (and, with more pods than nodes, the gang's own spreads and pod
+(anti-)affinity relaxed too). When every answer made still leaves the pod rejected on the node,
+the rejections that attempt meets (one explained re-simulation) are answered as well, once. The
+result is one `Combined` suggestion (its steps: Relax with `terms`, Uncordon per node,
+RaiseVolumeLimit, AddNodeResource, LowerRequests, Evict), verified by one re-simulation of them
+all; a single step is printed as its own kind."""
 
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
 from .relax_node import DEFAULTS, relax_edit, terms_for
 from .relax_node import pod_labels as _labels
+from .repel import repelling
 from .requests import CPU, MEMORY, cut_change, cut_edit, room
 from .uncordon import uncordon_change, uncordon_edit
 
@@ -208,11 +215,17 @@ def _occupants(rerun: Rerun, unit: Unit, on: Sequence[str], plugins: set[str]) -
     prio = priorities(rerun.objects)
     keys = [k for k, n in where.items() if k in pods and k not in unit.pods and
             (n in on or ("VolumeRestrictions" in plugins and claims(pods[k]) & my_claims))]
+    repel: set[str] = set()
+    if "InterPodAffinity" in plugins:
+        placed = {k: (pods[k], n) for k, n in where.items() if k in pods and k not in unit.pods}
+        nodes = {str((o.get("metadata") or {}).get("name")): o for o in rerun.objects if o.get("kind") == "Node"}
+        repel = {k for n in on for k in repelling(mine, placed, nodes, n)}
+        keys += sorted(repel - set(keys))
 
     def rank(k: str) -> tuple[int, int, tuple[int, int], str]:
         p = pods[k]
         holds = bool(claims(p) & my_claims) or ("NodeVolumeLimits" in plugins and bool(claims(p))) or \
-            ("NodePorts" in plugins and bool(host_ports(p) & my_ports))
+            ("NodePorts" in plugins and bool(host_ports(p) & my_ports)) or k in repel
         cpu, mem = size(p)
         return (0 if holds else 1, prio.get(k, 0), (-cpu, -mem), k)
     return sorted(keys, key=rank)
@@ -329,6 +342,12 @@ def _plan(rerun: Rerun, unit: Unit, a: Answers, seen: set[str]) -> dict[str, Any
         mine = set(unit.pods)
         came = [o.pod for o in rerun.last if o.status in PLACED and o.node in a.on and o.pod not in mine
                 and o.pod not in order]
+        if "InterPodAffinity" in a.plugins:  # pods now placed whose anti-affinity keeps the unit off
+            pods = pods_by_key(rerun.objects)
+            placed = {o.pod: (pods[o.pod], o.node) for o in rerun.last
+                      if o.status in PLACED and o.node and o.pod in pods and o.pod not in mine}
+            came += sorted({k for n in a.on for k in repelling(pods[unit.pods[0]], placed, _nodes(rerun), n)}
+                           - set(order) - set(came))
         if not came:
             return None
         order += came

@@ -8,7 +8,9 @@ Ranking (least disruption first, then the fewest changes): the key is
    LowerRequests (the pod's own spec only), Uncordon (a cordoned node made schedulable), AddNodes (capacity
    bought, nothing disturbed), RaisePriority, Evict, Combined (two changes: combine.py, searched
    only for a unit no single change places, with half a budget more; then, when that found none,
-   the changes on one node, on_node.py, with half a budget again);
+   the changes on one node, on_node.py, with half a budget again; the two in the other order
+   when the first candidate node needs a change of its own, node_change.py: RaiseVolumeLimit and
+   AddNodeResource, ranked after Uncordon);
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
 4. the order found.
 
