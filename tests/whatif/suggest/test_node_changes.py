@@ -128,3 +128,90 @@ def test_gang_of_mixed_priorities_needs_a_toleration_and_a_node() -> None:
     extra["metadata"]["name"] = extra["metadata"]["labels"]["kubernetes.io/hostname"] = "g-2"
     assert all_placed([*fixed, extra], members)
     assert not all_placed(fixed, members) and not all_placed(objects, members)
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def default_spread_rejects() -> list[dict[str, Any]]:
+    # The profile's default constraint (zone, DoNotSchedule) applies to web (owned by a ReplicaSet,
+    # no constraints of its own); the one node has no zone label: every copy of it is rejected too.
+    profile = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "p"},
+               "spec": {"schedulerName": "default-scheduler", "pluginConfig": [{"name": "PodTopologySpread", "args": {
+                   "defaultingType": "List", "defaultConstraints": [
+                       {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}]}}]}}
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-rs", "namespace": "default"},
+          "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}}}}
+    web = pod("web", "500m")
+    web["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs",
+                                           "uid": "uid-web-rs", "controller": True}]
+    return [profile, node("a"), rs, web]
+
+
+def test_profile_default_spread_replaced_by_the_pods_own() -> None:
+    objects = default_spread_rejects()
+    assert not placed(objects, "default/web")
+    (s,) = suggestions_of(objects, "default/web", "Relax")[:1]
+    (term,) = s["terms"]
+    assert (term["path"], term["from"]) == ("spec.topologySpreadConstraints",
+                                            "the scheduling profile's defaultConstraints")
+    assert [c["whenUnsatisfiable"] for c in term["to"]] == ["ScheduleAnyway"]
+    fixed = copy.deepcopy(objects)
+    fixed[3]["spec"]["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "web"}}}]
+    assert placed(fixed, "default/web")
+
+
+def repelled_from_the_zone() -> list[dict[str, Any]]:
+    # web needs tier=web: only a (zone z1), tainted and full; guard, on c in the same zone (c too
+    # small for web), repels app=web from the whole zone: tolerate, evict a's filler AND guard.
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}]}}
+    return [node("a", labels={"tier": "web", ZONE: "z1"}, taints=[TAINT]), node("c", cpu="500m", labels={ZONE: "z1"}),
+            pod("filler", "2", node_name="a", tolerations=[TOLERATE]),
+            pod("guard", "100m", node_name="c", affinity=anti),
+            pod("web", "1", nodeSelector={"tier": "web"})]
+
+
+def crowded_gang() -> list[dict[str, Any]]:
+    # Two pods of one GPU each, spread by hostname (DoNotSchedule); only g has GPUs (2), and g is
+    # tainted, outside the pods' node affinity and full: all of it answered on g, the spread too
+    # (both pods on g leave a, eligible, with none).
+    spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"group": "g"}}}]
+    need = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}]}}}
+    members = gang("g", 2, 2, "500m")
+    for p in members[1:]:
+        wants_gpu(p)["metadata"]["labels"]["group"] = "g"
+        p["spec"].update(topologySpreadConstraints=copy.deepcopy(spread), affinity=copy.deepcopy(need))
+    return [node("a"), gpu_node("g", 2, taints=[TAINT]), pod("filler", "2", node_name="g", tolerations=[TOLERATE]),
+            *members]
+
+
+def test_pods_repelling_from_the_domain_are_evicted() -> None:
+    objects = repelled_from_the_zone()
+    assert not placed(objects, "default/web")
+    (s,) = suggestions_of(objects, "default/web", "Combined")[:1]
+    evict = next(x for x in s["steps"] if x["kind"] == "Evict")
+    assert sorted(e["pod"] for e in evict["evict"]) == ["default/filler", "default/guard"]
+    fixed = [o for o in copy.deepcopy(objects) if o["metadata"]["name"] not in ("filler", "guard")]
+    fixed[-1]["spec"]["tolerations"] = [TOLERATE]
+    assert placed(fixed, "default/web")
+    assert not placed([o for o in fixed if o["metadata"]["name"] != "guard"] + [objects[3]], "default/web")
+
+
+def test_gang_crowded_on_one_node_gets_its_spread_relaxed() -> None:
+    objects = crowded_gang()
+    members, got = found(objects)
+    assert got and got[0]["kind"] == "Combined"
+    terms = {t["constraint"] for x in got[0]["steps"] if x["kind"] == "Relax" for t in x["terms"]}
+    assert {"nodeAffinity", "toleration", "topologySpreadConstraint"} <= terms
+    fixed = [o for o in copy.deepcopy(objects) if o["metadata"]["name"] != "filler"]
+    for p in fixed[3:]:
+        p["spec"].pop("affinity")
+        p["spec"]["tolerations"] = [TOLERATE]
+        p["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"] = "ScheduleAnyway"
+    assert all_placed(fixed, members) and not all_placed(objects, members)
