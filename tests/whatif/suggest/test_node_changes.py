@@ -215,3 +215,18 @@ def test_gang_crowded_on_one_node_gets_its_spread_relaxed() -> None:
         p["spec"]["tolerations"] = [TOLERATE]
         p["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"] = "ScheduleAnyway"
     assert all_placed(fixed, members) and not all_placed(objects, members)
+
+
+def test_nodes_left_out_by_prefilter_are_in_the_diagnosis() -> None:
+    # matchFields on metadata.name: NodeAffinity's PreFilter leaves b out of the attempt (no Filter
+    # verdict there); a is full. The diagnosis names b's plugin, so the term is relaxed.
+    web = pod("web", "1", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]}]}}})
+    objects = [node("a"), node("b"), pod("busy", "2", node_name="a"), web]
+    assert not placed(objects, "default/web")
+    got = suggestions_of(objects, "default/web", "Relax")
+    assert [(s["constraint"], s["from"]) for s in got] == [("nodeAffinity", "metadata.name In a")]
+    assert got[0]["places"] == [{"pod": "default/web", "node": "b"}]
+    fixed = copy.deepcopy(objects)
+    fixed[3]["spec"].pop("affinity")
+    assert placed(fixed, "default/web")
