@@ -8,9 +8,8 @@ reason, and the cost (re-simulations and seconds per unit).
 A unit without a suggestion is put under a reason read from the baseline's diagnosis (a gang
 never tried: of mixed priorities, or short of pods; a request of an extended resource no node
 offers; ...). `coverageOfPlaceable` leaves out the units asking for an extended resource no node
-offers (suggest answers them by removing the request, LowerRequests to 0, when that places them)
-and those whose PersistentVolume allows only nodes a scheduling profile's addedAffinity excludes
-(no change of the pod or of a node places them).
+offers (suggest answers them by removing the request, LowerRequests to 0, when that places them:
+the units whose request is needed are not placeable).
 Several seeds at once: `--seed 41 --seed 7 --seed 13` (one result per seed and flavour).
 """
 
@@ -35,7 +34,8 @@ from kubeberth.whatif.inputs import object_key
 from kubeberth.whatif.policy_tests import parse_case, prepare_case
 from kubeberth.whatif.suggest import UnitSuggestions, suggest
 from kubeberth.whatif.suggest.nodes import holds as _holds
-from kubeberth.whatif.suggest.on_node import added_affinity, lacking_resource, own_volumes_over_limit
+from kubeberth.whatif.suggest.on_node import lacking_resource, own_volumes_over_limit
+from kubeberth.whatif.suggest.profile_change import added_affinity
 
 FLAVOURS = {"default": Options(), "workloads": Options(flavour="workloads")}
 
@@ -54,8 +54,8 @@ def case_units(seed: int, index: int, flavour: str) -> tuple[list[dict[str, Any]
 
 
 UNOFFERED = "asks for an extended resource no node offers"
-# No change of the kinds searched places these: a profile's addedAffinity excludes every node the
-# pod's PersistentVolume allows (the scheduler's configuration is not searched).
+# A profile's addedAffinity excludes every node the pod's PersistentVolume allows (RelaxProfile,
+# a change for every pod of the profile, answers it).
 PROFILE_EXCLUDES = "a profile's addedAffinity excludes every node its PersistentVolume allows"
 ATTACH_LIMIT = "its volumes rule out every node: the PV's node attaches fewer volumes than the pod uses (CSINode)"
 PV_NODE_LACKS = "its PV's node lacks an extended resource the pod requests (other nodes offer it)"
@@ -125,7 +125,7 @@ def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
                 r = reason(u, objects)
                 missing[r] += 1
                 examples.setdefault(r, f"{flavour} {seed}/{index} {u.unit.key}: {u.message[:160]}")
-    possible = units - missing[UNOFFERED] - missing[PROFILE_EXCLUDES]
+    possible = units - missing[UNOFFERED]
     return {"clusters": len(clusters), "units": units, "withSuggestion": helped,
             "coverage": round(helped / units, 4) if units else 1.0,
             "coverageOfPlaceable": round(helped / possible, 4) if possible else 1.0,

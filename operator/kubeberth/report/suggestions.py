@@ -80,6 +80,8 @@ def describe(s: Mapping[str, Any]) -> str:
     elif kind == "AddNodeResource":
         where = f"node {s['node']}" if s.get("node") else "the node"
         what = f"give {where} {s['to']} {s['resource']} (now {s['from']}: {s['note']})"
+    elif kind == "RelaxProfile":
+        what = f"remove the addedAffinity of profile(s) {', '.join(s['profiles'])} ({s['note']})"
     elif kind == "AddPods":
         what = (f"create {s['count']} more pod(s) of the gang {s['podGroup']} (minCount {s['minCount']}, "
                 f"{s['existing']} exist), copies of {s['copyOf']}")

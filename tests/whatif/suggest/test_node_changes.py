@@ -230,3 +230,21 @@ def test_nodes_left_out_by_prefilter_are_in_the_diagnosis() -> None:
     fixed = copy.deepcopy(objects)
     fixed[3]["spec"].pop("affinity")
     assert placed(fixed, "default/web")
+
+
+def test_profile_added_affinity_excluding_the_pinned_node() -> None:
+    # web's PV pins it to a (zone z1); the profile adds zone In [z2] to every pod: only the
+    # profile's change places it (the pod's own spec is not in the way).
+    profile = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "p"},
+               "spec": {"schedulerName": "default-scheduler", "pluginConfig": [{"name": "NodeAffinity", "args": {
+                   "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                       {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z2"]}]}]}}}}]}}
+    objects = [profile, node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z2"}), *storage(),
+               uses(pod("web", "500m"), "data")]
+    assert not placed(objects, "default/web")
+    (s,) = suggestions_of(objects, "default/web", "RelaxProfile")[:1]
+    assert s["profiles"] == ["p"] and s["places"] == [{"pod": "default/web", "node": "a"}]
+    assert "profile(s) p" in describe(s) and s["note"]
+    fixed = copy.deepcopy(objects)
+    fixed[0]["spec"]["pluginConfig"][0]["args"].pop("addedAffinity")
+    assert placed(fixed, "default/web")

@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import ModelError, Node, Pod
-from ...model.selectors import NodeSelector
 from ..inputs import object_key
 from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, read_diagnosis, smallest, verify_change, with_new_pods
 from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
+from .profile_change import added_affinity, excluded, own_affinity_matches, profile_change, profile_edit
 from .relax_node import DEFAULTS, relax_edit, terms_for
 from .relax_node import pod_labels as _labels
 from .repel import repelling
@@ -73,31 +73,6 @@ def host_ports(obj: Mapping[str, Any]) -> set[int]:
     spec = obj.get("spec") or {}
     return {int(p["hostPort"]) for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]
             for p in (c or {}).get("ports") or () if isinstance(p, Mapping) and p.get("hostPort")}
-
-
-def added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
-    """The required node selectors the SchedulingProfiles add to every pod (NodeAffinity's
-    addedAffinity): no edit of the pod answers those."""
-    out: list[NodeSelector] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, Mapping):
-            req = (v.get("addedAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") \
-                if isinstance(v.get("addedAffinity"), Mapping) else None
-            if req:
-                try:
-                    out.append(NodeSelector.from_dict(req))
-                except (ModelError, TypeError, ValueError, KeyError):
-                    pass
-            for w in v.values():
-                walk(w)
-        elif isinstance(v, list):
-            for w in v:
-                walk(w)
-    for o in objects:
-        if o.get("kind") == "SchedulingProfile":
-            walk(o.get("spec"))
-    return out
 
 
 def lacking_resource(pod: Mapping[str, Any] | None, nodes: Mapping[str, Mapping[str, Any]]) -> set[str]:
@@ -139,11 +114,12 @@ def own_volumes_over_limit(pod: Mapping[str, Any] | None, objects: Sequence[Mapp
     return out
 
 
-def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequence[Mapping[str, Any]] = ()
-               ) -> list[str]:
-    """The nodes every rejection of which has an answer (not a profile's added node affinity, not
-    an extended resource the node lacks and another offers, not a volume limit below the pod's own
-    volumes), the fewest rejections first, then those needing no eviction, then in input order."""
+def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequence[Mapping[str, Any]] = (),
+               profile: bool = False) -> list[str]:
+    """The nodes every rejection of which has an answer (not a profile's added node affinity unless
+    `profile`: profile_change.py; an extended resource the node lacks only when no node offering it
+    is a candidate), the fewest rejections first, then those needing no eviction, then in input
+    order; those needing a change of the node or the profile last."""
     order = {n: i for i, n in enumerate(nodes)}
     added = added_affinity(objects)
     pod = pods_by_key([dict(o) for o in objects]).get(unit.pods[0])
@@ -155,12 +131,12 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
         if not ps or not ps <= FIXABLE:
             return False
         labels = ((nodes[n].get("metadata") or {}).get("labels")) or {}
-        return "NodeAffinity" not in ps or all(s.matches(n, labels) for s in added)
+        return profile or "NodeAffinity" not in ps or all(s.matches(n, labels) for s in added)
     fit = [n for n in unit.rejected if n in nodes and answered(n)]
     # A node is given a resource (node_change.py) only when no node offering it has answers.
     fit = [n for n in fit if n not in lacking] or fit
-    return sorted(fit, key=lambda n: (n in lacking or n in over, len(unit.rejected[n]),
-                                      bool(unit.rejected[n] & BY_PODS), order[n]))
+    return sorted(fit, key=lambda n: (n in lacking or n in over or (profile and excluded(objects, nodes[n])),
+                                      len(unit.rejected[n]), bool(unit.rejected[n] & BY_PODS), order[n]))
 
 
 def node_side_first(rerun: Rerun, unit: Unit) -> bool:
@@ -169,8 +145,8 @@ def node_side_first(rerun: Rerun, unit: Unit) -> bool:
     are searched before the combinations."""
     nodes = _nodes(rerun)
     ranked = candidates(unit, nodes, rerun.objects) if unit.rejected else []
-    if not ranked:
-        return False
+    if not ranked:  # only the profile's addedAffinity keeps the pod off the nodes with answers
+        return bool(unit.rejected and candidates(unit, nodes, rerun.objects, profile=True))
     pod = pods_by_key(rerun.objects).get(unit.pods[0])
     return ranked[0] in lacking_resource(pod, nodes) | own_volumes_over_limit(pod, rerun.objects)
 
@@ -243,12 +219,16 @@ class Answers:
     fits: Cuts | None           # ... or to the room left on on[0]; None: some resource has none
     grants: list[tuple[str, str, int]] = field(default_factory=list)        # (node, resource, amount)
     raises: list[tuple[str, str, int, int]] = field(default_factory=list)   # (node, driver, from, to)
+    profile: bool = False       # the profiles' addedAffinity removed (profile_change.py)
 
     def made(self, rerun: Rerun, unit: Unit, lowered: Cuts, gone: Sequence[str] = ()) -> Base:
         """The change (Combined, or its single step) and its edit: the terms relaxed, the nodes
         uncordoned, the requests lowered to `lowered`, the pods `gone` evicted."""
         steps: list[dict[str, Any]] = []
         edits: list[Edit] = []
+        if self.profile:
+            steps.append(profile_change(rerun.objects))
+            edits.append(profile_edit())
         if self.terms:
             steps.append({"kind": "Relax", "terms": self.terms})
             edits.append(relax_edit(unit, self.terms))
@@ -296,8 +276,14 @@ def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Map
     # A gang with more pods than nodes puts several on one node: its own spreading and pod
     # (anti-)affinity, which passed for the first pod, are relaxed as well.
     crowded = {"PodTopologySpread", "InterPodAffinity"} if len(unit.pods) > len(on) else set()
+    profile = False
     for n in on:
-        terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], unit.rejected[n] | crowded, _labels(pod))
+        plugins_n = unit.rejected[n] | crowded
+        if "NodeAffinity" in plugins_n and excluded(rerun.objects, nodes[n]):
+            profile = True  # the profile's addedAffinity answered; the pod's own only when it fails too
+            if own_affinity_matches(pod, nodes[n]):
+                plugins_n = plugins_n - {"NodeAffinity"}
+        terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], plugins_n, _labels(pod))
                   if t not in terms and (t.get("from") != DEFAULTS or "PodTopologySpread" in unit.rejected[n])]
     cordoned = [n for n in on if "NodeUnschedulable" in unit.rejected[n]]
     share = -(-len(unit.pods) // len(on))
@@ -308,7 +294,7 @@ def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Map
         else ([], None)
     if cuts is None:
         return None
-    return Answers(list(on), plugins, terms, cordoned, *cuts, grants, raises)
+    return Answers(list(on), plugins, terms, cordoned, *cuts, grants, raises, profile)
 
 
 def _plan(rerun: Rerun, unit: Unit, a: Answers, seen: set[str]) -> dict[str, Any] | None:
@@ -376,14 +362,17 @@ def gang_bases(rerun: Rerun, unit: Unit) -> list[Base]:
     return [(change, edit)] if change.get("kind") != "Combined" or change.get("steps") else []
 
 
-def on_nodes(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
-    """The first node (a gang: the candidate nodes together) whose answers place the unit."""
+def on_nodes(rerun: Rerun, unit: Unit, profile: bool = True) -> list[dict[str, Any]]:
+    """The first node (a gang: the candidate nodes together) whose answers place the unit; then,
+    with `profile`, those a profile's addedAffinity keeps out, the profile relaxed too."""
     nodes = _nodes(rerun)
     ranked = candidates(unit, nodes, rerun.objects)
-    if not ranked:
-        return []
     seen: set[str] = set()
     tries = [ranked[:MAX_GANG_NODES]] if unit.group is not None else [[n] for n in ranked[:MAX_NODES]]
+    # Then the nodes only a profile's addedAffinity keeps out (profile_change.py), last.
+    wider = [n for n in candidates(unit, nodes, rerun.objects, profile=True) if n not in ranked] if profile else []
+    if wider:
+        tries += [[*ranked, *wider][:MAX_GANG_NODES]] if unit.group is not None else [[n] for n in wider[:MAX_NODES]]
     for on in tries:
         if rerun.left() <= 0:
             break

@@ -41,7 +41,7 @@ from .uncordon import uncordon
 
 DEFAULT_LIMIT = 5
 KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "Uncordon", "RaiseVolumeLimit", "AddNodeResource", "AddNodes",
-              "RaisePriority", "Evict", "Combined")
+              "RaisePriority", "Evict", "RelaxProfile", "Combined")
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 # Each kind's share of the budget (the rest of what the previous kinds left is added to it).
 FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_count, 0.0), (relax, 0.2),
@@ -49,7 +49,8 @@ FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_co
                                              (uncordon, 0.0), (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
 
 # The second steps of combine.py's combinations, in the order tried.
-COMBINED_FINDERS: list[Finder] = [relax, lower_requests, uncordon, add_nodes, evict, raise_priority, on_nodes]
+COMBINED_FINDERS: list[Finder] = [relax, lower_requests, uncordon, add_nodes, evict, raise_priority,
+                                  lambda r, u: on_nodes(r, u, profile=False)]
 
 # A finder skipped when an earlier one already found a suggestion of this kind.
 AFTER: dict[Finder, str] = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}
