@@ -8,9 +8,8 @@ reason, and the cost (re-simulations and seconds per unit).
 A unit without a suggestion is put under a reason read from the baseline's diagnosis (a gang
 never tried: of mixed priorities, or short of pods; a request of an extended resource no node
 offers; ...). `coverageOfPlaceable` leaves out the units asking for an extended resource no node
-offers (suggest answers them by removing the request, LowerRequests to 0, when that places them)
-and those whose PersistentVolume pins them to a node that can never hold them (it attaches fewer
-volumes than the pod uses, or lacks an extended resource the pod requests).
+offers (suggest answers them by removing the request, LowerRequests to 0, when that places them:
+the units whose request is needed are not placeable).
 Several seeds at once: `--seed 41 --seed 7 --seed 13` (one result per seed and flavour).
 """
 
@@ -36,6 +35,7 @@ from kubeberth.whatif.policy_tests import parse_case, prepare_case
 from kubeberth.whatif.suggest import UnitSuggestions, suggest
 from kubeberth.whatif.suggest.nodes import holds as _holds
 from kubeberth.whatif.suggest.on_node import lacking_resource, own_volumes_over_limit
+from kubeberth.whatif.suggest.profile_change import added_affinity
 
 FLAVOURS = {"default": Options(), "workloads": Options(flavour="workloads")}
 
@@ -54,8 +54,9 @@ def case_units(seed: int, index: int, flavour: str) -> tuple[list[dict[str, Any]
 
 
 UNOFFERED = "asks for an extended resource no node offers"
-# No change of the kinds searched places these: the node the pod's PersistentVolume is pinned to
-# can never hold the pod (moving a PV, or a node's attach limit or devices, are not searched).
+# A profile's addedAffinity excludes every node the pod's PersistentVolume allows (RelaxProfile,
+# a change for every pod of the profile, answers it).
+PROFILE_EXCLUDES = "a profile's addedAffinity excludes every node its PersistentVolume allows"
 ATTACH_LIMIT = "its volumes rule out every node: the PV's node attaches fewer volumes than the pod uses (CSINode)"
 PV_NODE_LACKS = "its PV's node lacks an extended resource the pod requests (other nodes offer it)"
 VOLUME = {"VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"}
@@ -88,6 +89,11 @@ def reason(u: UnitSuggestions, objects: Sequence[Mapping[str, Any]]) -> str:
     if pod is not None and not any(_holds(n, pod) for n in nodes.values()):
         return "no node's allocatable holds the pod's requests"
     pinned = {n for n, ps in rejected.items() if not ps & {"VolumeBinding", "VolumeZone"}}
+    added = added_affinity(objects)
+    if pinned and len(pinned) < len(rejected) and added and not any(
+            all(a.matches(n, (nodes[n].get("metadata") or {}).get("labels") or {}) for a in added)
+            for n in pinned if n in nodes):
+        return PROFILE_EXCLUDES
     if pod is not None and pinned and len(pinned) < len(rejected):
         if pinned <= own_volumes_over_limit(pod, objects):
             return ATTACH_LIMIT
@@ -119,7 +125,7 @@ def measure(clusters: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
                 r = reason(u, objects)
                 missing[r] += 1
                 examples.setdefault(r, f"{flavour} {seed}/{index} {u.unit.key}: {u.message[:160]}")
-    possible = units - missing[UNOFFERED] - missing[ATTACH_LIMIT] - missing[PV_NODE_LACKS]
+    possible = units - missing[UNOFFERED]
     return {"clusters": len(clusters), "units": units, "withSuggestion": helped,
             "coverage": round(helped / units, 4) if units else 1.0,
             "coverageOfPlaceable": round(helped / possible, 4) if possible else 1.0,

@@ -74,6 +74,14 @@ def describe(s: Mapping[str, Any]) -> str:
                                               (f" ({r['note']})" if r.get("note") else "") for r in s["requests"])
     elif kind == "Uncordon":
         what = f"uncordon node {s['node']}" if s.get("node") else "uncordon a cordoned node"
+    elif kind == "RaiseVolumeLimit":
+        where = f"node {s['node']}" if s.get("node") else "the node"
+        what = f"raise {where}'s volume limit for {s['driver']} (CSINode count {s['from']} -> {s['to']}: {s['note']})"
+    elif kind == "AddNodeResource":
+        where = f"node {s['node']}" if s.get("node") else "the node"
+        what = f"give {where} {s['to']} {s['resource']} (now {s['from']}: {s['note']})"
+    elif kind == "RelaxProfile":
+        what = f"remove the addedAffinity of profile(s) {', '.join(s['profiles'])} ({s['note']})"
     elif kind == "AddPods":
         what = (f"create {s['count']} more pod(s) of the gang {s['podGroup']} (minCount {s['minCount']}, "
                 f"{s['existing']} exist), copies of {s['copyOf']}")
@@ -135,7 +143,7 @@ def _scope_change(d: dict[str, Any], namespace: str, detail: str, others: set[st
         for e in d.get("evict") or ():
             e.pop("node", None)
         d.pop("nodeGroup", None)
-        if d.get("kind") == "Uncordon":
+        if d.get("kind") in ("Uncordon", "RaiseVolumeLimit", "AddNodeResource"):
             d.pop("node", None)
         d.pop("newNodes", None)
     for step in d.get("steps") or ():

@@ -7,7 +7,9 @@ smallest changes that would place it, ranked, each verified by simulating the ed
   `relax.py`: Relax (one constraint term); `requests.py`: LowerRequests; `gangs.py`: AddPods (a
   gang's missing pods, or its minCount lowered); `uncordon.py`: Uncordon; `combine.py`: Combined (a
   first step, then one more change); `on_node.py`: Combined on chosen nodes (every rejection a node
-  gives answered there at once: relax, uncordon, lower requests, evict).
+  gives answered there at once: relax, uncordon, lower requests, evict; and, on a node the pod is
+  pinned to, node_change.py's RaiseVolumeLimit and AddNodeResource; repel.py: the pods whose
+  anti-affinity keeps the pod out of the node's domain).
 - `core.py` also holds the one verify path every kind uses (`verify_change`, `first_placing`) and the
   binary search for the smallest count that places the unit (`smallest`).
 - `search.py`: the search under a budget of re-simulations per unit, and the ranking.

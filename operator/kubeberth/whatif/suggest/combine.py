@@ -16,7 +16,9 @@ The first step is one of (at most MAX_BASES, in this order):
 On the input with the first step made, the baseline is explained again (a fresh diagnosis), and
 the single-change kinds are searched there as for any unit; the first that places the unit is
 the second step. When the first step alone places it, it is printed alone (as its own kind). The
-verification is the second step's: its re-simulation ran on the input with both changes."""
+verification is the second step's: its re-simulation ran on the input with both changes. A gang
+never tried (of mixed priorities, short of pods) gets, after its prerequisites, the combinations
+searched once more on the input they make (prerequisites, a first step, a second)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ..inputs import object_key
 from .core import Base, Rerun, Unit, changes_of, group_name, pods_by_key, read_diagnosis, result, with_new_pods
 from .gangs import min_count_base, missing_pods_base
 from .on_node import gang_bases
+from .relax_node import pod_labels as _labels
 from .relax_node import relax_edit, terms_for
 from .requests import cut_change, cut_edit, largest_cuts
 from .uncordon import uncordon_bases
@@ -78,7 +81,7 @@ def _relax_nodes(rerun: Rerun, unit: Unit) -> list[Base]:
     out: list[Base] = []
     seen: set[str] = set()
     for name in sorted((n for n in unit.rejected if n in nodes), key=lambda n: (len(unit.rejected[n]), n)):
-        terms = terms_for(pod.get("spec") or {}, nodes[name], unit.rejected[name])
+        terms = terms_for(pod.get("spec") or {}, nodes[name], unit.rejected[name], _labels(pod))
         if not terms or repr(terms) in seen:
             continue
         seen.add(repr(terms))
@@ -135,8 +138,12 @@ def _steps(first: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(s) for s in first["steps"]] if first.get("kind") == "Combined" else [dict(first)]
 
 
-def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, Any]]:
-    """The first combination that places the unit (see the module's doc); [] when none does."""
+def combined(rerun: Rerun, unit: Unit, finders: list[Finder], nested: bool = True) -> list[dict[str, Any]]:
+    """The first combination that places the unit (see the module's doc); [] when none does.
+    A gang never tried (of mixed priorities, short of pods): on the input with its prerequisites
+    made, the combinations are searched again after the single kinds (`nested`: once), so that
+    the chain is prerequisites, a first step, a second."""
+    blocked = unit.group is not None and not unit.rejected
     bases = [*_prerequisites(rerun, unit), *_align_priority(rerun, unit), *missing_pods_base(rerun, unit),
              *min_count_base(rerun, unit), *_to_largest_node(rerun, unit), *gang_bases(rerun, unit),
              *uncordon_bases(rerun, unit)[:1], *_relax_nodes(rerun, unit)][:MAX_BASES]
@@ -156,7 +163,8 @@ def combined(rerun: Rerun, unit: Unit, finders: list[Finder]) -> list[dict[str, 
         explained, _ = derived.run(derived.objects, explain=list(unit_there.pods))
         read_diagnosis(unit_there, {o.pod: o.explanations for o in explained})
         found: list[dict[str, Any]] = []
-        for finder in finders:
+        chain = [*finders, lambda r, u: combined(r, u, finders, nested=False)] if nested and blocked else finders
+        for finder in chain:
             if derived.left() <= 0 or found:
                 break
             found = finder(derived, unit_there)

@@ -97,10 +97,29 @@ def read_diagnosis(unit: Unit, explanations: Mapping[str, Sequence[Mapping[str, 
             failed = {p for p, v in (nd.get("plugins") or {}).items() if v != "pass"}
             if not failed and nd.get("plugin"):
                 failed = {str(nd["plugin"])}
+            if not failed and nd.get("verdict") == EXCLUDED_BY_PREFILTER:
+                failed = _restricting(last, str(nd.get("reason") or ""))
             if failed:
                 unit.rejected[str(nd["node"])] = failed
         if unit.rejected:
             return
+
+
+EXCLUDED_BY_PREFILTER = "ExcludedByPreFilter"
+
+
+def _restricting(attempt: Mapping[str, Any], reason: str) -> set[str]:
+    """The PreFilter plugins that left a node out of an attempt (NodeAffinity's matchFields on
+    metadata.name, say): the explanation's `preFilter.restrictedBy`, else the plugins the node's
+    reason names ("didn't satisfy plugin(s) [NodeAffinity]")."""
+    by = (attempt.get("preFilter") or {}).get("restrictedBy")
+    if isinstance(by, str) and by:
+        return {by}
+    if isinstance(by, list) and by:
+        return {str(p) for p in by}
+    if "[" in reason and "]" in reason:
+        return set(reason.rsplit("[", 1)[1].split("]", 1)[0].split())
+    return set()
 
 
 @dataclass

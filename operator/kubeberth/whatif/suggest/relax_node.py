@@ -21,7 +21,14 @@ NODE_SIDE = frozenset({"NodeName", "NodeUnschedulable", "VolumeZone", "VolumeBin
                        "NodeResourcesFit", "NodePorts", "VolumeRestrictions", "NodeVolumeLimits"})
 
 
-def terms_for(spec: Mapping[str, Any], node: Mapping[str, Any], plugins: set[str]) -> list[dict[str, Any]]:
+DEFAULTS = "the scheduling profile's defaultConstraints"
+
+
+def terms_for(spec: Mapping[str, Any], node: Mapping[str, Any], plugins: set[str],
+              labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The pod-side constraints `node` fails (`plugins` rejected the pod there), each relaxed as a
+    whole; `labels`: the pod's (a pod without spread constraints of its own, rejected by the
+    profile's defaults, gets one of its own, ScheduleAnyway; None: not offered)."""
     out: list[dict[str, Any]] = []
     aff = spec.get("affinity") or {}
     if "NodeAffinity" in plugins:
@@ -52,7 +59,18 @@ def terms_for(spec: Mapping[str, Any], node: Mapping[str, Any], plugins: set[str
                 out.append({"constraint": "topologySpreadConstraint",
                             "path": f"spec.topologySpreadConstraints[{i}].whenUnsatisfiable",
                             "from": "DoNotSchedule", "to": "ScheduleAnyway"})
+        if not spec.get("topologySpreadConstraints") and labels is not None:
+            # The profile's defaultConstraints apply to a pod without constraints of its own: one
+            # of its own (ScheduleAnyway: scoring only) replaces them.
+            out.append({"constraint": "topologySpreadConstraint", "path": "spec.topologySpreadConstraints",
+                        "from": DEFAULTS, "to": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                  "whenUnsatisfiable": "ScheduleAnyway",
+                                                  "labelSelector": {"matchLabels": dict(labels)}}]})
     return out
+
+
+def pod_labels(pod: Mapping[str, Any]) -> dict[str, str]:
+    return dict((pod.get("metadata") or {}).get("labels") or {})
 
 
 def edit_term(spec: dict[str, Any], term: Mapping[str, Any]) -> None:
@@ -65,6 +83,8 @@ def edit_term(spec: dict[str, Any], term: Mapping[str, Any]) -> None:
         spec.setdefault("tolerations", []).append(dict(term["to"]))
     elif c in ("podAntiAffinity", "podAffinity"):
         spec["affinity"][c].pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+    elif c == "topologySpreadConstraint" and term["from"] == DEFAULTS:
+        spec["topologySpreadConstraints"] = [dict(x) for x in term["to"]]
     elif c == "topologySpreadConstraint":
         i = int(term["path"].split("[", 1)[1].split("]", 1)[0])
         spec["topologySpreadConstraints"][i]["whenUnsatisfiable"] = "ScheduleAnyway"
@@ -85,7 +105,7 @@ def relax_for_node(rerun: Rerun, unit: Unit) -> list[dict[str, Any]]:
             break
         if unit.rejected[name] & NODE_SIDE - {"NodeResourcesFit", "NodePorts"}:
             continue  # the node itself stands in the way
-        terms = terms_for(spec, nodes[name], unit.rejected[name])
+        terms = terms_for(spec, nodes[name], unit.rejected[name], pod_labels(first))
         if not terms:
             continue
         ident = repr(terms)

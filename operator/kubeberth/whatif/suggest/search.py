@@ -8,7 +8,9 @@ Ranking (least disruption first, then the fewest changes): the key is
    LowerRequests (the pod's own spec only), Uncordon (a cordoned node made schedulable), AddNodes (capacity
    bought, nothing disturbed), RaisePriority, Evict, Combined (two changes: combine.py, searched
    only for a unit no single change places, with half a budget more; then, when that found none,
-   the changes on one node, on_node.py, with half a budget again);
+   the changes on one node, on_node.py, with half a budget again; the two in the other order
+   when the first candidate node needs a change of its own, node_change.py: RaiseVolumeLimit and
+   AddNodeResource, ranked after Uncordon);
 3. the number of edits (`changes`: nodes added, pods evicted, resources lowered; 1 for the rest);
 4. the order found.
 
@@ -31,14 +33,15 @@ from .core import DEFAULT_BUDGET, Rerun, Unit, read_diagnosis, units
 from .evict import evict, raise_priority
 from .gangs import add_gang_pods, relax_min_count
 from .nodes import add_nodes
-from .on_node import on_nodes
+from .on_node import node_side_first, on_nodes
 from .relax import relax
 from .relax_node import relax_for_node
 from .requests import lower_requests, lower_to_largest
 from .uncordon import uncordon
 
 DEFAULT_LIMIT = 5
-KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "Uncordon", "AddNodes", "RaisePriority", "Evict", "Combined")
+KIND_ORDER = ("AddPods", "Relax", "LowerRequests", "Uncordon", "RaiseVolumeLimit", "AddNodeResource", "AddNodes",
+              "RaisePriority", "Evict", "RelaxProfile", "Combined")
 Finder = Callable[[Rerun, Unit], list[dict[str, Any]]]
 # Each kind's share of the budget (the rest of what the previous kinds left is added to it).
 FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_count, 0.0), (relax, 0.2),
@@ -46,7 +49,8 @@ FINDERS: tuple[tuple[Finder, float], ...] = ((add_gang_pods, 0.0), (relax_min_co
                                              (uncordon, 0.0), (add_nodes, 0.25), (raise_priority, 0.15), (evict, 0.25))
 
 # The second steps of combine.py's combinations, in the order tried.
-COMBINED_FINDERS: list[Finder] = [relax, lower_requests, uncordon, add_nodes, evict, raise_priority, on_nodes]
+COMBINED_FINDERS: list[Finder] = [relax, lower_requests, uncordon, add_nodes, evict, raise_priority,
+                                  lambda r, u: on_nodes(r, u, profile=False)]
 
 # A finder skipped when an earlier one already found a suggestion of this kind.
 AFTER: dict[Finder, str] = {relax_for_node: "Relax", lower_to_largest: "LowerRequests"}
@@ -114,11 +118,15 @@ def suggest(objects: Sequence[Mapping[str, Any]], outcomes: Sequence[PodOutcome]
                 found += _guarded(finder, rerun, unit, errors)
             spare = max(0, rerun.budget)
         if not found:
+            # The changes on one node first when the node needs a change of its own (node_change.py).
+            late: list[Finder] = [lambda r, u: combined(r, u, COMBINED_FINDERS), on_nodes]
+            if node_side_first(rerun, unit):
+                late.reverse()
             rerun.budget = max(rerun.budget, budget // 2)
-            found = _guarded(lambda r, u: combined(r, u, COMBINED_FINDERS), rerun, unit, errors)
-        if not found and unit.rejected:
-            rerun.budget = budget // 2
-            found = _guarded(on_nodes, rerun, unit, errors)
+            found = _guarded(late[0], rerun, unit, errors)
+            if not found and unit.rejected:
+                rerun.budget = budget // 2
+                found = _guarded(late[1], rerun, unit, errors)
         message = next((messages[k] for k in unit.pods if messages.get(k)), "")
         out.append(UnitSuggestions(unit, message, rank(found)[:limit], rerun.runs - runs,
                                    time.perf_counter() - start, errors))
