@@ -9,6 +9,19 @@ import pytest
 from kubeberth.operator.collector import RUNNING_THRESHOLDS, collector_paused, schedule_full_collections
 
 
+class Cyclic:
+    """An object in a reference cycle with itself (only the cyclic collector frees it); counts its
+    frees in `freed`."""
+
+    freed = [0]
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        type(self).freed[0] += 1
+
+
 @pytest.fixture(autouse=True)
 def _thresholds_kept() -> object:
     before = gc.get_threshold()
@@ -90,15 +103,7 @@ def test_the_console_script_pauses_the_collector_for_run_only(argv: list[str], p
 def test_cycles_are_still_collected_under_the_running_thresholds() -> None:
     """Garbage in reference cycles (which reference counting cannot free) is found by the young
     collections the running thresholds still make, without any explicit gc.collect()."""
-    freed = [0]
-
-    class Cyclic:
-        def __init__(self) -> None:
-            self.me = self
-
-        def __del__(self) -> None:
-            freed[0] += 1
-
+    freed = Cyclic.freed = [0]
     was = gc.isenabled()
     gc.collect()
     gc.set_threshold(*RUNNING_THRESHOLDS)
@@ -118,15 +123,7 @@ def test_a_full_collection_comes_on_a_timer_whatever_the_thresholds() -> None:
     set once the initial sync is done collects them anyway (once per loop)."""
     import asyncio
 
-    freed = [0]
-
-    class Cyclic:
-        def __init__(self) -> None:
-            self.me = self
-
-        def __del__(self) -> None:
-            freed[0] += 1
-
+    freed = Cyclic.freed = [0]
     async def main() -> tuple[bool, bool, int, int]:
         first = schedule_full_collections(interval=0.01)
         again = schedule_full_collections(interval=0.01)

@@ -269,17 +269,13 @@ class DryRunWorkers:
 
     def _retire(self, worker: Worker) -> None:
         self._retired.add(worker.pid)
-        task = asyncio.get_running_loop().create_task(worker.retire(), name="kubeberth dry-run worker retire")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        retire_later(worker, self._tasks)
 
     async def close(self) -> None:
         if self.current is not None:
             self._retire(self.current)
             self.current = None
-        for task in list(self._tasks):
-            with contextlib.suppress(Exception):
-                await task
+        await settle(self._tasks)
         deadline = time.monotonic() + 5.0
         while self._retired and time.monotonic() < deadline:
             reap(self._retired)
@@ -296,3 +292,17 @@ def kill(pids: set[int]) -> None:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
         pids.discard(pid)
+
+
+def retire_later(worker: Worker, tasks: set[asyncio.Task[None]]) -> None:
+    """`worker` finishes what it was sent and exits, in a task kept in `tasks` until it is done."""
+    task = asyncio.get_running_loop().create_task(worker.retire(), name="kubeberth dry-run worker retire")
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+
+
+async def settle(tasks: set[asyncio.Task[None]]) -> None:
+    """Wait for every task of `tasks` (their failures are theirs: a retiring worker's error is moot)."""
+    for task in list(tasks):
+        with contextlib.suppress(Exception):
+            await task

@@ -25,7 +25,6 @@ The front exits when the channel closes (the operator stopped or died) or on SIG
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -38,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from ..dryrun.worker import DEFAULT_REFRESH, NICE, Overloaded, Worker
+from ..dryrun.worker import DEFAULT_REFRESH, NICE, Overloaded, Worker, retire_later, settle
 from .options import OperatorConfig
 from .serving_options import ServingOptions
 
@@ -166,18 +165,14 @@ class Copies:
             pending.exception()  # retrieved: waiters re-raise it, none is fine too
 
     def _retire(self, worker: Worker) -> None:
-        task = asyncio.get_running_loop().create_task(worker.retire(), name="kubeberth dry-run worker retire")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        retire_later(worker, self._tasks)
 
     async def close(self) -> None:
         if self.current is not None:
             self._retire(self.current)
             self.current = None
         self.failed("the dry-run front is stopping")
-        for task in list(self._tasks):
-            with contextlib.suppress(Exception):
-                await task
+        await settle(self._tasks)
 
 
 async def _api(connection: dict[str, Any] | None, user_agent: str
