@@ -136,6 +136,7 @@ class SchedulerMetrics:
             ["event"], buckets=exponential_buckets(0.0001, 2, 12), registry=r)
         self._event_handling: dict[str, Any] = {}  # event -> its series (labels() is slow: one per event)
         self._incoming: dict[tuple[str, str], tuple[Any, Any]] = {}  # (queue, event) -> its two series
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}  # (metric, label values) -> series
         self.goroutines_gauge = Gauge(
             "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
             ["operation"], registry=r)
@@ -329,29 +330,37 @@ class SchedulerMetrics:
         if self.podgroup_scheduling_algorithm_duration_seconds is not None:
             self.podgroup_scheduling_algorithm_duration_seconds.observe(max(seconds, 0.0))
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """`metric.labels(*values)`, kept: labels() checks and orders its arguments on every call, and
+        these are called several times per pod. The values are given in the metric's label order."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     # framework.context.MetricsRecorder
     def extension_point_duration(self, point: str, status: str, profile: str, seconds: float) -> None:
-        self.framework_extension_point_duration_seconds.labels(
-            extension_point=point, status=status or "Success", profile=profile).observe(max(seconds, 0.0))
+        self._child(self.framework_extension_point_duration_seconds, point, status or "Success",
+                    profile).observe(max(seconds, 0.0))
 
     def schedule_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One scheduling attempt: result is scheduled, unschedulable or error."""
         if result not in RESULTS:
             raise ValueError(f"result must be one of {', '.join(RESULTS)}, got {result!r}")
-        self.schedule_attempts_total.labels(result=result, profile=profile).inc()
-        self.scheduling_attempt_duration_seconds.labels(result=result, profile=profile).observe(
-            max(seconds, 0.0))
+        self._child(self.schedule_attempts_total, result, profile).inc()
+        self._child(self.scheduling_attempt_duration_seconds, result, profile).observe(max(seconds, 0.0))
 
     def pod_scheduled(self, attempts: int, seconds: float) -> None:
         """A pod bound: end-to-end latency since it first entered the queue, and how many tries it took."""
         attempts = max(int(attempts), 1)
-        self.pod_scheduling_sli_duration_seconds.labels(attempts=str(attempts)).observe(max(seconds, 0.0))
+        self._child(self.pod_scheduling_sli_duration_seconds, str(attempts)).observe(max(seconds, 0.0))
         self.pod_scheduling_attempts.observe(attempts)
 
     def pending_pods(self, queue: str, n: int) -> None:
-        self.pending_pods_gauge.labels(queue=queue).set(n)
+        self._child(self.pending_pods_gauge, queue).set(n)
         if queue in QUEUES:  # incomplete / pending (pod groups' pods) are no entities' queues
-            self.queued_entities_gauge.labels(queue=queue, type="pod").set(n)
+            self._child(self.queued_entities_gauge, queue, "pod").set(n)
 
     def preemption_attempt(self) -> None:
         self.preemption_attempts_total.inc()
@@ -366,7 +375,7 @@ class SchedulerMetrics:
         series.observe(seconds)
 
     def goroutines(self, operation: str, n: int) -> None:
-        self.goroutines_gauge.labels(operation).set(n)
+        self._child(self.goroutines_gauge, operation).set(n)
 
     def preemption_goroutine(self, result: str, seconds: float) -> None:
         self.preemption_goroutines_duration_seconds.labels(result).observe(seconds)
