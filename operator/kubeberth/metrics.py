@@ -134,8 +134,6 @@ class SchedulerMetrics:
         self.event_handling_duration_seconds = Histogram(
             "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
             ["event"], buckets=exponential_buckets(0.0001, 2, 12), registry=r)
-        self._event_handling: dict[str, Any] = {}  # event -> its series (labels() is slow: one per event)
-        self._incoming: dict[tuple[str, str], tuple[Any, Any]] = {}  # (queue, event) -> its two series
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}  # (metric, label values) -> series
         self.goroutines_gauge = Gauge(
             "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
@@ -369,10 +367,7 @@ class SchedulerMetrics:
         self.preemption_victims_histogram.observe(n)
 
     def event_handling_duration(self, event: str, seconds: float) -> None:
-        series = self._event_handling.get(event)
-        if series is None:
-            series = self._event_handling[event] = self.event_handling_duration_seconds.labels(event)
-        series.observe(seconds)
+        self._child(self.event_handling_duration_seconds, event).observe(seconds)
 
     def goroutines(self, operation: str, n: int) -> None:
         self._child(self.goroutines_gauge, operation).set(n)
@@ -388,13 +383,8 @@ class SchedulerMetrics:
         self.permit_wait_duration_seconds.labels(result=result).observe(max(seconds, 0.0))
 
     def queue_incoming_pod(self, queue: str, event: str) -> None:
-        series = self._incoming.get((queue, event))
-        if series is None:
-            series = self._incoming[(queue, event)] = (
-                self.queue_incoming_pods_total.labels(queue=queue, event=event),
-                self.queue_incoming_entities_total.labels(queue=queue, event=event, type="pod"))
-        series[0].inc()
-        series[1].inc()
+        self._child(self.queue_incoming_pods_total, queue, event).inc()
+        self._child(self.queue_incoming_entities_total, queue, event, "pod").inc()
 
     def queueing_hint_duration(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         self.queueing_hint_execution_duration_seconds.observe_many((plugin, event, hint), (seconds,))

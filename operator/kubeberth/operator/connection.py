@@ -45,7 +45,8 @@ class RetryForever:
 async def load_configuration(config: OperatorConfig) -> Configuration:
     """The kubernetes-asyncio configuration: --server, in-cluster, or a kubeconfig.
     Raises ConnectionConfigError naming the file (or the in-cluster setting) that cannot be used."""
-    if config.kubeconfig and not config.server and not config.in_cluster and not os.path.isfile(config.kubeconfig):
+    if (config.kubeconfig and not config.server and not uses_in_cluster(config)
+            and not os.path.isfile(config.kubeconfig)):
         raise ConnectionConfigError(f"--kubeconfig {config.kubeconfig}: no such file")
     try:
         return await _load_configuration(config)
@@ -53,9 +54,15 @@ async def load_configuration(config: OperatorConfig) -> Configuration:
         raise ConnectionConfigError(_where(config) + ": " + (str(exc) or type(exc).__name__)) from None
 
 
+def uses_in_cluster(config: OperatorConfig) -> bool:
+    """--in-cluster, or neither --in-cluster nor --kubeconfig given inside a pod (as client-go)."""
+    if config.in_cluster is not None:
+        return config.in_cluster
+    return config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+
+
 def _where(config: OperatorConfig) -> str:
-    if config.in_cluster or (config.in_cluster is None and config.kubeconfig is None
-                             and "KUBERNETES_SERVICE_HOST" in os.environ):
+    if uses_in_cluster(config):
         return "the in-cluster configuration"
     if config.kubeconfig:
         return f"--kubeconfig {config.kubeconfig}"
@@ -67,10 +74,7 @@ async def _load_configuration(config: OperatorConfig) -> Configuration:
     if config.server:
         cfg.host = config.server.rstrip("/")
         return cfg
-    in_cluster = config.in_cluster
-    if in_cluster is None:
-        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    if in_cluster:
+    if uses_in_cluster(config):
         k8s_config.load_incluster_config(client_configuration=cfg)
     else:
         await k8s_config.load_kube_config(config_file=config.kubeconfig, context=config.context,
@@ -83,10 +87,7 @@ def load_credentials(config: OperatorConfig, cfg: Configuration) -> Credentials:
     user's tokenFile (both read again as client-go does), else what the configuration holds."""
     if config.server:
         return Credentials(cfg, description=f"no credentials (--server {cfg.host})")
-    in_cluster = config.in_cluster
-    if in_cluster is None:
-        in_cluster = config.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    if in_cluster:
+    if uses_in_cluster(config):
         return Credentials(cfg, token_file=SERVICE_ACCOUNT_TOKEN,
                            description=f"the ServiceAccount token file {SERVICE_ACCOUNT_TOKEN}")
     user = kubeconfig_user(config.kubeconfig, config.context)
