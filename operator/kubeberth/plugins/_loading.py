@@ -69,7 +69,6 @@ class Loaded:
         return [n for n in failure.names if n not in self.registry]
 
 
-
 def _distribution_key(dist: importlib.metadata.Distribution) -> str:
     """The distribution's normalised name, from its .dist-info/.egg-info directory's name when it
     has one (as importlib.metadata dedupes), else from its METADATA."""
@@ -81,6 +80,7 @@ def _distribution_key(dist: importlib.metadata.Distribution) -> str:
     except Exception:
         return ""
     return canonicalize_name(name) if isinstance(name, str) else ""
+
 
 def _error_text(exc: BaseException) -> str:
     text = str(exc)
@@ -256,7 +256,7 @@ class Loader:
             try:
                 name, version = dist.metadata["Name"], dist.metadata["Version"]
             except Exception:  # unreadable metadata: not a distribution we can name
-                name, version = key, "(unknown version)"
+                continue
             where = f"distribution {name} {version}"
             try:
                 entries = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
