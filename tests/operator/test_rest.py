@@ -52,9 +52,8 @@ async def tls_server(tmp_path: Path) -> AsyncIterator[Configuration]:
 
 def read_buffers(client: RestClient) -> list[int]:
     """The TLS read buffer of each kept-alive connection of the client's pool."""
-    connector: Any = client._get_session().connector
-    return [len(proto.transport._ssl_protocol._ssl_buffer) for conns in connector._conns.values()
-            for proto, _ in conns]
+    pool: Any = client._get_pool()
+    return [len(conn._transport._ssl_protocol._ssl_buffer) for conn in pool._idle]
 
 
 async def test_a_kept_alive_connection_has_a_16_kib_read_buffer(tls_server: Configuration,
