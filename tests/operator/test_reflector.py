@@ -290,3 +290,27 @@ async def test_a_watch_reads_with_the_shorter_of_its_timeout_and_the_idle_timeou
                   idle_timeout=idle)
     await r.watch_once()
     assert seen == [want]
+
+
+async def test_managed_fields_are_dropped_from_listed_and_watched_objects():
+    """As kube-scheduler's pod informer does: the cache never keeps them."""
+    fields = [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}}]
+    server, seen = Server(), []
+
+    class Keep(Sink):
+        def apply(self, kind: WatchedKind, events: list[Event]) -> None:
+            seen.extend(raw for _, raw in events)
+
+    listed = obj("a", 1)
+    listed["metadata"]["managedFields"] = fields
+    server.objects["pods"] = {"a": listed}
+    r = reflector(server, Keep())
+    await r._deliver(await r.relist())
+    watched = obj("b", 11)
+    watched["metadata"]["managedFields"] = fields
+    await server.streams.put([[{"type": "ADDED", "object": watched}]])
+    await r.watch_once()
+    assert [o["metadata"]["name"] for o in seen] == ["a", "b"]
+    assert all("managedFields" not in o["metadata"] for o in seen)
+    assert seen[1]["metadata"] == {"name": "b", "uid": "uid-b", "resourceVersion": "11"}

@@ -49,6 +49,15 @@ def _key(obj: Mapping[str, Any]) -> str:
     return str(_meta(obj).get("uid") or object_key(obj))
 
 
+def _trim(obj: dict[str, Any]) -> None:
+    """Drop metadata.managedFields, as kube-scheduler's pod informer does (its transform): nothing
+    here reads them, and they are most of a small object's dicts, which the cache would keep and
+    the cyclic collector walk."""
+    meta = obj.get("metadata")
+    if type(meta) is dict and "managedFields" in meta:
+        del meta["managedFields"]
+
+
 def _stub(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What a deletion needs of an object the reflector no longer has in full."""
     meta = _meta(obj)
@@ -199,6 +208,7 @@ class Reflector:
         for obj in items:
             obj.setdefault("apiVersion", f"{self.kind.group}/{self.kind.version}".lstrip("/"))
             obj.setdefault("kind", self.kind.kind)
+            _trim(obj)
             key = _key(obj)
             rv = str(_meta(obj).get("resourceVersion") or "")
             known = self.known.get(key)
@@ -239,6 +249,7 @@ class Reflector:
             elif etype in (ADDED, MODIFIED):
                 known = self.known.get(key)
                 if known is None or not rv or known != rv:
+                    _trim(obj)
                     events.append((ADDED if known is None else MODIFIED, obj))
                     self.known[key] = rv
                     self._stubs[key] = _stub(obj)
