@@ -344,8 +344,9 @@ async def _run_peer(peer: str, w: PeerCase, profile_out: Path | None = None) -> 
                     "cpu_ms_per_pod": round((cpu1 - cpu0) * 1000 / max(1, bound), 2),
                     # What the scheduler's requests cost the control plane (kube-apiserver and
                     # etcd) in the same phase; the harness' pod creations are in it too, alike.
-                    "plane_cpu_ms_per_pod": {name: round((plane_cpu1[name] - plane_cpu0[name]) * 1000 / max(1, bound), 2)
-                                             for name in plane_cpu1},
+                    "plane_cpu_ms_per_pod": {
+                        name: round((plane_cpu1[name] - plane_cpu0[name]) * 1000 / max(1, bound), 2)
+                        for name in plane_cpu1},
                     "peak_rss_mib": round(rss, 1),
                     "p99_attempt_ms": round(p99 * 1000, 1) if p99 is not None else None,
                 })
