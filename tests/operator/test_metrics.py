@@ -6,11 +6,34 @@ import asyncio
 
 import aiohttp
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from kubeberth.metrics import SchedulerMetrics
+from kubeberth.metrics import BulkHistogram, SchedulerMetrics, exponential_buckets
 
 from .conftest import wait_for
 from .emulator import make_node, make_pod
+
+BOUNDS = exponential_buckets(0.0001, 2, 12)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["PodAdd", "NodeAdd"]),
+                          st.one_of(st.sampled_from(BOUNDS), st.floats(0, 1, allow_nan=False))), max_size=40))
+def test_a_bulk_histogram_is_exposed_as_prometheus_clients_histogram(observations: list[tuple[str, float]]) -> None:
+    """The per-pod histograms are BulkHistograms: the same text, sample for sample (values on a
+    bound included), as prometheus-client's Histogram given the same observations."""
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    bulk = BulkHistogram("scheduler_x_seconds", "X.", ["event"], BOUNDS, ours)
+    plain = Histogram("scheduler_x_seconds", "X.", ["event"], buckets=BOUNDS, registry=theirs)
+    unlabelled = BulkHistogram("scheduler_y", "Y.", [], BOUNDS, ours)
+    plain_unlabelled = Histogram("scheduler_y", "Y.", buckets=BOUNDS, registry=theirs)
+    for event, value in observations:
+        bulk.observe((event,), value)
+        plain.labels(event).observe(value)
+        unlabelled.observe((), value)
+        plain_unlabelled.observe(value)
+    assert sorted(generate_latest(ours).splitlines()) == sorted(generate_latest(theirs).splitlines())
 
 
 def test_upstream_names_and_labels():
