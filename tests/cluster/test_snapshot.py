@@ -90,7 +90,7 @@ def test_snapshot_reports_an_unreachable_server(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "kubeberth.cli", "snapshot", "--server", "http://127.0.0.1:9",
                            "-o", str(tmp_path / "x.yaml")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
-    assert proc.stderr.startswith("kubeberth snapshot: Cannot connect to host 127.0.0.1:9")
+    assert proc.stderr == "kubeberth snapshot: cannot connect to 127.0.0.1:9: Connection refused\n"
 
 
 async def test_a_refused_profile_in_the_cluster_stops_simulate_naming_it(kube: Kube, operators: Operators,

@@ -18,6 +18,7 @@ raises `TimeoutError`. A connection is never reused after an error, a timeout or
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import time
 from dataclasses import dataclass
@@ -180,7 +181,9 @@ class ConnectionPool:
             raise HTTPConnectionError(f"{self.netloc}: the server's certificate is not trusted: "
                                       f"{exc.verify_message}") from exc
         except OSError as exc:
-            raise HTTPConnectionError(f"cannot connect to {self.netloc}: {exc.strerror or exc}") from exc
+            # asyncio's "Connect call failed (address)" says less than the errno's own words
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise HTTPConnectionError(f"cannot connect to {self.netloc}: {reason}") from exc
         self.connections_made += 1
         return conn
 
