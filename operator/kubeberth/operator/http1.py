@@ -170,7 +170,7 @@ class ConnectionPool:
         now = time.monotonic()
         while self._idle:
             conn = self._idle.pop()
-            if not conn.lost and now - conn.idle_since < self.idle_timeout:
+            if not conn.lost and conn.keep_alive and now - conn.idle_since < self.idle_timeout:
                 return conn
             conn.close()
         loop = asyncio.get_running_loop()
