@@ -63,21 +63,23 @@ class BulkHistogram(Collector):
         self.bounds = list(buckets)
         self._series: dict[tuple[str, ...], list[float]] = {}  # labels -> bucket counts, then sum
         if not self.labelnames:
-            self._series[()] = [0.0] * (len(self.bounds) + 2)
+            self._series_of(())
         registry.register(self)
 
-    def observe(self, labels: tuple[str, ...], value: float) -> None:
-        """One observation of the series `labels` (the values in the label names' order)."""
+    def _series_of(self, labels: tuple[str, ...]) -> list[float]:
         series = self._series.get(labels)
         if series is None:
             series = self._series[labels] = [0.0] * (len(self.bounds) + 2)
+        return series
+
+    def observe(self, labels: tuple[str, ...], value: float) -> None:
+        """One observation of the series `labels` (the values in the label names' order)."""
+        series = self._series_of(labels)
         series[bisect.bisect_left(self.bounds, value)] += 1
         series[-1] += value
 
     def observe_many(self, labels: tuple[str, ...], values: Iterable[float]) -> None:
-        series = self._series.get(labels)
-        if series is None:
-            series = self._series[labels] = [0.0] * (len(self.bounds) + 2)
+        series = self._series_of(labels)
         bounds = self.bounds
         total = 0.0
         for v in values:

@@ -36,11 +36,11 @@ _NAMES = {
 }
 
 
-
 # The codes as module constants: `Code.X` is a lookup on the enum class (three times the cost of
 # a global's), and these checks run once per plugin and node in every cycle.
 _SUCCESS, _SKIP, _WAIT = Code.SUCCESS, Code.SKIP, Code.WAIT
 _REJECTED = frozenset((Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING))
+
 
 class Status:
     """A plugin's verdict. `None` stands for Success wherever a Status is returned.

@@ -132,7 +132,6 @@ class ConnectionPool:
         self._idle: list[_Connection] = []
         self._busy: set[_Connection] = set()
         self.idle_timeout = idle_timeout
-        self.limit = limit
         self.connections_made = 0  # for tests and benchmarks: every TLS handshake costs both sides
 
     @property

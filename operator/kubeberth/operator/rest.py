@@ -123,32 +123,34 @@ class RestClient:
             await self._pool.close()
             self._pool = None
 
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON, "User-Agent": self.user_agent}
-        if content_type:
-            headers["Content-Type"] = content_type
-        auth = await self.credentials.authorization()
-        if auth:
-            headers["Authorization"] = auth
-        elif self.configuration.username:
-            headers["Authorization"] = self.configuration.get_basic_auth_token()
-        return headers
-
-    async def _head_lines_for(self, content_type: str | None) -> bytes:
-        """The request's header lines but Host and Content-Length, as bytes (kept per credential)."""
+    async def _authorization(self) -> str | None:
+        """The Authorization header's value: the credentials' (a bearer token, read again as
+        client-go does), else the configuration's basic auth, else none."""
         auth = await self.credentials.authorization()
         if not auth and self.configuration.username:
             auth = self.configuration.get_basic_auth_token()
+        return auth or None
+
+    def _header_map(self, content_type: str | None, auth: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": self.user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if auth:
+            headers["Authorization"] = auth
+        return headers
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        return self._header_map(content_type, await self._authorization())
+
+    async def _head_lines_for(self, content_type: str | None) -> bytes:
+        """The request's header lines but Host and Content-Length, as bytes (kept per credential)."""
+        auth = await self._authorization()
         key = (auth, content_type)
         lines = self._head_lines.get(key)
         if lines is None:
             if len(self._head_lines) > 16:  # rotated tokens: keep only the current ones
                 self._head_lines.clear()
-            headers = {"Accept": JSON, "User-Agent": self.user_agent}
-            if content_type:
-                headers["Content-Type"] = content_type
-            if auth:
-                headers["Authorization"] = auth
+            headers = self._header_map(content_type, auth)
             lines = self._head_lines[key] = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
         return lines
 
