@@ -54,7 +54,8 @@ async def test_binds_and_reports_as_kube_scheduler(kube: Kube, operators: Operat
     message = ("0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: "
                "3 Preemption is not helpful for scheduling.")
     assert (cond["reason"], cond["message"]) == ("Unschedulable", message)
-    failed = await events_of(kube, "too-big")
+    # Events go out through the recorder, as upstream's broadcaster: not ordered with the status patch.
+    failed = await eventually(lambda: events_of(kube, "too-big"), what="FailedScheduling event")
     assert [(e["type"], e["reason"], e["message"]) for e in failed] == [("Warning", "FailedScheduling", message)]
     assert (await kube.get("pods", "too-big", "default"))["spec"].get("nodeName") is None
 
@@ -103,7 +104,12 @@ async def test_preemption_with_graceful_deletion(kube: Kube, operators: Operator
         victim = await eventually(terminating, what=f"{name} deleted gracefully")
         target = condition(victim, "DisruptionTarget")
         assert target is not None and (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
-        preempted = [e for e in await events_of(kube, name) if e["reason"] == "Preempted"]
+
+        # Recorded after the deletion (as upstream's prepareCandidate does), through the recorder.
+        async def preempted_events(name: str = name) -> list[dict[str, Any]] | None:
+            return [e for e in await events_of(kube, name) if e["reason"] == "Preempted"] or None
+
+        preempted = await eventually(preempted_events, what=f"Preempted event of {name}")
         expected = f"Preempted by pod {preemptor['metadata']['uid']} on node n1"
         assert len(preempted) == 1 and preempted[0]["message"] == expected
 
