@@ -14,6 +14,7 @@ import pytest
 from kubeberth import features
 from kubeberth.report.scope import COUNTS
 from kubeberth.report.suggestions import describe, scoped
+from kubeberth.whatif.suggest.profile_change import profile_change, profile_edit
 from tests.whatif.suggest.test_gangs import all_placed, found, gang
 from tests.whatif.suggest.test_on_nodes import DRIVER, TAINT, TOLERATE, storage, uses
 from tests.whatif.suggest.test_suggest import node, placed, pod, priority_class, suggestions_of
@@ -248,3 +249,26 @@ def test_profile_added_affinity_excluding_the_pinned_node() -> None:
     fixed = copy.deepcopy(objects)
     fixed[0]["spec"]["pluginConfig"][0]["args"].pop("addedAffinity")
     assert placed(fixed, "default/web")
+
+
+def test_only_the_pods_own_profile_is_relaxed() -> None:
+    # Two profiles add zone In [z2]: web's (default-scheduler) and batch's. Only web's profile is
+    # named and edited; batch's pods keep theirs (job stays off a).
+    def added(name: str, scheduler: str) -> dict[str, Any]:
+        return {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": name},
+                "spec": {"schedulerName": scheduler, "pluginConfig": [{"name": "NodeAffinity", "args": {
+                    "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z2"]}]}]}}}}]}}
+    job = pod("job", "100m")
+    job["spec"]["schedulerName"] = "batch"
+    objects = [added("p", "default-scheduler"), added("q", "batch"), node("a", labels={ZONE: "z1"}),
+               node("b", labels={ZONE: "z2"}), *storage(), uses(pod("web", "500m"), "data"), job]
+    assert not placed(objects, "default/web")
+    (s,) = suggestions_of(objects, "default/web", "RelaxProfile")[:1]
+    assert s["profiles"] == ["p"] and s["places"] == [{"pod": "default/web", "node": "a"}]
+    assert s["from"] == objects[0]["spec"]["pluginConfig"][0]["args"]["addedAffinity"]
+    edited = profile_edit("default-scheduler")(copy.deepcopy(objects))
+    assert "addedAffinity" not in edited[0]["spec"]["pluginConfig"][0]["args"]
+    assert edited[1] == objects[1]
+    assert profile_change(objects, "batch")["profiles"] == ["q"]
+    assert profile_change(objects, "nobody")["profiles"] == []

@@ -40,7 +40,7 @@ from ..inputs import object_key
 from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, read_diagnosis, smallest, verify_change, with_new_pods
 from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
-from .profile_change import added_affinity, excluded, own_affinity_matches, profile_change, profile_edit
+from .profile_change import added_affinity, excluded, own_affinity_matches, profile_change, profile_edit, scheduler_name
 from .relax_node import DEFAULTS, relax_edit, terms_for
 from .relax_node import pod_labels as _labels
 from .repel import repelling
@@ -121,8 +121,9 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
     is a candidate), the fewest rejections first, then those needing no eviction, then in input
     order; those needing a change of the node or the profile last."""
     order = {n: i for i, n in enumerate(nodes)}
-    added = added_affinity(objects)
     pod = pods_by_key([dict(o) for o in objects]).get(unit.pods[0])
+    scheduler = scheduler_name(pod or {})
+    added = added_affinity(objects, scheduler)
     lacking = lacking_resource(pod, nodes)
     over = own_volumes_over_limit(pod, objects)
 
@@ -135,7 +136,7 @@ def candidates(unit: Unit, nodes: Mapping[str, Mapping[str, Any]], objects: Sequ
     fit = [n for n in unit.rejected if n in nodes and answered(n)]
     # A node is given a resource (node_change.py) only when no node offering it has answers.
     fit = [n for n in fit if n not in lacking] or fit
-    return sorted(fit, key=lambda n: (n in lacking or n in over or (profile and excluded(objects, nodes[n])),
+    return sorted(fit, key=lambda n: (n in lacking or n in over or (profile and excluded(objects, scheduler, nodes[n])),
                                       len(unit.rejected[n]), bool(unit.rejected[n] & BY_PODS), order[n]))
 
 
@@ -227,8 +228,9 @@ class Answers:
         steps: list[dict[str, Any]] = []
         edits: list[Edit] = []
         if self.profile:
-            steps.append(profile_change(rerun.objects))
-            edits.append(profile_edit())
+            scheduler = scheduler_name(pods_by_key(rerun.objects).get(unit.pods[0]) or {})
+            steps.append(profile_change(rerun.objects, scheduler))
+            edits.append(profile_edit(scheduler))
         if self.terms:
             steps.append({"kind": "Relax", "terms": self.terms})
             edits.append(relax_edit(unit, self.terms))
@@ -279,7 +281,7 @@ def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Map
     profile = False
     for n in on:
         plugins_n = unit.rejected[n] | crowded
-        if "NodeAffinity" in plugins_n and excluded(rerun.objects, nodes[n]):
+        if "NodeAffinity" in plugins_n and excluded(rerun.objects, scheduler_name(pod), nodes[n]):
             profile = True  # the profile's addedAffinity answered; the pod's own only when it fails too
             if own_affinity_matches(pod, nodes[n]):
                 plugins_n = plugins_n - {"NodeAffinity"}

@@ -1,7 +1,8 @@
 """`RelaxProfile`: a scheduling profile's NodeAffinity `addedAffinity` (a node affinity the
 scheduler adds to every pod of the profile) excludes the nodes the pod could otherwise use (the
 only nodes its PersistentVolume allows, say): no edit of the pod answers that. The change removes
-the addedAffinity from the profiles that set one; it concerns every pod those profiles schedule,
+the addedAffinity from the pod's profiles (those of its `spec.schedulerName`) that set one;
+profiles of other scheduler names are left as they are. It concerns every pod those profiles schedule,
 so it comes last (on_node.py, when no node the profile admits has answers) and its re-simulation
 reports the pods it displaces. `note` says what to do: widen or remove the addedAffinity, or give
 the pod a scheduler profile without it (`spec.schedulerName`)."""
@@ -19,6 +20,19 @@ NOTE = ("the profile adds this node affinity to every pod it schedules: widen or
         "(NodeAffinity's args), or schedule the pod with a profile without it (spec.schedulerName)")
 
 
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def scheduler_name(obj: Mapping[str, Any]) -> str:
+    """A pod's or a SchedulingProfile's `spec.schedulerName`, defaulted as the API server does."""
+    return str((obj.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER)
+
+
+def _profiles(objects: Sequence[Mapping[str, Any]], scheduler: str) -> list[Mapping[str, Any]]:
+    """The SchedulingProfiles that schedule the pods of `scheduler`."""
+    return [o for o in objects if o.get("kind") == "SchedulingProfile" and scheduler_name(o) == scheduler]
+
+
 def _walk(v: Any, found: list[Mapping[str, Any]]) -> None:
     """Every mapping under `v` that holds an `addedAffinity`."""
     if isinstance(v, Mapping):
@@ -31,13 +45,11 @@ def _walk(v: Any, found: list[Mapping[str, Any]]) -> None:
             _walk(w, found)
 
 
-def added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
-    """The required node selectors the SchedulingProfiles add to every pod (NodeAffinity's
-    addedAffinity): no edit of the pod answers those."""
+def added_affinity(objects: Sequence[Mapping[str, Any]], scheduler: str) -> list[NodeSelector]:
+    """The required node selectors the SchedulingProfiles of `scheduler` add to every pod they
+    schedule (NodeAffinity's addedAffinity): no edit of the pod answers those."""
     out: list[NodeSelector] = []
-    for o in objects:
-        if o.get("kind") != "SchedulingProfile":
-            continue
+    for o in _profiles(objects, scheduler):
         holders: list[Mapping[str, Any]] = []
         _walk(o.get("spec"), holders)
         for h in holders:
@@ -50,10 +62,11 @@ def added_affinity(objects: Sequence[Mapping[str, Any]]) -> list[NodeSelector]:
     return out
 
 
-def excluded(objects: Sequence[Mapping[str, Any]], node: Mapping[str, Any]) -> bool:
-    """Whether a profile's required addedAffinity leaves `node` out."""
+def excluded(objects: Sequence[Mapping[str, Any]], scheduler: str, node: Mapping[str, Any]) -> bool:
+    """Whether an addedAffinity of a profile of `scheduler` leaves `node` out."""
     meta = node.get("metadata") or {}
-    return not all(s.matches(str(meta.get("name")), meta.get("labels") or {}) for s in added_affinity(objects))
+    return not all(s.matches(str(meta.get("name")), meta.get("labels") or {})
+                   for s in added_affinity(objects, scheduler))
 
 
 def own_affinity_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
@@ -70,29 +83,27 @@ def own_affinity_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> boo
         return False
 
 
-def profile_change(objects: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def profile_change(objects: Sequence[Mapping[str, Any]], scheduler: str) -> dict[str, Any]:
     names = []
     removed: list[Any] = []
-    for o in objects:
-        if o.get("kind") == "SchedulingProfile":
-            holders: list[Mapping[str, Any]] = []
-            _walk(o.get("spec"), holders)
-            if holders:
-                names.append(str((o.get("metadata") or {}).get("name")))
-                removed += [h["addedAffinity"] for h in holders]
+    for o in _profiles(objects, scheduler):
+        holders: list[Mapping[str, Any]] = []
+        _walk(o.get("spec"), holders)
+        if holders:
+            names.append(str((o.get("metadata") or {}).get("name")))
+            removed += [h["addedAffinity"] for h in holders]
     return {"kind": "RelaxProfile", "profiles": names, "path": "pluginConfig[NodeAffinity].args.addedAffinity",
             "from": removed[0] if len(removed) == 1 else removed, "to": None, "note": NOTE}
 
 
-def profile_edit() -> Edit:
-    """The edit removing every SchedulingProfile's addedAffinity."""
+def profile_edit(scheduler: str) -> Edit:
+    """The edit removing the addedAffinity of the SchedulingProfiles of `scheduler`."""
     def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for o in objects:
-            if o.get("kind") == "SchedulingProfile":
-                holders: list[Mapping[str, Any]] = []
-                _walk(o.get("spec"), holders)
-                for h in holders:
-                    if isinstance(h, dict):
-                        h.pop("addedAffinity", None)
+        for o in _profiles(objects, scheduler):
+            holders: list[Mapping[str, Any]] = []
+            _walk(o.get("spec"), holders)
+            for h in holders:
+                if isinstance(h, dict):
+                    h.pop("addedAffinity", None)
         return objects
     return edit
