@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubeberth.cli import main
+from tests.builders import node_dict, pod_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,3 +70,21 @@ def test_the_command_exits_2_on_a_refused_profile_printing_nothing_on_stdout(arg
     assert proc.stderr.splitlines() == [
         f"kubeberth {' '.join(argv[:2]) if argv[0] == 'profile' else 'simulate'}: {bad}, document 1: "
         "SchedulingProfile binpack: spec.plugins.score.enabled[0].name: plugin 'Foo' does not exist"]
+
+
+def test_a_pod_whose_uid_another_pod_has_is_refused_and_the_rest_simulated(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # An API server gives every object its own uid; two pods with one are one pod to the cache
+    # and the queue (a gang's member came out Scheduled alone). The later one is refused, named
+    # where the input gave it.
+    first, second, other = pod_dict("first", cpu="1"), pod_dict("second", cpu="1"), pod_dict("other", cpu="1")
+    first["metadata"]["uid"] = second["metadata"]["uid"] = "u-1"
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([node_dict("n", cpu="4"), first, second, other]))
+    assert main(["simulate", str(path), "-o", "json"]) == 0
+    captured = capsys.readouterr()
+    message = "metadata.uid 'u-1' is also pod default/first's: a uid names one object"
+    assert captured.err == f"skipping pod default/second ({path}, document 3): {message}\n"
+    got = {o["pod"]: (o["status"], o.get("node"), o.get("message", "")) for o in json.loads(captured.out)["pods"]}
+    assert got == {"default/first": ("Scheduled", "n", ""), "default/other": ("Scheduled", "n", ""),
+                   "default/second": ("Unschedulable", None, f"{path}, document 3: {message}")}

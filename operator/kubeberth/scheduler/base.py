@@ -23,7 +23,7 @@ from ..framework.context import NO_METRICS, MetricsRecorder
 from ..model import Pod
 from ..queue.scheduling_queue import PriorityQueue
 from .nominations import LoggedNominator
-from .records import EVICTED, PodRecord
+from .records import EVICTED, UNSCHEDULABLE, PodRecord
 from .watched import EVENT_RESOURCES
 
 if TYPE_CHECKING:
@@ -107,6 +107,12 @@ class SchedulerBase:
         elif pod is not None:
             rec.uid = pod.uid
         return rec
+
+    def refuse_pod(self, key: str, message: str) -> None:
+        """An input pod the scheduler is not given (a simulation's input that no API server would
+        hold): its outcome is unschedulable with `message`, and nothing else is touched."""
+        rec = self._record(key=key, uid=f"refused:{key}")
+        rec.status, rec.message, rec.error = UNSCHEDULABLE, message, True
 
     def _record_seen(self, pod: Pod) -> PodRecord:
         """The record of a pod a cycle has just handled. In a long-running scheduler

@@ -31,6 +31,7 @@ from ..plugins.dynamic_resources.claims import claim_from_template
 from ..priority import Refused
 from ..profile import build_framework, check_buildable
 from ..scheduler import Scheduler
+from ..scheduler.records import raw_uid
 from ..scheduler.watched import OBJECT_KINDS, POD_GROUP, declared_kinds, table_kind
 from .cluster import InMemoryClient
 from .inputs import InputError, Origins, object_key
@@ -206,11 +207,24 @@ def load_objects(sched: Scheduler, objects: list[dict[str, Any]], registry: Regi
             warn.write(f"skipping node: {sched.node_errors.get(str(name), name)}\n")
     order: list[str] = []
     pods = [obj for obj in objects if obj.get("kind") == "Pod"]
+    owners: dict[str, str] = {}  # uid -> the key of the first pod that has it
+    kept = []
     for obj in pods:
         key = object_key(obj)
         if key not in order:
             order.append(key)
-    for obj in by_creation(pods):
+        uid = raw_uid(obj)
+        owner = owners.setdefault(uid, key)
+        if owner != key:
+            # An API server gives every object its own uid: two pods with one would be one pod
+            # to the cache and the queue. The later one is refused; the others go on.
+            where = origins.of(obj) if origins is not None else None
+            message = f"metadata.uid {uid!r} is also pod {owner}'s: a uid names one object"
+            warn.write(f"skipping pod {key}{f' ({where})' if where else ''}: {message}\n")
+            sched.refuse_pod(key, f"{where}: {message}" if where else message)
+            continue
+        kept.append(obj)
+    for obj in by_creation(kept):
         sched.on_pod_add(obj)
     return order
 
