@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,30 @@ def test_a_pod_whose_uid_another_pod_has_is_refused_and_the_rest_simulated(
     got = {o["pod"]: (o["status"], o.get("node"), o.get("message", "")) for o in json.loads(captured.out)["pods"]}
     assert got == {"default/first": ("Scheduled", "n", ""), "default/other": ("Scheduled", "n", ""),
                    "default/second": ("Unschedulable", None, f"{path}, document 3: {message}")}
+
+
+def test_a_pod_repeating_a_gang_members_uid_is_refused_and_the_run_ends(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # With both pods given to the scheduler, the gang's attempt was refused at assume, again and
+    # again: simulate never ended. Now the later pod (y) is refused at input and the gang binds.
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g",
+             "namespace": "default"}, "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}
+    members = [pod_dict(f"g-{i}", cpu="500m") for i in range(3)]
+    for m in members:
+        m["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+    other = pod_dict("y", cpu="100m")
+    other["metadata"]["uid"] = members[2]["metadata"]["uid"] = "u-1"
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([node_dict("a", cpu="2"), node_dict("b", cpu="2"), group, *members, other]))
+    codes: list[int] = []
+    run = threading.Thread(target=lambda: codes.append(main(["simulate", "--feature-gates", "GenericWorkload=true",
+                                                             str(path), "-o", "json"])), daemon=True)
+    run.start()
+    run.join(timeout=120)
+    assert codes == [0], "simulate did not end"
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"skipping pod default/y ({path}, document 7): metadata.uid 'u-1' is also pod "
+                                   "default/g-2's")
+    got = {o["pod"]: o["status"] for o in json.loads(captured.out)["pods"]}
+    assert got == {"default/g-0": "Scheduled", "default/g-1": "Scheduled", "default/g-2": "Scheduled",
+                   "default/y": "Unschedulable"}
