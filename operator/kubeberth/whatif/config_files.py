@@ -12,8 +12,8 @@ from typing import Any, TextIO
 
 import yaml
 
+from ..config import DEFAULT_SCHEDULER_NAME, ConfigError, SchedulingProfileSpec, parse_profile_object
 from ..config import KIND as PROFILE_KIND
-from ..config import ConfigError, SchedulingProfileSpec, parse_profile_object
 from ..config.kube_config import KSC_KIND, ImportedConfig, export_config, import_config
 from ..config.models import SHADOW
 from ..framework.registry import Registry
@@ -186,9 +186,9 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     if config is not None:
         configs.append(config)
     for imported in configs:
-        served = {_scheduler_name(o): o for o in out.objects if o.get("kind") == PROFILE_KIND and not _is_shadow(o)}
+        served = {scheduler_name(o): o for o in out.objects if o.get("kind") == PROFILE_KIND and not _is_shadow(o)}
         for prof_obj in imported.profiles:
-            name = _scheduler_name(prof_obj)
+            name = scheduler_name(prof_obj)
             replaced = served.get(name)
             if replaced is not None:
                 warn.write(f"warning: the configuration's profile {name} replaces SchedulingProfile "
@@ -200,8 +200,10 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     return out
 
 
-def _scheduler_name(obj: dict[str, Any]) -> str:
-    return str((obj.get("spec") or {}).get("schedulerName") or "default-scheduler")
+def scheduler_name(obj: Mapping[str, Any]) -> str:
+    """A pod's or a SchedulingProfile's `spec.schedulerName`, defaulted as the API server and the
+    operator do."""
+    return str((obj.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
 
 
 def load_profile_specs(paths: Iterable[str], origins: Origins | None = None) -> list[dict[str, Any]]:

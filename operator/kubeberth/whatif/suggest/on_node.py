@@ -36,11 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import ModelError, Node, Pod
+from ..config_files import scheduler_name
 from ..inputs import object_key
 from .core import PLACED, Base, Edit, Rerun, Unit, pods_by_key, read_diagnosis, smallest, verify_change, with_new_pods
 from .evict import eviction_entries, priorities, size
 from .node_change import resource_change, resource_edit, resource_grants, volume_change, volume_edit, volume_raises
-from .profile_change import added_affinity, excluded, own_affinity_matches, profile_change, profile_edit, scheduler_name
+from .profile_change import added_affinity, excluded, own_affinity_matches, profile_change, profile_edit
 from .relax_node import DEFAULTS, relax_edit, terms_for
 from .relax_node import pod_labels as _labels
 from .repel import repelling
@@ -220,17 +221,16 @@ class Answers:
     fits: Cuts | None           # ... or to the room left on on[0]; None: some resource has none
     grants: list[tuple[str, str, int]] = field(default_factory=list)        # (node, resource, amount)
     raises: list[tuple[str, str, int, int]] = field(default_factory=list)   # (node, driver, from, to)
-    profile: bool = False       # the profiles' addedAffinity removed (profile_change.py)
+    profile: str | None = None  # the schedulerName whose profiles' addedAffinity is removed (profile_change.py)
 
     def made(self, rerun: Rerun, unit: Unit, lowered: Cuts, gone: Sequence[str] = ()) -> Base:
         """The change (Combined, or its single step) and its edit: the terms relaxed, the nodes
         uncordoned, the requests lowered to `lowered`, the pods `gone` evicted."""
         steps: list[dict[str, Any]] = []
         edits: list[Edit] = []
-        if self.profile:
-            scheduler = scheduler_name(pods_by_key(rerun.objects).get(unit.pods[0]) or {})
-            steps.append(profile_change(rerun.objects, scheduler))
-            edits.append(profile_edit(scheduler))
+        if self.profile is not None:
+            steps.append(profile_change(rerun.objects, self.profile))
+            edits.append(profile_edit(self.profile))
         if self.terms:
             steps.append({"kind": "Relax", "terms": self.terms})
             edits.append(relax_edit(unit, self.terms))
@@ -278,11 +278,12 @@ def answers(rerun: Rerun, unit: Unit, on: Sequence[str], nodes: Mapping[str, Map
     # A gang with more pods than nodes puts several on one node: its own spreading and pod
     # (anti-)affinity, which passed for the first pod, are relaxed as well.
     crowded = {"PodTopologySpread", "InterPodAffinity"} if len(unit.pods) > len(on) else set()
-    profile = False
+    scheduler = scheduler_name(pod)
+    profile = None
     for n in on:
         plugins_n = unit.rejected[n] | crowded
-        if "NodeAffinity" in plugins_n and excluded(rerun.objects, scheduler_name(pod), nodes[n]):
-            profile = True  # the profile's addedAffinity answered; the pod's own only when it fails too
+        if "NodeAffinity" in plugins_n and excluded(rerun.objects, scheduler, nodes[n]):
+            profile = scheduler  # the profile's addedAffinity answered; the pod's own only when it fails too
             if own_affinity_matches(pod, nodes[n]):
                 plugins_n = plugins_n - {"NodeAffinity"}
         terms += [t for t in terms_for(pod.get("spec") or {}, nodes[n], plugins_n, _labels(pod))

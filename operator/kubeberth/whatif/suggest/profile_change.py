@@ -14,23 +14,11 @@ from typing import Any
 
 from ...model import ModelError
 from ...model.selectors import NodeSelector
+from ..config_files import scheduler_name
 from .core import Edit
 
 NOTE = ("the profile adds this node affinity to every pod it schedules: widen or remove its addedAffinity "
         "(NodeAffinity's args), or schedule the pod with a profile without it (spec.schedulerName)")
-
-
-DEFAULT_SCHEDULER = "default-scheduler"
-
-
-def scheduler_name(obj: Mapping[str, Any]) -> str:
-    """A pod's or a SchedulingProfile's `spec.schedulerName`, defaulted as the API server does."""
-    return str((obj.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER)
-
-
-def _profiles(objects: Sequence[Mapping[str, Any]], scheduler: str) -> list[Mapping[str, Any]]:
-    """The SchedulingProfiles that schedule the pods of `scheduler`."""
-    return [o for o in objects if o.get("kind") == "SchedulingProfile" and scheduler_name(o) == scheduler]
 
 
 def _walk(v: Any, found: list[Mapping[str, Any]]) -> None:
@@ -45,13 +33,24 @@ def _walk(v: Any, found: list[Mapping[str, Any]]) -> None:
             _walk(w, found)
 
 
+def _holders(objects: Sequence[Mapping[str, Any]], scheduler: str) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """(name, the mappings holding an addedAffinity) of each SchedulingProfile of `scheduler`
+    that sets one."""
+    out = []
+    for o in objects:
+        if o.get("kind") == "SchedulingProfile" and scheduler_name(o) == scheduler:
+            found: list[Mapping[str, Any]] = []
+            _walk(o.get("spec"), found)
+            if found:
+                out.append((str((o.get("metadata") or {}).get("name")), found))
+    return out
+
+
 def added_affinity(objects: Sequence[Mapping[str, Any]], scheduler: str) -> list[NodeSelector]:
     """The required node selectors the SchedulingProfiles of `scheduler` add to every pod they
     schedule (NodeAffinity's addedAffinity): no edit of the pod answers those."""
     out: list[NodeSelector] = []
-    for o in _profiles(objects, scheduler):
-        holders: list[Mapping[str, Any]] = []
-        _walk(o.get("spec"), holders)
+    for _, holders in _holders(objects, scheduler):
         for h in holders:
             req = h["addedAffinity"].get("requiredDuringSchedulingIgnoredDuringExecution")
             if req:
@@ -84,24 +83,17 @@ def own_affinity_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> boo
 
 
 def profile_change(objects: Sequence[Mapping[str, Any]], scheduler: str) -> dict[str, Any]:
-    names = []
-    removed: list[Any] = []
-    for o in _profiles(objects, scheduler):
-        holders: list[Mapping[str, Any]] = []
-        _walk(o.get("spec"), holders)
-        if holders:
-            names.append(str((o.get("metadata") or {}).get("name")))
-            removed += [h["addedAffinity"] for h in holders]
-    return {"kind": "RelaxProfile", "profiles": names, "path": "pluginConfig[NodeAffinity].args.addedAffinity",
+    held = _holders(objects, scheduler)
+    removed = [h["addedAffinity"] for _, holders in held for h in holders]
+    return {"kind": "RelaxProfile", "profiles": [name for name, _ in held],
+            "path": "pluginConfig[NodeAffinity].args.addedAffinity",
             "from": removed[0] if len(removed) == 1 else removed, "to": None, "note": NOTE}
 
 
 def profile_edit(scheduler: str) -> Edit:
     """The edit removing the addedAffinity of the SchedulingProfiles of `scheduler`."""
     def edit(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for o in _profiles(objects, scheduler):
-            holders: list[Mapping[str, Any]] = []
-            _walk(o.get("spec"), holders)
+        for _, holders in _holders(objects, scheduler):
             for h in holders:
                 if isinstance(h, dict):
                     h.pop("addedAffinity", None)
