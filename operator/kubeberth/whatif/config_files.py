@@ -145,7 +145,8 @@ def profile_config(path: str, origins: Origins | None = None, registry: Registry
     return ImportedConfig(profiles=[p.obj for p in checked])
 
 
-def _is_shadow(obj: Mapping[str, Any]) -> bool:
+def is_shadow(obj: Mapping[str, Any]) -> bool:
+    """Whether a SchedulingProfile is in Shadow mode (it schedules nothing in a simulation)."""
     return (obj.get("spec") or {}).get("mode") == SHADOW
 
 
@@ -186,7 +187,7 @@ def prepare(objects: Iterable[dict[str, Any]], warn: TextIO, config: ImportedCon
     if config is not None:
         configs.append(config)
     for imported in configs:
-        served = {scheduler_name(o): o for o in out.objects if o.get("kind") == PROFILE_KIND and not _is_shadow(o)}
+        served = {scheduler_name(o): o for o in out.objects if o.get("kind") == PROFILE_KIND and not is_shadow(o)}
         for prof_obj in imported.profiles:
             name = scheduler_name(prof_obj)
             replaced = served.get(name)

@@ -272,3 +272,17 @@ def test_only_the_pods_own_profile_is_relaxed() -> None:
     assert edited[1] == objects[1]
     assert profile_change(objects, "batch")["profiles"] == ["q"]
     assert profile_change(objects, "nobody")["profiles"] == []
+
+
+def test_a_shadow_profiles_added_affinity_is_not_the_pods() -> None:
+    # A Shadow profile schedules nothing (its schedulerName defaults to default-scheduler like any
+    # other): its addedAffinity keeps no pod off a node, so no RelaxProfile names or edits it.
+    shadow = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "s"},
+              "spec": {"mode": "Shadow", "pluginConfig": [{"name": "NodeAffinity", "args": {
+                  "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                      {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z2"]}]}]}}}}]}}
+    objects = [shadow, node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z2"}), *storage(),
+               uses(pod("web", "500m"), "data")]
+    assert placed(objects, "default/web")
+    assert profile_change(objects, "default-scheduler")["profiles"] == []
+    assert profile_edit("default-scheduler")(copy.deepcopy(objects))[0] == shadow

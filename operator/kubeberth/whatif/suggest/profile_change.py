@@ -14,7 +14,7 @@ from typing import Any
 
 from ...model import ModelError
 from ...model.selectors import NodeSelector
-from ..config_files import scheduler_name
+from ..config_files import is_shadow, scheduler_name
 from .core import Edit
 
 NOTE = ("the profile adds this node affinity to every pod it schedules: widen or remove its addedAffinity "
@@ -35,10 +35,10 @@ def _walk(v: Any, found: list[Mapping[str, Any]]) -> None:
 
 def _holders(objects: Sequence[Mapping[str, Any]], scheduler: str) -> list[tuple[str, list[Mapping[str, Any]]]]:
     """(name, the mappings holding an addedAffinity) of each SchedulingProfile of `scheduler`
-    that sets one."""
+    that sets one. Shadow profiles schedule nothing: their addedAffinity keeps no pod off a node."""
     out = []
     for o in objects:
-        if o.get("kind") == "SchedulingProfile" and scheduler_name(o) == scheduler:
+        if o.get("kind") == "SchedulingProfile" and scheduler_name(o) == scheduler and not is_shadow(o):
             found: list[Mapping[str, Any]] = []
             _walk(o.get("spec"), found)
             if found:
