@@ -233,13 +233,18 @@ def test_nodes_left_out_by_prefilter_are_in_the_diagnosis() -> None:
     assert placed(fixed, "default/web")
 
 
+def in_z2(name: str, **spec: Any) -> dict[str, Any]:
+    """A SchedulingProfile whose NodeAffinity adds zone In [z2] to every pod it schedules."""
+    return {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": name},
+            "spec": {**spec, "pluginConfig": [{"name": "NodeAffinity", "args": {
+                "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z2"]}]}]}}}}]}}
+
+
 def test_profile_added_affinity_excluding_the_pinned_node() -> None:
     # web's PV pins it to a (zone z1); the profile adds zone In [z2] to every pod: only the
     # profile's change places it (the pod's own spec is not in the way).
-    profile = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "p"},
-               "spec": {"schedulerName": "default-scheduler", "pluginConfig": [{"name": "NodeAffinity", "args": {
-                   "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                       {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z2"]}]}]}}}}]}}
+    profile = in_z2("p", schedulerName="default-scheduler")
     objects = [profile, node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z2"}), *storage(),
                uses(pod("web", "500m"), "data")]
     assert not placed(objects, "default/web")
@@ -254,15 +259,11 @@ def test_profile_added_affinity_excluding_the_pinned_node() -> None:
 def test_only_the_pods_own_profile_is_relaxed() -> None:
     # Two profiles add zone In [z2]: web's (default-scheduler) and batch's. Only web's profile is
     # named and edited; batch's pods keep theirs (job stays off a).
-    def added(name: str, scheduler: str) -> dict[str, Any]:
-        return {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": name},
-                "spec": {"schedulerName": scheduler, "pluginConfig": [{"name": "NodeAffinity", "args": {
-                    "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z2"]}]}]}}}}]}}
     job = pod("job", "100m")
     job["spec"]["schedulerName"] = "batch"
-    objects = [added("p", "default-scheduler"), added("q", "batch"), node("a", labels={ZONE: "z1"}),
-               node("b", labels={ZONE: "z2"}), *storage(), uses(pod("web", "500m"), "data"), job]
+    objects = [in_z2("p", schedulerName="default-scheduler"), in_z2("q", schedulerName="batch"),
+               node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z2"}), *storage(),
+               uses(pod("web", "500m"), "data"), job]
     assert not placed(objects, "default/web")
     (s,) = suggestions_of(objects, "default/web", "RelaxProfile")[:1]
     assert s["profiles"] == ["p"] and s["places"] == [{"pod": "default/web", "node": "a"}]
@@ -277,10 +278,7 @@ def test_only_the_pods_own_profile_is_relaxed() -> None:
 def test_a_shadow_profiles_added_affinity_is_not_the_pods() -> None:
     # A Shadow profile schedules nothing (its schedulerName defaults to default-scheduler like any
     # other): its addedAffinity keeps no pod off a node, so no RelaxProfile names or edits it.
-    shadow = {"apiVersion": "kubeberth.io/v1alpha1", "kind": "SchedulingProfile", "metadata": {"name": "s"},
-              "spec": {"mode": "Shadow", "pluginConfig": [{"name": "NodeAffinity", "args": {
-                  "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                      {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z2"]}]}]}}}}]}}
+    shadow = in_z2("s", mode="Shadow")
     objects = [shadow, node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z2"}), *storage(),
                uses(pod("web", "500m"), "data")]
     assert placed(objects, "default/web")
